@@ -1,0 +1,317 @@
+//! The `svcbench load` command: flags, their checks, and the run's output.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{bail, Context, Result};
+
+use crate::config::{split_url, LoadConfig, Model, RateRamp, StatusSet};
+use crate::request::{RequestMix, RequestTemplate, ValueList, ValueOrder};
+use crate::{histogram, limits, printer};
+
+const AFTER_HELP: &str = "\
+Closed model (default): -c connections each keep one request in flight, like wrk.
+Open model: --rate R (or --rate A:B to ramp) sends requests at fixed times whatever the
+server does, like wrk2; latency counts from the intended send time, and requests that had to
+wait for a connection are reported as sent late.
+
+Path, header values and body may hold {name} (a value from --values name=FILE, one value per
+line) and {unique} (a number never used before in the run).
+
+Exits 1 when no request succeeded.";
+
+/// Flags of `svcbench load`.
+#[derive(clap::Args, Debug, Clone)]
+#[command(after_help = AFTER_HELP)]
+pub struct LoadArgs {
+    /// Target URL: http://HOST:PORT/PATH (the path is the request's, unless --mix is given)
+    pub url: String,
+
+    /// Connections, each with one request in flight (closed model)
+    #[arg(short = 'c', long, value_name = "N")]
+    pub connections: Option<usize>,
+
+    /// How long to run: 10s, 1m, 500ms
+    #[arg(short = 'd', long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub duration: Duration,
+
+    /// Stop after this many requests (or at the duration, whichever comes first)
+    #[arg(short = 'n', long = "requests", value_name = "N")]
+    pub requests: Option<u64>,
+
+    /// Event-loop threads [default: the CPUs this process may use]
+    #[arg(short = 't', long, value_name = "N")]
+    pub threads: Option<usize>,
+
+    /// Open model: requests per second, constant (1000) or ramped over the run (100:2000)
+    #[arg(long, value_name = "R|A:B")]
+    pub rate: Option<String>,
+
+    /// Ramp the rate in N equal steps instead of linearly
+    #[arg(long, value_name = "N")]
+    pub rate_steps: Option<u32>,
+
+    /// Open model: most connections to open [default: 1024]
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+
+    /// HTTP method
+    #[arg(short = 'm', long, value_name = "METHOD")]
+    pub method: Option<String>,
+
+    /// Request header "Name: value" (repeatable)
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+
+    /// Request body
+    #[arg(long, value_name = "TEXT", conflicts_with = "body_file")]
+    pub body: Option<String>,
+
+    /// Request body read from a file
+    #[arg(long, value_name = "FILE")]
+    pub body_file: Option<PathBuf>,
+
+    /// Values for {name} in the request, one per line (repeatable)
+    #[arg(long = "values", value_name = "NAME=FILE")]
+    pub values: Vec<String>,
+
+    /// How --values lists are drawn: random (seeded) or round-robin
+    #[arg(long, value_name = "ORDER", default_value = "random")]
+    pub values_order: ValueOrder,
+
+    /// Seed for random draws (templates and values): same seed, same requests
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+
+    /// Weighted mix of requests from a TOML file ([[request]] tables and [values])
+    #[arg(long, value_name = "FILE")]
+    pub mix: Option<PathBuf>,
+
+    /// Close the connection after each request (Connection: close)
+    #[arg(long)]
+    pub no_keepalive: bool,
+
+    /// Request timeout, counted from the send
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// Connect timeout
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    pub connect_timeout: Duration,
+
+    /// Statuses that count as success: ranges and codes, e.g. 200-399,404
+    #[arg(long, value_name = "LIST", default_value = "200-399")]
+    pub success: String,
+
+    /// Pin the worker threads to these CPUs (e.g. 0 or 0,2 or 0-3)
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+
+    /// Print the full report as JSON instead of the summary
+    #[arg(long)]
+    pub json: bool,
+
+    /// Write the latency histogram as an HdrHistogram interval log (.hlog, values in µs)
+    #[arg(long, value_name = "FILE")]
+    pub hdr_out: Option<PathBuf>,
+}
+
+fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|_| format!("'{s}' is not a duration: write e.g. 10s, 1m, 500ms"))
+}
+
+/// Default cap on open-model connections.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Default closed-model connections (wrk's default).
+pub const DEFAULT_CONNECTIONS: usize = 10;
+
+fn parse_header(h: &str) -> Result<(String, String)> {
+    match h.split_once(':') {
+        Some((name, value)) if !name.trim().is_empty() => Ok((name.trim().to_string(), value.trim().to_string())),
+        _ => bail!("header '{h}' must be written 'Name: value'"),
+    }
+}
+
+impl LoadArgs {
+    /// Turns the flags into a run configuration; every error names the flag and the fix.
+    pub fn to_config(&self) -> Result<LoadConfig> {
+        let (target, path) = split_url(&self.url)?;
+        let mut mix = match &self.mix {
+            Some(file) => {
+                if path != "/" {
+                    bail!("with --mix the paths come from the mix file: give the URL without a path (http://HOST:PORT)");
+                }
+                if self.method.is_some() || self.body.is_some() || self.body_file.is_some() {
+                    bail!("-m/--body/--body-file describe a single request: put them in the mix file, or leave out --mix");
+                }
+                RequestMix::from_toml_file(file)?
+            }
+            None => {
+                let mut t = RequestTemplate::new(self.method.as_deref().unwrap_or("GET"), &path);
+                t.body = match (&self.body, &self.body_file) {
+                    (Some(b), _) => b.clone().into_bytes(),
+                    (None, Some(f)) => {
+                        std::fs::read(f).with_context(|| format!("--body-file: cannot read {}", f.display()))?
+                    }
+                    (None, None) => Vec::new(),
+                };
+                RequestMix { templates: vec![t], values: Vec::new(), seed: crate::request::DEFAULT_SEED }
+            }
+        };
+        for h in &self.headers {
+            let (name, value) = parse_header(h)?;
+            for t in &mut mix.templates {
+                // -H adds to each request of the mix unless that request sets the header itself.
+                if !t.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
+                    t.headers.push((name.clone(), value.clone()));
+                }
+            }
+        }
+        for v in &self.values {
+            let Some((name, file)) = v.split_once('=') else {
+                bail!("--values '{v}' must be written NAME=FILE (e.g. --values id=ids.txt)");
+            };
+            let list = ValueList::from_file(name.trim(), std::path::Path::new(file.trim()), self.values_order)?;
+            mix.values.retain(|l| l.name != list.name);
+            mix.values.push(list);
+        }
+        if let Some(seed) = self.seed {
+            mix.seed = seed;
+        }
+
+        let model = match &self.rate {
+            Some(rate) => {
+                if self.connections.is_some() {
+                    bail!("-c sets the closed model's connections; with --rate cap connections with --max-connections");
+                }
+                let mut ramp = RateRamp::parse(rate)?;
+                if let Some(steps) = self.rate_steps {
+                    if steps == 0 {
+                        bail!("--rate-steps 0: use at least 1 step, or leave it out for a linear ramp");
+                    }
+                    if ramp.is_constant() {
+                        bail!("--rate-steps needs a ramp: write --rate START:END");
+                    }
+                    ramp.steps = Some(steps);
+                }
+                Model::Open { rate: ramp, max_connections: self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS) }
+            }
+            None => {
+                if self.rate_steps.is_some() || self.max_connections.is_some() {
+                    bail!("--rate-steps and --max-connections are for the open model: add --rate R");
+                }
+                Model::Closed { connections: self.connections.unwrap_or(DEFAULT_CONNECTIONS) }
+            }
+        };
+        let mut config = LoadConfig::new(target, mix, model);
+        config.duration = self.duration;
+        config.max_requests = self.requests;
+        config.keepalive = !self.no_keepalive;
+        config.request_timeout = self.timeout;
+        config.connect_timeout = self.connect_timeout;
+        config.success = StatusSet::parse(&self.success)?;
+        if let Some(cpus) = &self.cpus {
+            let cpus = limits::parse_cpu_list(cpus)?;
+            config.threads = cpus.len();
+            config.cpu_affinity = Some(cpus);
+        }
+        if let Some(t) = self.threads {
+            config.threads = t;
+        }
+        // Report the thread count that will actually run.
+        let pool = match &config.model {
+            Model::Closed { connections } => *connections,
+            Model::Open { max_connections, .. } => *max_connections,
+        };
+        config.threads = config.threads.min(pool.max(1));
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+/// Runs `svcbench load`: prints the summary (or JSON) and returns the exit code.
+pub fn run_cli(args: &LoadArgs) -> Result<i32> {
+    let mut config = args.to_config()?;
+    // Ctrl-C ends the run early and still prints what was measured; a second Ctrl-C exits.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone()).context("cannot install signal handler")?;
+        signal_hook::flag::register(sig, stop.clone()).context("cannot install signal handler")?;
+    }
+    config.stop = Some(stop);
+
+    let header = printer::header(&config, &args.url);
+    if args.json {
+        eprint!("{header}");
+    } else {
+        print!("{header}");
+    }
+    let started = SystemTime::now();
+    let report = crate::run(&config, None)?;
+    if let Some(path) = &args.hdr_out {
+        let h = report.histogram()?;
+        histogram::write_interval_log(path, &h, started, Duration::from_secs_f64(report.duration_s))?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", printer::summary(&report));
+    }
+    Ok(if report.requests_ok > 0 { 0 } else { 1 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: LoadArgs,
+    }
+
+    fn config(argv: &[&str]) -> Result<LoadConfig> {
+        let cli = Cli::try_parse_from(std::iter::once("load").chain(argv.iter().copied())).map_err(|e| anyhow::anyhow!("{e}"))?;
+        cli.args.to_config()
+    }
+
+    #[test]
+    fn closed_and_open_flags() {
+        let c = config(&["http://127.0.0.1:8080/x", "-c", "64", "-d", "2s", "-t", "2"]).unwrap();
+        assert_eq!(c.model, Model::Closed { connections: 64 });
+        assert_eq!((c.duration, c.threads), (Duration::from_secs(2), 2));
+        assert_eq!(c.mix.templates[0].path, "/x");
+        let c = config(&["http://h:1/", "--rate", "100:500", "--rate-steps", "4", "--max-connections", "50"]).unwrap();
+        assert_eq!(
+            c.model,
+            Model::Open { rate: RateRamp { start: 100.0, end: 500.0, steps: Some(4) }, max_connections: 50 }
+        );
+    }
+
+    #[test]
+    fn bad_flags_say_what_to_do() {
+        let err = |argv: &[&str]| format!("{:#}", config(argv).unwrap_err());
+        assert!(err(&["http://h:1/", "--rate", "100", "-c", "5"]).contains("--max-connections"));
+        assert!(err(&["http://h:1/", "--rate-steps", "3"]).contains("add --rate"));
+        assert!(err(&["http://h:1/", "--rate", "fast"]).contains("requests per second"));
+        assert!(err(&["http://h:1/", "-H", "NoColon"]).contains("Name: value"));
+        assert!(err(&["http://h:1/", "--values", "ids"]).contains("NAME=FILE"));
+        assert!(err(&["http://h:1/", "-d", "10x"]).contains("10s"));
+        assert!(err(&["http://h:1/{id}"]).contains("--values id=FILE"));
+        assert!(err(&["http://h:1/", "--success", "2xx"]).contains("200-399"));
+        assert!(err(&["https://h/"]).contains("http://"));
+        assert!(err(&["http://h:1/", "-c", "0"]).contains("at least 1"));
+    }
+
+    #[test]
+    fn headers_and_body() {
+        let c = config(&["http://h:1/p", "-m", "POST", "-H", "X-A: 1", "--body", "{}", "--no-keepalive"]).unwrap();
+        let t = &c.mix.templates[0];
+        assert_eq!((t.method.as_str(), t.body.as_slice()), ("POST", b"{}".as_slice()));
+        assert_eq!(t.headers, vec![("X-A".to_string(), "1".to_string())]);
+        assert!(!c.keepalive);
+    }
+}

@@ -1,0 +1,340 @@
+//! What a run is asked to do: target, load model, limits, what counts as success.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use crate::request::RequestMix;
+
+/// The server under load: plain HTTP/1.1 over TCP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub host: String,
+    pub port: u16,
+}
+
+impl Target {
+    /// `http://host[:port][/path]`; the path, if any, is ignored (see [`split_url`]).
+    pub fn parse(url: &str) -> Result<Target> {
+        split_url(url).map(|(target, _)| target)
+    }
+
+    /// The `Host` header value: the port is left out when it is HTTP's default.
+    pub fn host_header(&self) -> String {
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        if self.port == 80 {
+            host
+        } else {
+            format!("{host}:{}", self.port)
+        }
+    }
+
+    /// Resolves the host once, before the run, so DNS never sits in the measured path.
+    pub fn resolve(&self) -> Result<SocketAddr> {
+        (self.host.as_str(), self.port)
+            .to_socket_addrs()
+            .with_context(|| format!("cannot resolve host '{}'", self.host))?
+            .next()
+            .ok_or_else(|| anyhow!("host '{}' resolves to no address", self.host))
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "http://{}", self.host_header())
+    }
+}
+
+/// Splits `http://host[:port][/path?query]` into the target and the request path (`/` if none).
+pub fn split_url(url: &str) -> Result<(Target, String)> {
+    let rest = if let Some(rest) = url.strip_prefix("http://") {
+        rest
+    } else if url.starts_with("https://") {
+        bail!("'{url}': https is not supported, the generator speaks plain HTTP/1.1 (use http://)");
+    } else if url.contains("://") {
+        bail!("'{url}': only http:// URLs are supported");
+    } else {
+        bail!("'{url}' is not a URL: write it as http://HOST:PORT/PATH");
+    };
+    let (authority, path) = match rest.find(['/', '?']) {
+        Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
+        Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
+        None => (rest, "/".to_string()),
+    };
+    if authority.contains('@') {
+        bail!("'{url}': user info in the URL is not supported (send an Authorization header with -H)");
+    }
+    let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
+        // IPv6 literal: [::1]:8080
+        let end = bracketed.find(']').ok_or_else(|| anyhow!("'{url}': missing ']' after the IPv6 address"))?;
+        let host = &bracketed[..end];
+        let port = match &bracketed[end + 1..] {
+            "" => None,
+            p => Some(p.strip_prefix(':').ok_or_else(|| anyhow!("'{url}': expected ':PORT' after ']'"))?),
+        };
+        (host, port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty() {
+        bail!("'{url}': the host is missing (e.g. http://127.0.0.1:8080/)");
+    }
+    let port = match port {
+        None => 80,
+        Some(p) => p.parse::<u16>().ok().filter(|&p| p != 0).ok_or_else(|| {
+            anyhow!("'{url}': port '{p}' is not a number between 1 and 65535")
+        })?,
+    };
+    if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        bail!("'{url}': the path contains spaces or control characters; percent-encode them");
+    }
+    Ok((Target { host: host.to_string(), port }, path))
+}
+
+/// Arrival rate of the open model, in requests per second. Constant when `start == end`;
+/// otherwise it moves from `start` to `end` over the run, linearly, or in `steps` equal steps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateRamp {
+    pub start: f64,
+    pub end: f64,
+    pub steps: Option<u32>,
+}
+
+impl RateRamp {
+    pub fn constant(rate: f64) -> RateRamp {
+        RateRamp { start: rate, end: rate, steps: None }
+    }
+
+    /// `R` or `A:B` (requests per second).
+    pub fn parse(s: &str) -> Result<RateRamp> {
+        let num = |v: &str| -> Result<f64> {
+            v.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|r| r.is_finite() && *r >= 0.0)
+                .ok_or_else(|| anyhow!("rate '{v}' is not a number of requests per second (e.g. 1000 or 100:2000)"))
+        };
+        let ramp = match s.split_once(':') {
+            Some((a, b)) => RateRamp { start: num(a)?, end: num(b)?, steps: None },
+            None => RateRamp::constant(num(s)?),
+        };
+        if ramp.start == 0.0 && ramp.end == 0.0 {
+            bail!("rate '{s}' is zero: give a positive number of requests per second");
+        }
+        Ok(ramp)
+    }
+
+    pub fn is_constant(&self) -> bool {
+        self.start == self.end
+    }
+}
+
+impl std::fmt::Display for RateRamp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_constant() {
+            write!(f, "{} req/s", self.start)
+        } else if let Some(n) = self.steps {
+            write!(f, "{} to {} req/s in {n} steps", self.start, self.end)
+        } else {
+            write!(f, "{} to {} req/s (linear)", self.start, self.end)
+        }
+    }
+}
+
+/// How load is offered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Model {
+    /// Like wrk: each connection keeps one request in flight, sending the next as soon as the
+    /// previous answer arrives. Latency is measured from the actual send.
+    Closed { connections: usize },
+    /// Like wrk2 / Gatling / k6's constant-arrival-rate: requests are due at fixed times whatever
+    /// the server does; latency is measured from the intended send time.
+    Open { rate: RateRamp, max_connections: usize },
+}
+
+/// Which response statuses count as success (the others are `status` errors).
+#[derive(Clone, PartialEq, Eq)]
+pub struct StatusSet {
+    bits: [u64; 16], // statuses 0..1023
+    text: String,
+}
+
+impl StatusSet {
+    /// A comma-separated list of statuses and inclusive ranges: `200-399,404`.
+    pub fn parse(s: &str) -> Result<StatusSet> {
+        let mut set = StatusSet { bits: [0; 16], text: s.trim().to_string() };
+        let status = |v: &str| -> Result<u16> {
+            v.trim()
+                .parse::<u16>()
+                .ok()
+                .filter(|c| (100..=999).contains(c))
+                .ok_or_else(|| anyhow!("success statuses '{s}': '{v}' is not an HTTP status (100-999); write e.g. 200-399,404"))
+        };
+        for part in s.split(',') {
+            let (lo, hi) = match part.split_once('-') {
+                Some((a, b)) => (status(a)?, status(b)?),
+                None => {
+                    let c = status(part)?;
+                    (c, c)
+                }
+            };
+            if lo > hi {
+                bail!("success statuses '{s}': range '{part}' is reversed; write LOW-HIGH");
+            }
+            for c in lo..=hi {
+                set.bits[c as usize / 64] |= 1 << (c % 64);
+            }
+        }
+        Ok(set)
+    }
+
+    #[inline]
+    pub fn contains(&self, status: u16) -> bool {
+        let c = status as usize;
+        c < 1024 && self.bits[c / 64] & (1 << (c % 64)) != 0
+    }
+}
+
+impl Default for StatusSet {
+    fn default() -> Self {
+        StatusSet::parse("200-399").expect("valid default")
+    }
+}
+
+impl std::fmt::Debug for StatusSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StatusSet({})", self.text)
+    }
+}
+
+impl std::fmt::Display for StatusSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// Everything one run needs. Build it with [`LoadConfig::new`] and adjust the fields.
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    pub target: Target,
+    pub mix: RequestMix,
+    pub model: Model,
+    /// The run ends at this duration, or earlier at `max_requests` or when `stop` is set.
+    pub duration: Duration,
+    /// Total requests (successful or not) after which the run ends.
+    pub max_requests: Option<u64>,
+    /// Event-loop threads, each owning a share of the connections.
+    pub threads: usize,
+    /// `false`: `Connection: close` on every request, a new connection for each.
+    pub keepalive: bool,
+    pub connect_timeout: Duration,
+    /// Counted from the moment the request was written.
+    pub request_timeout: Duration,
+    pub success: StatusSet,
+    /// Set (e.g. on Ctrl-C) to end the run promptly; what was measured so far is reported.
+    pub stop: Option<Arc<AtomicBool>>,
+    /// Pin worker thread `i` to CPU `cpu_affinity[i % len]`.
+    pub cpu_affinity: Option<Vec<usize>>,
+}
+
+impl LoadConfig {
+    /// Defaults: 10 s, one thread per CPU this process may use, keep-alive, connect timeout 3 s,
+    /// request timeout 10 s, success 200-399.
+    pub fn new(target: Target, mix: RequestMix, model: Model) -> LoadConfig {
+        LoadConfig {
+            target,
+            mix,
+            model,
+            duration: Duration::from_secs(10),
+            max_requests: None,
+            threads: crate::limits::available_cpus(),
+            keepalive: true,
+            connect_timeout: Duration::from_secs(3),
+            request_timeout: Duration::from_secs(10),
+            success: StatusSet::default(),
+            stop: None,
+            cpu_affinity: None,
+        }
+    }
+
+    /// Checks the numbers make sense; every message names the setting and how to fix it.
+    pub fn validate(&self) -> Result<()> {
+        if self.duration.is_zero() {
+            bail!("duration is zero: give a positive duration such as 10s");
+        }
+        if self.threads == 0 {
+            bail!("threads is 0: use at least 1 thread");
+        }
+        if self.max_requests == Some(0) {
+            bail!("request count is 0: give at least 1 request, or leave it out to run for the duration");
+        }
+        if self.connect_timeout.is_zero() || self.request_timeout.is_zero() {
+            bail!("timeouts must be positive (e.g. 2s)");
+        }
+        match &self.model {
+            Model::Closed { connections: 0 } => bail!("connections is 0: use at least 1 connection"),
+            Model::Open { max_connections: 0, .. } => bail!("max connections is 0: allow at least 1 connection"),
+            Model::Open { rate, .. } => {
+                if !(rate.start >= 0.0 && rate.end >= 0.0) || (rate.start == 0.0 && rate.end == 0.0) {
+                    bail!("rate {rate} is not positive: give requests per second, e.g. 1000");
+                }
+                if rate.steps == Some(0) {
+                    bail!("rate steps is 0: use at least 1 step, or leave it out for a linear ramp");
+                }
+            }
+            _ => {}
+        }
+        if let Some(cpus) = &self.cpu_affinity {
+            if cpus.is_empty() {
+                bail!("CPU affinity list is empty: name at least one CPU, or leave it out");
+            }
+        }
+        self.mix.validate()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let (t, p) = split_url("http://127.0.0.1:8080/a/b?c=d").unwrap();
+        assert_eq!((t.host.as_str(), t.port, p.as_str()), ("127.0.0.1", 8080, "/a/b?c=d"));
+        let (t, p) = split_url("http://localhost").unwrap();
+        assert_eq!((t.port, p.as_str(), t.host_header().as_str()), (80, "/", "localhost"));
+        let (t, p) = split_url("http://[::1]:9000?x=1").unwrap();
+        assert_eq!((t.host.as_str(), t.port, p.as_str()), ("::1", 9000, "/?x=1"));
+        assert_eq!(t.host_header(), "[::1]:9000");
+        for bad in ["https://x/", "127.0.0.1:80", "http://:80/", "http://h:99999/", "http://h:x/", "ftp://h/"] {
+            assert!(split_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn status_sets() {
+        let s = StatusSet::parse("200-399,404").unwrap();
+        assert!(s.contains(200) && s.contains(399) && s.contains(404));
+        assert!(!s.contains(400) && !s.contains(503) && !s.contains(199));
+        assert!(StatusSet::default().contains(302));
+        for bad in ["", "abc", "399-200", "200-", "1000", "42"] {
+            assert!(StatusSet::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn rates() {
+        assert_eq!(RateRamp::parse("100").unwrap(), RateRamp::constant(100.0));
+        let r = RateRamp::parse("100:2000").unwrap();
+        assert_eq!((r.start, r.end), (100.0, 2000.0));
+        for bad in ["", "x", "-5", "0", "0:0", "1:x"] {
+            assert!(RateRamp::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! Load models: when connections are opened and requests sent. The worker's event loop calls
+//! these hooks; the models never do I/O themselves, they ask the [`Core`].
+
+pub(crate) mod closed;
+pub(crate) mod open;
+
+use std::time::Instant;
+
+use crate::client::connection::Failure;
+use crate::client::worker::Core;
+use crate::report::OpenStats;
+
+pub(crate) trait Driver {
+    /// Once, before the loop starts.
+    fn start(&mut self, core: &mut Core, now: Instant);
+    /// Connection `idx` is idle: just connected (`fresh`), or done with a response.
+    fn on_idle(&mut self, core: &mut Core, idx: usize, now: Instant, fresh: bool);
+    /// Connection `idx` was closed: by the server, after an error (`failure`, already counted),
+    /// or a timeout. `was_connecting`: it never got connected.
+    fn on_closed(&mut self, core: &mut Core, idx: usize, now: Instant, failure: Option<Failure>, was_connecting: bool);
+    /// Every tick (about 10 ms): retries and other slow timers.
+    fn on_tick(&mut self, _core: &mut Core, _now: Instant) {}
+    /// Every loop iteration: send what is due.
+    fn dispatch(&mut self, _core: &mut Core, _now: Instant) {}
+    /// When the loop must wake up next for this model, if sooner than the next tick.
+    fn next_wakeup(&self, _now: Instant) -> Option<Instant> {
+        None
+    }
+    /// The model has nothing left to do (request budget spent and every answer in).
+    fn finished(&self, core: &Core) -> bool;
+    /// Schedule bookkeeping at the end (open model only).
+    fn open_stats(&self, _end: Instant) -> Option<OpenStats> {
+        None
+    }
+}
+
+/// Shared request budget (`max_requests`) of the closed model's workers.
+pub(crate) struct Budget {
+    max: u64,
+    issued: std::sync::atomic::AtomicU64,
+}
+
+impl Budget {
+    pub(crate) fn new(max: u64) -> Budget {
+        Budget { max, issued: std::sync::atomic::AtomicU64::new(0) }
+    }
+
+    /// Claims one request; false once the budget is spent.
+    pub(crate) fn take(&self) -> bool {
+        // Relaxed: only the count matters, not ordering with other memory.
+        self.issued.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < self.max
+    }
+}

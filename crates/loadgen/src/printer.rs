@@ -1,0 +1,134 @@
+//! The human-readable summary, laid out like wrk's, plus error kinds and open-model lateness.
+
+use std::fmt::Write as _;
+
+use crate::config::{LoadConfig, Model};
+use crate::report::LoadReport;
+
+/// `12.34ms`, `850.00us`, `1.20s`.
+pub fn fmt_ms(ms: f64) -> String {
+    if ms < 1.0 {
+        format!("{:.2}us", ms * 1000.0)
+    } else if ms < 1000.0 {
+        format!("{ms:.2}ms")
+    } else {
+        format!("{:.2}s", ms / 1000.0)
+    }
+}
+
+/// `512B`, `12.30KB`, `4.56MB`, `1.20GB` (powers of 1024, as wrk prints them).
+pub fn fmt_bytes(bytes: f64) -> String {
+    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
+    if bytes < 1024.0 {
+        return format!("{bytes:.0}B");
+    }
+    let mut v = bytes;
+    let mut unit = "";
+    for u in UNITS {
+        if v < 1024.0 {
+            break;
+        }
+        v /= 1024.0;
+        unit = u;
+    }
+    format!("{v:.2}{unit}")
+}
+
+/// The line printed before the run starts.
+pub fn header(config: &LoadConfig, url: &str) -> String {
+    let duration = humantime::format_duration(config.duration);
+    let mut s = format!("Running {duration} test @ {url}\n");
+    let threads = config.threads;
+    match &config.model {
+        Model::Closed { connections } => {
+            let _ = writeln!(s, "  {threads} threads and {connections} connections (closed model)");
+        }
+        Model::Open { rate, max_connections } => {
+            let _ = writeln!(
+                s,
+                "  {threads} threads, {rate}, up to {max_connections} connections (open model: latency from the intended send time)"
+            );
+        }
+    }
+    if let Some(n) = config.max_requests {
+        let _ = writeln!(s, "  stopping after {n} requests");
+    }
+    s
+}
+
+/// The summary after the run.
+pub fn summary(r: &LoadReport) -> String {
+    let mut s = String::new();
+    let l = &r.latency;
+    let _ = writeln!(s, "  Latency of successful responses");
+    let _ = writeln!(s, "    {:>10} {:>10} {:>10}", "Avg", "Stdev", "Max");
+    let _ = writeln!(s, "    {:>10} {:>10} {:>10}", fmt_ms(l.mean), fmt_ms(l.stdev), fmt_ms(l.max));
+    let _ = writeln!(s, "  Latency Distribution");
+    for (label, v) in
+        [("50%", l.p50), ("75%", l.p75), ("90%", l.p90), ("99%", l.p99), ("99.9%", l.p999), ("99.99%", l.p9999)]
+    {
+        let _ = writeln!(s, "    {label:>7} {:>10}", fmt_ms(v));
+    }
+    let total = r.requests_ok + r.requests_err;
+    let _ = writeln!(
+        s,
+        "  {total} requests in {:.2}s, {} read, {} written",
+        r.duration_s,
+        fmt_bytes(r.bytes_in as f64),
+        fmt_bytes(r.bytes_out as f64)
+    );
+    let e = &r.errors;
+    if e.total() == 0 {
+        let _ = writeln!(s, "  Errors: none");
+    } else {
+        let kinds = [
+            ("connect refused", e.connect_refused),
+            ("connect timeout", e.connect_timeout),
+            ("request timeout", e.request_timeout),
+            ("reset/closed", e.read_closed),
+            ("malformed", e.malformed),
+            ("status", e.status),
+        ];
+        let list: Vec<String> = kinds.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
+        let _ = writeln!(s, "  Errors: {} ({:.2}%): {}", e.total(), r.error_ratio() * 100.0, list.join(", "));
+    }
+    let statuses: Vec<String> = r.status_counts.iter().map(|(c, n)| format!("{c}: {n}")).collect();
+    if !statuses.is_empty() {
+        let _ = writeln!(s, "  Status codes: {}", statuses.join(", "));
+    }
+    if let Some(o) = &r.open {
+        let _ = writeln!(
+            s,
+            "  Schedule: {} due, {} sent late (every allowed connection busy), {} unsent, max lateness {}",
+            o.intended,
+            o.sent_late,
+            o.unsent,
+            fmt_ms(o.max_lateness_ms)
+        );
+    }
+    let _ = writeln!(s, "Requests/sec: {:>10.2}", r.success_rps());
+    let _ = writeln!(s, "Transfer/sec: {:>10}", fmt_bytes(r.bytes_in as f64 / r.duration_s.max(1e-9)));
+    let _ = writeln!(
+        s,
+        "Connections opened: {}, generator CPU {:.2}s ({:.1}us per request)",
+        r.connections_opened,
+        r.client_cpu_s,
+        r.client_cpu_us_per_request()
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(fmt_ms(0.138), "138.00us");
+        assert_eq!(fmt_ms(2.6), "2.60ms");
+        assert_eq!(fmt_ms(1500.0), "1.50s");
+        assert_eq!(fmt_bytes(500.0), "500B");
+        assert_eq!(fmt_bytes(2048.0), "2.00KB");
+        assert_eq!(fmt_bytes(3.5 * 1024.0 * 1024.0), "3.50MB");
+    }
+}

@@ -1,0 +1,158 @@
+//! A run: workers started on their threads, their results folded into one report.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+
+use crate::client::worker::{run_loop, Clock, Core};
+use crate::config::{LoadConfig, Model};
+use crate::histogram::{encode, new_latency_histogram, percentiles};
+use crate::limits;
+use crate::models::closed::ClosedDriver;
+use crate::models::open::{OpenDriver, Schedule};
+use crate::models::{Budget, Driver};
+use crate::report::{ErrorCounts, LoadReport, OpenStats};
+use crate::stats::Recorder;
+use crate::template::RequestFactory;
+use crate::timeline::{LiveStats, Timeline};
+
+/// What one worker hands back.
+struct WorkerResult {
+    stats: Recorder,
+    open: Option<OpenStats>,
+    ended: Instant,
+    cpu_s: f64,
+}
+
+/// Share `total` among `parts`: the first ones get one more when it does not divide.
+fn share(total: usize, parts: usize, i: usize) -> usize {
+    total / parts + usize::from(i < total % parts)
+}
+
+/// Runs the load described by `config` until its duration, request count or stop flag.
+/// `live`, if given, is updated during the run.
+pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadReport> {
+    config.validate()?;
+    let addr = config.target.resolve()?;
+    // Best effort: without it, large connection counts fail with "too many open files".
+    let _ = limits::raise_nofile_limit();
+    let pool = match &config.model {
+        Model::Closed { connections } => *connections,
+        Model::Open { max_connections, .. } => *max_connections,
+    };
+    // Never more threads than connections: a worker without connections would idle.
+    let workers = config.threads.min(pool).max(1);
+    // Compile once up front so template errors surface before any thread starts.
+    RequestFactory::new(&config.mix, &config.target.host_header(), config.keepalive, 0, workers)?;
+
+    let timeline = Arc::new(Timeline::new(workers, live.clone()));
+    let budget = match (&config.model, config.max_requests) {
+        (Model::Closed { .. }, Some(max)) => Some(Arc::new(Budget::new(max))),
+        _ => None,
+    };
+    let start = Instant::now();
+    let clock = Clock { deadline: start + config.duration, stop: config.stop.clone() };
+
+    let results: Vec<Result<WorkerResult>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|i| {
+                let (timeline, live, budget, clock) = (timeline.clone(), live.clone(), budget.clone(), &clock);
+                std::thread::Builder::new()
+                    .name(format!("loadgen-{i}"))
+                    .spawn_scoped(scope, move || -> Result<WorkerResult> {
+                        if let Some(cpus) = &config.cpu_affinity {
+                            let cpu = cpus[i % cpus.len()];
+                            limits::pin_current_thread(cpu).with_context(|| format!("cannot pin a worker to CPU {cpu}"))?;
+                        }
+                        let cpu_before = limits::thread_cpu_seconds();
+                        let factory =
+                            RequestFactory::new(&config.mix, &config.target.host_header(), config.keepalive, i, workers)?;
+                        let stats = Recorder::new(config.success.clone(), start, timeline, live);
+                        let mut core = Core::new(addr, factory, stats, config.connect_timeout, config.request_timeout)?;
+                        let mut driver: Box<dyn Driver> = match &config.model {
+                            Model::Closed { connections } => {
+                                Box::new(ClosedDriver::new(share(*connections, workers, i), budget))
+                            }
+                            Model::Open { rate, max_connections } => Box::new(OpenDriver::new(
+                                Schedule::new(*rate, config.duration),
+                                start,
+                                i,
+                                workers,
+                                share(*max_connections, workers, i),
+                                config.max_requests,
+                            )),
+                        };
+                        let ended = run_loop(&mut core, driver.as_mut(), clock)?;
+                        let open = driver.open_stats(ended);
+                        // Closing the sockets is part of the run's CPU time.
+                        let mut stats = core.into_stats();
+                        stats.finish(ended);
+                        Ok(WorkerResult { stats, open, ended, cpu_s: limits::thread_cpu_seconds() - cpu_before })
+                    })
+                    .expect("spawn worker thread")
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("a load worker thread panicked"))))
+            .collect()
+    });
+    let results = results.into_iter().collect::<Result<Vec<_>>>()?;
+    build_report(results, start, timeline.finish(), workers)
+}
+
+fn build_report(
+    results: Vec<WorkerResult>,
+    start: Instant,
+    timeline: Vec<crate::report::SecondStats>,
+    workers: usize,
+) -> Result<LoadReport> {
+    let mut hist = new_latency_histogram();
+    let mut errors = ErrorCounts::default();
+    let mut statuses = vec![0u64; 1000];
+    let (mut ok, mut bytes_in, mut bytes_out, mut opened, mut cpu_s) = (0, 0, 0, 0, 0.0);
+    let mut open: Option<OpenStats> = None;
+    let mut ended = start;
+    for r in &results {
+        hist.add(&r.stats.hist).map_err(|e| anyhow!("cannot merge worker histograms: {e:?}"))?;
+        errors.add(&r.stats.errors);
+        for (total, n) in statuses.iter_mut().zip(&r.stats.statuses) {
+            *total += n;
+        }
+        ok += r.stats.ok;
+        bytes_in += r.stats.traffic.bytes_in;
+        bytes_out += r.stats.traffic.bytes_out;
+        opened += r.stats.connections_opened;
+        cpu_s += r.cpu_s;
+        ended = ended.max(r.ended);
+        if let Some(o) = r.open {
+            let t = open.get_or_insert_with(OpenStats::default);
+            t.intended += o.intended;
+            t.sent_late += o.sent_late;
+            t.unsent += o.unsent;
+            t.max_lateness_ms = t.max_lateness_ms.max(o.max_lateness_ms);
+        }
+    }
+    Ok(LoadReport {
+        duration_s: ended.duration_since(start).max(Duration::from_micros(1)).as_secs_f64(),
+        requests_ok: ok,
+        requests_err: errors.total(),
+        errors,
+        status_counts: statuses
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(status, n)| (status as u16, *n))
+            .collect(),
+        latency: percentiles(&hist),
+        latency_hdr: encode(&hist)?,
+        bytes_in,
+        bytes_out,
+        connections_opened: opened,
+        timeline,
+        open,
+        threads: workers,
+        client_cpu_s: cpu_s,
+    })
+}

@@ -1,0 +1,162 @@
+//! Command-line interface: one subcommand per job.
+use crate::sandbox::CgroupChoice;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(name = "svcbench", version, about = "Benchmark lab for HTTP microservices")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Build services, run them under limits through a load profile, and store every figure.
+    Run(RunArgs),
+    /// Build and start one service, run only its scenario's conformance checks.
+    Check(CheckArgs),
+    /// Drive HTTP load at a URL (closed model like wrk, open model like wrk2).
+    Load(loadgen::cli::LoadArgs),
+    /// Print the store as JSON.
+    Export(ExportArgs),
+    /// The mock third-party service of the `upstream` scenario.
+    Upstream(crate::upstream::UpstreamArgs),
+    /// Render the store as a self-contained HTML page (charts + tables) or Markdown.
+    Report(crate::report::ReportArgs),
+    /// Compare two stores (or two filters of one): ratios and verdicts per service and metric.
+    Compare(crate::report::CompareArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// Service folders (each with a svcbench.toml).
+    #[arg(required = true)]
+    pub services: Vec<PathBuf>,
+    /// Scenario name or folder (default: the services' manifest).
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// Load profile: a name from profiles/ or a .toml path.
+    #[arg(long, default_value = "quick")]
+    pub profile: String,
+    /// Fresh runs per service, interleaved (A1 B1 A2 B2 …).
+    #[arg(long, default_value_t = 1)]
+    pub runs: u32,
+    /// CPU quota of the service, in CPUs (as Docker's --cpus).
+    #[arg(long)]
+    pub cpus: Option<f64>,
+    /// Memory cap of the service, no swap (e.g. 512M, 1G; "none" for no cap).
+    #[arg(long, default_value = "512M")]
+    pub memory: String,
+    /// CPUs the service may run on (default: the upper half of this machine's CPUs).
+    #[arg(long)]
+    pub cpuset: Option<String>,
+    /// CPUs of the load generator and dependencies (default: the CPUs the service does not get).
+    #[arg(long)]
+    pub loadgen_cpuset: Option<String>,
+    /// The store (SQLite).
+    #[arg(long, default_value = "results/svcbench.db")]
+    pub db: PathBuf,
+    /// A label for this session (for report filters and compare).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Which cgroup version to use (auto detects).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub cgroup: CgroupArg,
+    /// Override every step's duration (e.g. a short CI variant of a profile).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub step_duration: Option<std::time::Duration>,
+    /// Request mix of the scenario for steps that name none (default: `default`).
+    #[arg(long)]
+    pub mix: Option<String>,
+    /// Use the services as they are built (skip build commands).
+    #[arg(long)]
+    pub no_build: bool,
+    /// Give up on a service that has not answered its readiness path after this long.
+    #[arg(long, default_value = "120s", value_parser = humantime::parse_duration)]
+    pub startup_timeout: std::time::Duration,
+    /// Seed of the request value draws (runs are repeatable).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// Service folder.
+    pub service: PathBuf,
+    #[arg(long)]
+    pub scenario: Option<String>,
+    #[arg(long)]
+    pub no_build: bool,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub cgroup: CgroupArg,
+    /// Where logs go.
+    #[arg(long, default_value = "results/work/check")]
+    pub work_dir: PathBuf,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ExportArgs {
+    #[arg(long, default_value = "results/svcbench.db")]
+    pub db: PathBuf,
+    /// JSON output (the only format for now; kept explicit for scripts).
+    #[arg(long, default_value_t = true)]
+    pub json: bool,
+    /// Only this session.
+    #[arg(long)]
+    pub session: Option<i64>,
+    /// Include every sampler reading.
+    #[arg(long)]
+    pub samples: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum CgroupArg {
+    Auto,
+    V1,
+    V2,
+    None,
+}
+
+impl From<CgroupArg> for CgroupChoice {
+    fn from(a: CgroupArg) -> CgroupChoice {
+        match a {
+            CgroupArg::Auto => CgroupChoice::Auto,
+            CgroupArg::V1 => CgroupChoice::V1,
+            CgroupArg::V2 => CgroupChoice::V2,
+            CgroupArg::None => CgroupChoice::None,
+        }
+    }
+}
+
+/// "512M", "1G", "64m", "1048576" → bytes; "none" → None.
+pub fn parse_memory(s: &str) -> anyhow::Result<Option<u64>> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    let (num, mult) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('M') => (&t[..t.len() - 1], 1 << 20),
+        Some('G') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    let n: f64 = num.parse().map_err(|_| anyhow::anyhow!("--memory {s:?}: write a size like 512M or 1G, or none"))?;
+    if n <= 0.0 {
+        anyhow::bail!("--memory {s:?}: must be above zero");
+    }
+    Ok(Some((n * mult as f64) as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_memory;
+
+    #[test]
+    fn memory_sizes() {
+        assert_eq!(parse_memory("512M").unwrap(), Some(512 << 20));
+        assert_eq!(parse_memory("1g").unwrap(), Some(1 << 30));
+        assert_eq!(parse_memory("none").unwrap(), None);
+        assert!(parse_memory("lots").is_err());
+    }
+}

@@ -1,0 +1,122 @@
+//! Dependencies of a scenario: real servers (or a file) that svcbench starts before the runs, hands to
+//! the service through placeholders, measures during steps, and stops afterwards. One file per kind.
+pub mod sqlite;
+pub mod upstream;
+
+use crate::sandbox::Probe;
+use crate::scenario::DependencySpec;
+use anyhow::{bail, Result};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+pub trait Dependency {
+    fn kind(&self) -> &'static str;
+    /// Placeholders the service manifest may use, e.g. `dep.upstream.url`.
+    fn placeholders(&self) -> BTreeMap<String, String>;
+    /// Called before each run (sqlite: a fresh database file).
+    fn before_run(&mut self, _run_label: &str) -> Result<()> {
+        Ok(())
+    }
+    /// Figures recorded with the run after it ends (sqlite: the database size).
+    fn after_run(&mut self) -> Vec<(String, f64)> {
+        vec![]
+    }
+    /// Reader of the dependency's own CPU and memory, when it is a process.
+    fn probe(&self) -> Option<Arc<dyn Probe>> {
+        None
+    }
+    /// CPUs the dependency may use (for "the store was saturated" marks).
+    fn cpus(&self) -> usize {
+        1
+    }
+    /// Applies a profile step's upstream delay (only the mock upstream has one).
+    fn set_delay_ms(&mut self, _ms: u64) -> Result<bool> {
+        Ok(false)
+    }
+    /// Calls received so far (only the mock upstream counts them).
+    fn calls(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// Where dependencies put their files and which CPUs they may use.
+pub struct DepContext<'a> {
+    pub work_dir: &'a Path,
+    pub scenario_dir: &'a Path,
+    pub cpuset: Option<String>,
+    pub cgroup: crate::sandbox::CgroupChoice,
+    pub session_tag: String,
+}
+
+pub struct Dependencies {
+    pub items: Vec<Box<dyn Dependency>>,
+}
+
+impl Dependencies {
+    pub fn start(specs: &[DependencySpec], ctx: &DepContext) -> Result<Dependencies> {
+        let mut items: Vec<Box<dyn Dependency>> = Vec::new();
+        for spec in specs {
+            eprintln!("svcbench: starting dependency `{}`", spec.kind);
+            let d: Box<dyn Dependency> = match spec.kind.as_str() {
+                "sqlite" => Box::new(sqlite::SqliteFile::new(&spec.options, ctx)?),
+                "upstream" => Box::new(upstream::Upstream::start(&spec.options, ctx)?),
+                other => bail!("unknown dependency kind `{other}`; known: sqlite, upstream"),
+            };
+            items.push(d);
+        }
+        Ok(Dependencies { items })
+    }
+
+    pub fn placeholders(&self) -> BTreeMap<String, String> {
+        self.items.iter().flat_map(|d| d.placeholders()).collect()
+    }
+
+    pub fn before_run(&mut self, label: &str) -> Result<()> {
+        self.items.iter_mut().try_for_each(|d| d.before_run(label))
+    }
+
+    pub fn after_run(&mut self) -> Vec<(String, f64)> {
+        self.items.iter_mut().flat_map(|d| d.after_run()).collect()
+    }
+
+    /// Combined CPU seconds of all dependency processes now (None when none is a process).
+    pub fn cpu_s(&self) -> Option<f64> {
+        let probes: Vec<_> = self.items.iter().filter_map(|d| d.probe()).collect();
+        (!probes.is_empty()).then(|| probes.iter().map(|p| p.sample().cpu_s).sum())
+    }
+
+    pub fn cpus(&self) -> usize {
+        self.items.iter().filter(|d| d.probe().is_some()).map(|d| d.cpus()).sum::<usize>().max(1)
+    }
+
+    pub fn set_delay_ms(&mut self, ms: u64) -> Result<bool> {
+        let mut any = false;
+        for d in &mut self.items {
+            any |= d.set_delay_ms(ms)?;
+        }
+        Ok(any)
+    }
+
+    pub fn calls(&self) -> Option<u64> {
+        self.items.iter().find_map(|d| d.calls())
+    }
+}
+
+/// Option helpers for the kind-specific keys of a `[[dependency]]`.
+pub(crate) fn opt_u64(options: &toml::Table, key: &str, default: u64) -> Result<u64> {
+    match options.get(key) {
+        None => Ok(default),
+        Some(toml::Value::Integer(i)) if *i >= 0 => Ok(*i as u64),
+        Some(v) => bail!("dependency option `{key}` must be a non-negative integer, got {v}"),
+    }
+}
+
+pub(crate) fn reject_unknown(kind: &str, options: &toml::Table, known: &[&str]) -> Result<()> {
+    for k in options.keys() {
+        if !known.contains(&k.as_str()) {
+            bail!("dependency `{kind}`: unknown option `{k}`; known: {}", known.join(", "));
+        }
+    }
+    Ok(())
+}

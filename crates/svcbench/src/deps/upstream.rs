@@ -1,0 +1,75 @@
+//! The `upstream` dependency: `svcbench upstream` (the mock third-party service) as a child process in
+//! a sandbox of its own, on the load generator's CPUs, so its CPU use is measured and kept off the service.
+use super::{opt_u64, reject_unknown, DepContext, Dependency};
+use crate::sandbox::{Limits, Probe, Sandbox};
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct Upstream {
+    sandbox: Sandbox,
+    port: u16,
+    cpus: usize,
+}
+
+impl Upstream {
+    pub fn start(options: &toml::Table, ctx: &DepContext) -> Result<Upstream> {
+        reject_unknown("upstream", options, &["kind", "delay_ms"])?;
+        let delay = opt_u64(options, "delay_ms", 1000)?;
+        let port = crate::net::free_port()?;
+        let exe = std::env::current_exe()?;
+        let limits = Limits { cpuset: ctx.cpuset.clone(), ..Limits::default() };
+        let mut sandbox = Sandbox::new(&format!("{}-upstream", ctx.session_tag), &limits, ctx.cgroup);
+        let cpus = ctx.cpuset.as_deref().map(crate::cpus::count).unwrap_or(1);
+        let log = std::fs::File::create(ctx.work_dir.join("upstream.log"))?;
+        sandbox.start(
+            &format!("{} upstream --listen 127.0.0.1:{port} --delay-ms {delay} --threads {cpus}", shell_quote(&exe.display().to_string())),
+            ctx.work_dir,
+            &[],
+            log,
+        )?;
+        let up = Upstream { sandbox, port, cpus };
+        crate::net::wait_http(port, "/_svcbench/calls", Duration::from_secs(10))
+            .with_context(|| format!("the mock upstream did not answer on port {port}; see {}", ctx.work_dir.join("upstream.log").display()))?;
+        Ok(up)
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+impl Dependency for Upstream {
+    fn kind(&self) -> &'static str {
+        "upstream"
+    }
+
+    fn placeholders(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([("dep.upstream.url".to_string(), self.url())])
+    }
+
+    fn probe(&self) -> Option<Arc<dyn Probe>> {
+        Some(self.sandbox.probe())
+    }
+
+    fn cpus(&self) -> usize {
+        self.cpus
+    }
+
+    fn set_delay_ms(&mut self, ms: u64) -> Result<bool> {
+        let r = ureq::put(&format!("{}/_svcbench/delay?ms={ms}", self.url())).call();
+        match r {
+            Ok(_) => Ok(true),
+            Err(e) => bail!("cannot set the upstream delay: {e}"),
+        }
+    }
+
+    fn calls(&self) -> Option<u64> {
+        ureq::get(&format!("{}/_svcbench/calls", self.url())).call().ok()?.into_string().ok()?.trim().parse().ok()
+    }
+}

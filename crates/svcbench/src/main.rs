@@ -1,0 +1,114 @@
+//! svcbench: benchmark lab for HTTP microservices. Data flows one way:
+//! cli → runner → (sandbox, loadgen, deps) → store → report.
+mod cli;
+mod cpus;
+mod deps;
+mod host;
+mod manifest;
+mod net;
+mod paths;
+mod profile;
+mod report;
+mod runner;
+mod sandbox;
+mod scenario;
+mod store;
+mod toml_file;
+mod upstream;
+
+use anyhow::Result;
+use clap::Parser;
+use cli::{Cli, Command};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+fn main() {
+    let cli = Cli::parse();
+    match dispatch(cli) {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            // One line: what is wrong and, where we know it, how to fix it.
+            eprintln!("svcbench: error: {}", format!("{e:#}").replace('\n', " "));
+            std::process::exit(2);
+        }
+    }
+}
+
+/// SIGINT/SIGTERM set the flag (the run tears down and keeps what it measured); a second one exits at once.
+fn stop_flag() -> Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone())?;
+        signal_hook::flag::register(sig, flag.clone())?;
+    }
+    Ok(flag)
+}
+
+fn dispatch(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Run(a) => {
+            let stop = stop_flag()?;
+            let mut limits = sandbox::Limits { cpus: a.cpus, memory_bytes: cli::parse_memory(&a.memory)?, cpuset: a.cpuset.clone() };
+            if let Some(c) = limits.cpus {
+                if !(c > 0.0) {
+                    anyhow::bail!("--cpus {c}: must be above 0 (e.g. 1.5)");
+                }
+            }
+            if let Some(s) = &limits.cpuset {
+                limits.cpuset = Some(cpus::format(&cpus::parse(s)?));
+            }
+            let opts = runner::RunOptions {
+                services: a.services,
+                scenario: a.scenario,
+                profile: a.profile,
+                runs: a.runs,
+                limits,
+                loadgen_cpuset: a.loadgen_cpuset,
+                db: a.db,
+                label: a.label,
+                cgroup: a.cgroup.into(),
+                step_duration: a.step_duration,
+                mix: a.mix,
+                skip_build: a.no_build,
+                startup_timeout: a.startup_timeout,
+                stop_grace: std::time::Duration::from_secs(15),
+                seed: a.seed,
+                command_line: std::env::args().collect::<Vec<_>>().join(" "),
+            };
+            let db = opts.db.clone();
+            let s = runner::run_session(opts, stop)?;
+            eprintln!(
+                "svcbench: session {} {}: {} run(s) completed, {} failed; figures in {}",
+                s.session_id,
+                if s.interrupted { "interrupted" } else { "done" },
+                s.runs_ok,
+                s.runs_failed,
+                db.display()
+            );
+            Ok(if s.interrupted { 130 } else if s.runs_failed > 0 { 1 } else { 0 })
+        }
+        Command::Check(a) => {
+            let stop = stop_flag()?;
+            let results = runner::check_service(&a.service, a.scenario.as_deref(), a.no_build, a.cgroup.into(), &a.work_dir, stop)?;
+            let failed = results.iter().filter(|r| !r.passed).count();
+            for r in &results {
+                if r.passed {
+                    println!("PASS  {}", r.name);
+                } else {
+                    println!("FAIL  {}: {}", r.name, r.reason);
+                }
+            }
+            println!("{} of {} checks passed", results.len() - failed, results.len());
+            Ok(if failed > 0 { 1 } else { 0 })
+        }
+        Command::Load(a) => loadgen::cli::run_cli(&a),
+        Command::Export(a) => {
+            let st = store::Store::open_existing(&a.db)?;
+            println!("{}", serde_json::to_string_pretty(&store::export::export(&st, a.session, a.samples)?)?);
+            Ok(0)
+        }
+        Command::Upstream(a) => upstream::run_cli(&a),
+        Command::Report(a) => report::run_report(&a),
+        Command::Compare(a) => report::run_compare(&a),
+    }
+}

@@ -1,0 +1,286 @@
+//! Load profiles (`profiles/<name>.toml`): lists of load steps, closed model (connections) or open model
+//! (arrival rate). Users add their own files; `--profile` takes a name or a path.
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    name: String,
+    #[serde(default)]
+    description: String,
+    /// Per-request timeout; a request slower than this counts as a `request_timeout` error.
+    #[serde(default)]
+    request_timeout: Option<String>,
+    /// Stop the run after the first step whose success ratio is below this (seed 004's rule: 0.9).
+    #[serde(default)]
+    stop_below_success: Option<f64>,
+    step: Vec<StepFile>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StepFile {
+    #[serde(default)]
+    connections: Option<OneOrList<usize>>,
+    #[serde(default)]
+    rate: Option<RateSpec>,
+    /// `[from, to, step]` requests/s: one open-model step per rate.
+    #[serde(default)]
+    rate_range: Option<[f64; 3]>,
+    #[serde(default)]
+    max_connections: Option<usize>,
+    duration: String,
+    #[serde(default = "one")]
+    repeat: usize,
+    #[serde(default)]
+    mix: Option<String>,
+    /// Delay of the scenario's mock upstream during this step (upstream scenario).
+    #[serde(default)]
+    upstream_delay_ms: Option<OneOrList<u64>>,
+    /// Restart the service (a fresh process) before this step (seed 004's resource table).
+    #[serde(default)]
+    fresh_start: bool,
+}
+
+fn one() -> usize {
+    1
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum OneOrList<T> {
+    One(T),
+    List(Vec<T>),
+}
+
+impl<T: Clone> OneOrList<T> {
+    fn to_vec(&self) -> Vec<T> {
+        match self {
+            OneOrList::One(x) => vec![x.clone()],
+            OneOrList::List(v) => v.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum RateSpec {
+    Number(f64),
+    Text(String),
+    List(Vec<f64>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepLoad {
+    Closed { connections: usize },
+    Open { start: f64, end: f64, max_connections: usize },
+}
+
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub load: StepLoad,
+    pub duration: Duration,
+    pub mix: Option<String>,
+    pub upstream_delay_ms: Option<u64>,
+    pub fresh_start: bool,
+}
+
+impl Step {
+    /// A short label for progress lines and the store: `c=64`, `r=200/s`, `r=100→1000/s`.
+    pub fn label(&self) -> String {
+        let base = match &self.load {
+            StepLoad::Closed { connections } => format!("c={connections}"),
+            StepLoad::Open { start, end, .. } if start == end => format!("r={start}/s"),
+            StepLoad::Open { start, end, .. } => format!("r={start}→{end}/s"),
+        };
+        match (self.upstream_delay_ms, &self.mix) {
+            (Some(d), _) => format!("{base} delay={d}ms"),
+            (None, Some(m)) => format!("{base} mix={m}"),
+            _ => base,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Profile {
+    pub name: String,
+    pub description: String,
+    pub path: PathBuf,
+    pub request_timeout: Duration,
+    pub stop_below_success: Option<f64>,
+    pub steps: Vec<Step>,
+}
+
+/// Default open-model connection cap: enough for a slow service to hold thousands of requests in flight.
+const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+
+impl Profile {
+    /// `name_or_path`: a `.toml` path, or a name looked up in `profiles_dir` (default: `profiles/` found
+    /// upwards from the current folder).
+    pub fn find(name_or_path: &str, profiles_dir: Option<&Path>) -> Result<Profile> {
+        let p = Path::new(name_or_path);
+        if p.extension().is_some_and(|e| e == "toml") || p.is_file() {
+            return Profile::load(p);
+        }
+        let dir = match profiles_dir {
+            Some(d) => d.to_path_buf(),
+            None => crate::paths::project_dir("profiles")?,
+        };
+        let path = dir.join(format!("{name_or_path}.toml"));
+        if !path.exists() {
+            let mut known: Vec<String> = std::fs::read_dir(&dir)
+                .map(|rd| {
+                    rd.filter_map(|e| e.ok())
+                        .filter_map(|e| e.path().file_stem().map(|s| s.to_string_lossy().into_owned()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            known.sort();
+            bail!("profile `{name_or_path}` not found in {}; known: {}", dir.display(), known.join(", "));
+        }
+        Profile::load(&path)
+    }
+
+    pub fn load(path: &Path) -> Result<Profile> {
+        let f: ProfileFile = crate::toml_file::read(path)?;
+        let at = |msg: String| anyhow::anyhow!("{}: {msg}", path.display());
+        let mut steps = Vec::new();
+        for (i, s) in f.step.iter().enumerate() {
+            let n = i + 1;
+            let duration = humantime::parse_duration(&s.duration)
+                .map_err(|e| at(format!("step {n}: duration {:?}: {e} (write e.g. \"10s\")", s.duration)))?;
+            let max_connections = s.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
+            let mut loads = Vec::new();
+            match (&s.connections, &s.rate, &s.rate_range) {
+                (Some(c), None, None) => {
+                    for c in c.to_vec() {
+                        if c == 0 {
+                            return Err(at(format!("step {n}: connections must be at least 1")));
+                        }
+                        loads.push(StepLoad::Closed { connections: c });
+                    }
+                }
+                (None, Some(r), None) => {
+                    for (start, end) in parse_rates(r).map_err(|e| at(format!("step {n}: {e}")))? {
+                        loads.push(StepLoad::Open { start, end, max_connections });
+                    }
+                }
+                (None, None, Some([from, to, by])) => {
+                    if !(*from > 0.0 && *by > 0.0 && to >= from) {
+                        return Err(at(format!("step {n}: rate_range must be [from > 0, to >= from, step > 0]")));
+                    }
+                    let mut r = *from;
+                    while r <= *to + 1e-9 {
+                        loads.push(StepLoad::Open { start: r, end: r, max_connections });
+                        r += by;
+                    }
+                }
+                _ => return Err(at(format!("step {n}: give exactly one of `connections`, `rate` or `rate_range`"))),
+            }
+            let delays: Vec<Option<u64>> = match &s.upstream_delay_ms {
+                Some(d) => d.to_vec().into_iter().map(Some).collect(),
+                None => vec![None],
+            };
+            for _ in 0..s.repeat {
+                for load in &loads {
+                    for d in &delays {
+                        steps.push(Step {
+                            load: load.clone(),
+                            duration,
+                            mix: s.mix.clone(),
+                            upstream_delay_ms: *d,
+                            fresh_start: s.fresh_start,
+                        });
+                    }
+                }
+            }
+        }
+        if steps.is_empty() {
+            return Err(at("no steps; add at least one [[step]]".into()));
+        }
+        let request_timeout = match &f.request_timeout {
+            Some(t) => humantime::parse_duration(t).map_err(|e| at(format!("request_timeout {t:?}: {e}")))?,
+            None => Duration::from_secs(10),
+        };
+        Ok(Profile {
+            name: f.name,
+            description: f.description,
+            path: path.to_path_buf(),
+            request_timeout,
+            stop_below_success: f.stop_below_success,
+            steps,
+        })
+    }
+
+    /// `--step-duration`: the same profile with shorter (or longer) steps, e.g. a CI variant.
+    pub fn with_step_duration(mut self, d: Duration) -> Profile {
+        for s in &mut self.steps {
+            s.duration = d;
+        }
+        self
+    }
+
+    pub fn total_duration(&self) -> Duration {
+        self.steps.iter().map(|s| s.duration).sum()
+    }
+}
+
+fn parse_rates(r: &RateSpec) -> Result<Vec<(f64, f64)>> {
+    let check = |x: f64| if x > 0.0 { Ok(x) } else { bail!("rate must be above 0 requests/s, got {x}") };
+    match r {
+        RateSpec::Number(x) => Ok(vec![(check(*x)?, *x)]),
+        RateSpec::List(v) => v.iter().map(|x| check(*x).map(|x| (x, x))).collect(),
+        RateSpec::Text(t) => {
+            let (a, b) = t.split_once(':').context("rate text must be \"FROM:TO\" (a ramp), e.g. \"100:1000\"")?;
+            let a: f64 = a.trim().parse().with_context(|| format!("rate {t:?}: {a:?} is not a number"))?;
+            let b: f64 = b.trim().parse().with_context(|| format!("rate {t:?}: {b:?} is not a number"))?;
+            Ok(vec![(check(a)?, check(b)?)])
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<Profile> {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("p.toml");
+        std::fs::write(&p, text).unwrap();
+        Profile::load(&p)
+    }
+
+    #[test]
+    fn seed_shape_expands() {
+        let p = load("name='s'\n[[step]]\nconnections=1\nduration='10s'\nrepeat=5\n[[step]]\nconnections=[2,4,8]\nduration='10s'\n").unwrap();
+        assert_eq!(p.steps.len(), 8);
+        assert_eq!(p.steps[5].load, StepLoad::Closed { connections: 2 });
+        assert_eq!(p.total_duration(), Duration::from_secs(80));
+    }
+
+    #[test]
+    fn open_steps_and_ranges() {
+        let p = load("name='o'\n[[step]]\nrate_range=[100,300,100]\nduration='3m'\n[[step]]\nrate='10:20'\nduration='1s'\n").unwrap();
+        assert_eq!(p.steps.len(), 4);
+        assert!(matches!(p.steps[2].load, StepLoad::Open { start, .. } if start == 300.0));
+        assert!(matches!(p.steps[3].load, StepLoad::Open { start, end, .. } if start == 10.0 && end == 20.0));
+    }
+
+    #[test]
+    fn upstream_delays_expand_and_label() {
+        let p = load("name='u'\n[[step]]\nrate=100\nupstream_delay_ms=[1000,2000]\nduration='1s'\n").unwrap();
+        assert_eq!(p.steps.len(), 2);
+        assert_eq!(p.steps[1].label(), "r=100/s delay=2000ms");
+    }
+
+    #[test]
+    fn bad_steps_are_named() {
+        let e = load("name='b'\n[[step]]\nduration='1s'\n").unwrap_err().to_string();
+        assert!(e.contains("step 1") && e.contains("connections"), "{e}");
+        let e = load("name='b'\n[[step]]\nconnections=1\nduration='ten'\n").unwrap_err().to_string();
+        assert!(e.contains("duration"), "{e}");
+    }
+}

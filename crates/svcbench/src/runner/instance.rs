@@ -1,0 +1,96 @@
+//! One started service: its sandbox, port and log, from spawn to readiness (the startup time) to stop.
+use crate::manifest::{fill_placeholders, Service};
+use crate::net::{wait_ready, Readiness};
+use crate::sandbox::{CgroupChoice, Limits, Sandbox};
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+pub struct Instance {
+    pub sandbox: Sandbox,
+    pub port: u16,
+    pub log_path: PathBuf,
+    pub spawned_at: Instant,
+}
+
+/// Everything a service start needs besides the service itself.
+pub struct StartSpec<'a> {
+    pub sandbox_name: String,
+    pub limits: &'a Limits,
+    pub cgroup: CgroupChoice,
+    pub dep_placeholders: &'a BTreeMap<String, String>,
+    pub log_dir: &'a Path,
+    pub log_name: String,
+    /// Overrides applied on top of the manifest's env (the lifecycle check's broken addresses).
+    pub env_overrides: &'a BTreeMap<String, String>,
+}
+
+/// `java` for the `{java}` placeholder: JAVA_HOME's, else the one on PATH.
+fn java() -> String {
+    std::env::var("JAVA_HOME").map(|h| format!("{h}/bin/java")).unwrap_or_else(|_| "java".into())
+}
+
+impl Instance {
+    pub fn spawn(svc: &Service, spec: &StartSpec) -> Result<Instance> {
+        let port = crate::net::free_port()?;
+        let mut values = spec.dep_placeholders.clone();
+        values.insert("port".into(), port.to_string());
+        values.insert("dir".into(), svc.dir.display().to_string());
+        values.insert("java".into(), java());
+        let manifest_file = svc.dir.join("svcbench.toml");
+        let fill = |what: &str, text: &str| {
+            fill_placeholders(text, &values).with_context(|| format!("{}: {what}", manifest_file.display()))
+        };
+        let mut env = Vec::new();
+        let mut merged = svc.manifest.env.clone();
+        merged.extend(spec.env_overrides.clone());
+        for (k, v) in &merged {
+            env.push((k.clone(), fill(&format!("env.{k}"), v)?));
+        }
+        let command = fill("run", &svc.manifest.run)?;
+        std::fs::create_dir_all(spec.log_dir)?;
+        let log_path = spec.log_dir.join(&spec.log_name);
+        let log = std::fs::File::create(&log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
+        let mut sandbox = Sandbox::new(&spec.sandbox_name, spec.limits, spec.cgroup);
+        let spawned_at = Instant::now();
+        sandbox.start(&command, &svc.dir, &env, log)?;
+        Ok(Instance { sandbox, port, log_path, spawned_at })
+    }
+
+    /// Waits for the first HTTP answer on the readiness path; returns the startup time.
+    pub fn wait_ready(&mut self, svc: &Service, timeout: Duration, stop: &AtomicBool) -> Result<Duration> {
+        let sandbox = &mut self.sandbox;
+        match wait_ready(self.port, &svc.manifest.readiness, self.spawned_at, timeout, || sandbox.try_exit().is_some(), stop) {
+            Readiness::Ready { after, .. } => Ok(after),
+            Readiness::Exited => bail!(
+                "{} exited during startup ({}); last log lines: {}",
+                svc.name(),
+                self.sandbox.try_exit().map(|e| e.to_string()).unwrap_or_default(),
+                self.log_tail(3)
+            ),
+            Readiness::Interrupted => bail!("interrupted"),
+            Readiness::TimedOut => bail!(
+                "{} did not answer on {} within {timeout:?}; last log lines: {}",
+                svc.name(), svc.manifest.readiness, self.log_tail(3)
+            ),
+        }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The last lines of the service's log, on one line, for error messages.
+    pub fn log_tail(&self, n: usize) -> String {
+        let text = std::fs::read_to_string(&self.log_path).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let tail = lines[lines.len().saturating_sub(n)..].join(" | ");
+        if tail.is_empty() {
+            format!("(log {} is empty)", self.log_path.display())
+        } else {
+            format!("{tail} (log: {})", self.log_path.display())
+        }
+    }
+}

@@ -1,0 +1,400 @@
+//! `svcbench run`: plan (services × runs, interleaved), build, start dependencies, then for every run a
+//! fresh sandboxed process through startup, checks and the profile's steps, each written to the store
+//! as soon as it ends.
+pub mod build;
+pub mod instance;
+pub mod lifecycle;
+pub mod progress;
+pub mod step;
+
+use crate::deps::{DepContext, Dependencies};
+use crate::manifest::Service;
+use crate::profile::Profile;
+use crate::sandbox::{CgroupChoice, Limits};
+use crate::scenario::Scenario;
+use crate::store::{SessionRecord, Store};
+use anyhow::{bail, Context, Result};
+use instance::{Instance, StartSpec};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub services: Vec<PathBuf>,
+    pub scenario: Option<String>,
+    pub profile: String,
+    pub runs: u32,
+    pub limits: Limits,
+    pub loadgen_cpuset: Option<String>,
+    pub db: PathBuf,
+    pub label: Option<String>,
+    pub cgroup: CgroupChoice,
+    pub step_duration: Option<Duration>,
+    pub mix: Option<String>,
+    pub skip_build: bool,
+    pub startup_timeout: Duration,
+    pub stop_grace: Duration,
+    pub seed: u64,
+    pub command_line: String,
+}
+
+/// What every step of the session shares.
+pub struct SessionCtx {
+    pub opts: RunOptions,
+    pub scenario: Scenario,
+    pub profile: Profile,
+    pub store: Store,
+    pub session_id: i64,
+    pub deps: Dependencies,
+    pub loadgen_cpus: Vec<usize>,
+    pub stop: Arc<AtomicBool>,
+    pub work_dir: PathBuf,
+    pub tag: String,
+    /// The step under way, for live metrics.
+    pub live_step: Option<(String, Arc<loadgen::LiveStats>)>,
+}
+
+pub struct SessionSummary {
+    pub session_id: i64,
+    pub runs_ok: usize,
+    pub runs_failed: usize,
+    pub interrupted: bool,
+}
+
+/// Loads the services and finds their (single) scenario.
+pub fn load_services(paths: &[PathBuf], scenario: Option<&str>) -> Result<(Vec<Service>, Scenario)> {
+    if paths.is_empty() {
+        bail!("no service given; pass service folders, e.g. services/hello/go-nethttp");
+    }
+    let services: Vec<Service> = paths.iter().map(|p| Service::load(p)).collect::<Result<_>>()?;
+    let mut names = std::collections::BTreeSet::new();
+    for s in &services {
+        if !names.insert(s.name().to_string()) {
+            bail!("service name `{}` is given twice; names must be unique", s.name());
+        }
+    }
+    let wanted = scenario.map(String::from).unwrap_or_else(|| services[0].manifest.scenario.clone());
+    if scenario.is_none() {
+        if let Some(other) = services.iter().find(|s| s.manifest.scenario != wanted) {
+            bail!(
+                "services of different scenarios ({} is `{}`, {} is `{}`); run one scenario at a time",
+                services[0].name(), wanted, other.name(), other.manifest.scenario
+            );
+        }
+    }
+    let sc = Scenario::find(&wanted, &services[0].dir, None)?;
+    Ok((services, sc))
+}
+
+/// Resolves the CPU split: the service's cpuset (from --cpuset or the default split) and the generator's.
+pub fn cpu_split(limits: &mut Limits, loadgen_cpuset: Option<&str>) -> Result<Vec<usize>> {
+    let allowed = crate::sandbox::procfs::allowed_cpus();
+    let (svc_default, gen_default) = crate::cpus::default_split(&allowed);
+    if limits.cpuset.is_none() {
+        limits.cpuset = Some(crate::cpus::format(&svc_default));
+    }
+    let gen = match loadgen_cpuset {
+        Some(s) => crate::cpus::parse(s)?,
+        None => {
+            let svc = crate::cpus::parse(limits.cpuset.as_deref().unwrap())?;
+            let rest: Vec<usize> = allowed.iter().copied().filter(|c| !svc.contains(c)).collect();
+            if rest.is_empty() { gen_default } else { rest }
+        }
+    };
+    Ok(gen)
+}
+
+pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<SessionSummary> {
+    let (services, scenario) = load_services(&opts.services, opts.scenario.as_deref())?;
+    let mut profile = Profile::find(&opts.profile, None)?;
+    if let Some(d) = opts.step_duration {
+        profile = profile.with_step_duration(d);
+    }
+    for s in &profile.steps {
+        scenario.mix(s.mix.as_deref().or(opts.mix.as_deref()).unwrap_or("default"))?;
+    }
+    if opts.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let loadgen_cpus = cpu_split(&mut opts.limits, opts.loadgen_cpuset.as_deref())?;
+    let cgroup_version = match if opts.cgroup == CgroupChoice::Auto { crate::sandbox::cgroup::detect() } else { opts.cgroup } {
+        CgroupChoice::V1 => "v1",
+        CgroupChoice::V2 => "v2",
+        _ => "none",
+    };
+    let store = Store::open(&opts.db)?;
+    let session_id = store.create_session(&SessionRecord {
+        label: opts.label.clone(),
+        command: opts.command_line.clone(),
+        scenario: scenario.name().to_string(),
+        profile: profile.name.clone(),
+        runs_per_service: opts.runs,
+        host: crate::host::facts(),
+        cgroup_version: cgroup_version.to_string(),
+        limit_cpus: opts.limits.cpus,
+        limit_memory_mib: opts.limits.memory_bytes.map(|b| b as f64 / 1048576.0),
+        service_cpuset: opts.limits.cpuset.clone(),
+        loadgen_cpuset: Some(crate::cpus::format(&loadgen_cpus)),
+    })?;
+    if let Some(c) = opts.limits.cpus {
+        let n = crate::cpus::count(opts.limits.cpuset.as_deref().unwrap_or(""));
+        if c > n as f64 {
+            store.add_session_warning(session_id, &format!("--cpus {c} exceeds the {n} CPU(s) of the service's cpuset: the quota cannot be reached"))?;
+        }
+    }
+    let tag = format!("{}-{session_id}", std::process::id());
+    let results_dir = opts.db.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    let work_dir = results_dir.join("work").join(format!("session-{session_id}"));
+    std::fs::create_dir_all(&work_dir).with_context(|| format!("cannot create {}", work_dir.display()))?;
+    eprintln!(
+        "svcbench: session {session_id}: {} service(s) × {} run(s), scenario `{}`, profile `{}` ({} steps, {} per run); store {}",
+        services.len(), opts.runs, scenario.name(), profile.name, profile.steps.len(),
+        progress::fmt_duration(profile.total_duration()), opts.db.display()
+    );
+
+    let result = (|| -> Result<SessionSummary> {
+        // Build each service once; a failed build is recorded and that service skipped.
+        let mut ready = Vec::new();
+        for svc in &services {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            match build::build(svc, &work_dir, opts.skip_build) {
+                Ok(b) => {
+                    store.add_service(session_id, svc, true, Some(b.seconds), None, Some(b.artifact_bytes))?;
+                    ready.push(svc.clone());
+                }
+                Err(e) => {
+                    eprintln!("svcbench: {e:#}");
+                    store.add_service(session_id, svc, false, None, Some(&format!("{e:#}")), None)?;
+                }
+            }
+        }
+        let deps = Dependencies::start(
+            &scenario.file.dependency,
+            &DepContext {
+                work_dir: &work_dir,
+                scenario_dir: &scenario.dir,
+                cpuset: Some(crate::cpus::format(&loadgen_cpus)),
+                cgroup: opts.cgroup,
+                session_tag: tag.clone(),
+            },
+        )?;
+        let mut ctx = SessionCtx {
+            opts: opts.clone(),
+            scenario: scenario.clone(),
+            profile,
+            store,
+            session_id,
+            deps,
+            loadgen_cpus,
+            stop: stop.clone(),
+            work_dir: work_dir.clone(),
+            tag,
+            live_step: None,
+        };
+        for svc in &ready {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let placeholders = ctx.deps.placeholders();
+            let spec = start_spec(&ctx, svc, "refusal", &placeholders, &svc.manifest.broken_env);
+            match lifecycle::check_refusal(svc, spec) {
+                Ok(Some((refused, detail))) => {
+                    eprintln!("svcbench: {}: wrong dependency address: {detail}", svc.name());
+                    ctx.store.set_refusal(session_id, svc.name(), refused, &detail)?;
+                }
+                Ok(None) => {}
+                Err(e) => ctx.store.set_refusal(session_id, svc.name(), false, &format!("{e:#}"))?,
+            }
+        }
+        let mut summary = SessionSummary { session_id, runs_ok: 0, runs_failed: 0, interrupted: false };
+        'plan: for run_index in 1..=opts.runs {
+            for svc in &ready {
+                if stop.load(Ordering::Relaxed) {
+                    break 'plan;
+                }
+                match run_one(&mut ctx, svc, run_index) {
+                    Ok(()) => summary.runs_ok += 1,
+                    Err(e) => {
+                        summary.runs_failed += 1;
+                        eprintln!("svcbench: {} run {run_index}: {e:#}", svc.name());
+                    }
+                }
+            }
+        }
+        summary.interrupted = stop.load(Ordering::Relaxed);
+        ctx.store.finish_session(session_id, if summary.interrupted { "interrupted" } else { "completed" })?;
+        Ok(summary)
+    })();
+    if result.is_err() {
+        if let Ok(s) = Store::open(&opts.db) {
+            let _ = s.finish_session(session_id, "failed");
+        }
+    }
+    result
+}
+
+fn start_spec<'a>(
+    ctx: &'a SessionCtx,
+    svc: &Service,
+    what: &str,
+    placeholders: &'a BTreeMap<String, String>,
+    overrides: &'a BTreeMap<String, String>,
+) -> StartSpec<'a> {
+    StartSpec {
+        sandbox_name: format!("{}-{}-{what}", ctx.tag, svc.name()),
+        limits: &ctx.opts.limits,
+        cgroup: ctx.opts.cgroup,
+        dep_placeholders: placeholders,
+        log_dir: &ctx.work_dir,
+        log_name: format!("{}-{what}.log", svc.name()),
+        env_overrides: overrides,
+    }
+}
+
+/// How long a service is left idle after startup before its idle memory is read.
+const IDLE_SETTLE: Duration = Duration::from_millis(1000);
+
+fn run_one(ctx: &mut SessionCtx, svc: &Service, run_index: u32) -> Result<()> {
+    let run_id = ctx.store.start_run(ctx.session_id, svc.name(), run_index)?;
+    let r = run_one_inner(ctx, svc, run_index, run_id);
+    let (status, err) = match &r {
+        Ok(()) if ctx.stop.load(Ordering::Relaxed) => ("interrupted", None),
+        Ok(()) => ("completed", None),
+        Err(e) if ctx.stop.load(Ordering::Relaxed) => ("interrupted", Some(format!("{e:#}"))),
+        Err(e) => ("failed", Some(format!("{e:#}"))),
+    };
+    for (name, value) in ctx.deps.after_run() {
+        ctx.store.add_run_figure(run_id, &name, value)?;
+    }
+    ctx.store.finish_run(run_id, status, err.as_deref())?;
+    r
+}
+
+fn run_one_inner(ctx: &mut SessionCtx, svc: &Service, run_index: u32, run_id: i64) -> Result<()> {
+    ctx.deps.before_run(&format!("{}-run{run_index}", svc.name()))?;
+    let placeholders = ctx.deps.placeholders();
+    let empty = BTreeMap::new();
+    let what = format!("run{run_index}");
+    let mut inst = Instance::spawn(svc, &start_spec(ctx, svc, &what, &placeholders, &empty))?;
+    ctx.store.set_run(run_id, "cgroup_version", inst.sandbox.cgroup_version())?;
+    ctx.store.add_run_warnings(run_id, &inst.sandbox.warnings)?;
+    for w in &inst.sandbox.warnings {
+        eprintln!("svcbench: WARNING: {w}");
+        ctx.store.add_session_warning(ctx.session_id, w)?;
+    }
+    let startup = inst.wait_ready(svc, ctx.opts.startup_timeout, &ctx.stop)?;
+    ctx.store.set_run(run_id, "startup_ms", startup.as_secs_f64() * 1e3)?;
+    std::thread::sleep(IDLE_SETTLE);
+    let idle = inst.sandbox.sample();
+    ctx.store.set_run(run_id, "idle_mem_mib", idle.mem_mib)?;
+    ctx.store.set_run(run_id, "idle_rss_mib", idle.rss_mib)?;
+    ctx.store.set_run(run_id, "idle_threads", idle.threads as i64)?;
+    let checks = crate::scenario::checks::run_checks(&inst.base_url(), &ctx.scenario.file.check);
+    ctx.store.add_checks(run_id, &checks)?;
+    let failed = checks.iter().filter(|c| !c.passed).count();
+    eprintln!(
+        "svcbench: {} run {run_index}: started in {:.1} ms, idle {:.1} MiB, checks {}/{} passed",
+        svc.name(), startup.as_secs_f64() * 1e3, idle.mem_mib, checks.len() - failed, checks.len()
+    );
+
+    let steps = ctx.profile.steps.clone();
+    let mut total_ok = 0u64;
+    let mut cpu_before_restarts = 0.0;
+    let mut outcome_err = None;
+    for (i, step) in steps.iter().enumerate() {
+        if ctx.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if step.fresh_start && i > 0 {
+            cpu_before_restarts += inst.sandbox.sample().cpu_s;
+            inst.sandbox.stop(ctx.opts.stop_grace);
+            let what = format!("run{run_index}-step{}", i + 1);
+            inst = Instance::spawn(svc, &start_spec(ctx, svc, &what, &placeholders, &empty))?;
+            inst.wait_ready(svc, ctx.opts.startup_timeout, &ctx.stop)?;
+        }
+        let left: Duration = steps[i + 1..].iter().map(|s| s.duration).sum();
+        let prefix = format!("{} run {run_index}/{} step {}/{} {}", svc.name(), ctx.opts.runs, i + 1, steps.len(), step.label());
+        let out = step::run_step(ctx, &mut inst, run_id, i as u32 + 1, step, &prefix, left)?;
+        total_ok += out.requests_ok;
+        if out.interrupted {
+            break;
+        }
+        if out.oom_killed || out.crashed {
+            let what = if out.oom_killed { "OOM-killed" } else { "crashed" };
+            ctx.store.set_run(run_id, if out.oom_killed { "oom_killed" } else { "crashed" }, 1)?;
+            let exit = inst.sandbox.try_exit().map(|e| e.to_string()).unwrap_or_default();
+            eprintln!("svcbench: {} run {run_index}: {what} in step {} ({exit})", svc.name(), i + 1);
+            outcome_err = Some(anyhow::anyhow!("service {what} in step {} ({}): {exit}", i + 1, step.label()));
+            break;
+        }
+        if let Some(min) = ctx.profile.stop_below_success {
+            if out.success_ratio < min {
+                eprintln!(
+                    "svcbench: {} run {run_index}: {:.0} % succeeded in step {} (< {:.0} %): profile's stop rule ends the run",
+                    svc.name(), out.success_ratio * 100.0, i + 1, min * 100.0
+                );
+                break;
+            }
+        }
+    }
+    ctx.store.set_run(run_id, "total_requests_ok", total_ok as i64)?;
+    let last = inst.sandbox.sample();
+    ctx.store.set_run(run_id, "total_cpu_s", cpu_before_restarts + last.cpu_s)?;
+    let stopped = inst.sandbox.stop(ctx.opts.stop_grace);
+    if outcome_err.is_none() {
+        ctx.store.set_run(run_id, "shutdown_ms", stopped.elapsed.as_secs_f64() * 1e3)?;
+        ctx.store.set_run(run_id, "stopped_gracefully", stopped.graceful)?;
+    }
+    if let Some(e) = stopped.exit {
+        ctx.store.set_run(run_id, "exit_code", e.code)?;
+        ctx.store.set_run(run_id, "exit_signal", e.signal)?;
+    }
+    match outcome_err {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// `svcbench check`: build, start, run the conformance checks, stop. Returns the results.
+pub fn check_service(
+    path: &std::path::Path,
+    scenario: Option<&str>,
+    skip_build: bool,
+    cgroup: CgroupChoice,
+    work_dir: &std::path::Path,
+    stop: Arc<AtomicBool>,
+) -> Result<Vec<crate::scenario::checks::CheckResult>> {
+    let (services, scenario) = load_services(&[path.to_path_buf()], scenario)?;
+    let svc = &services[0];
+    std::fs::create_dir_all(work_dir)?;
+    build::build(svc, work_dir, skip_build)?;
+    let mut limits = Limits::default();
+    let gen = cpu_split(&mut limits, None)?;
+    let tag = format!("{}-check", std::process::id());
+    let mut deps = Dependencies::start(
+        &scenario.file.dependency,
+        &DepContext { work_dir, scenario_dir: &scenario.dir, cpuset: Some(crate::cpus::format(&gen)), cgroup, session_tag: tag.clone() },
+    )?;
+    deps.before_run("check")?;
+    let placeholders = deps.placeholders();
+    let empty = BTreeMap::new();
+    let mut inst = Instance::spawn(svc, &StartSpec {
+        sandbox_name: format!("{tag}-{}", svc.name()),
+        limits: &limits,
+        cgroup,
+        dep_placeholders: &placeholders,
+        log_dir: work_dir,
+        log_name: format!("{}-check.log", svc.name()),
+        env_overrides: &empty,
+    })?;
+    let startup = inst.wait_ready(svc, Duration::from_secs(120), &stop)?;
+    eprintln!("svcbench: {} answered after {:.1} ms", svc.name(), startup.as_secs_f64() * 1e3);
+    let results = crate::scenario::checks::run_checks(&inst.base_url(), &scenario.file.check);
+    inst.sandbox.stop(Duration::from_secs(15));
+    Ok(results)
+}

@@ -1,0 +1,78 @@
+//! Live progress on the terminal while a step runs: service, run, step, requests/s, time left. Also the
+//! watchdog that ends a step early when the user interrupts or the service dies.
+use loadgen::LiveStats;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub struct Progress {
+    done: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Progress {
+    /// `prefix`: "hello-go-nethttp run 1/2 step 3/12 c=4"; `left`: the session's time left after this step.
+    pub fn start(
+        prefix: String,
+        step_duration: Duration,
+        left_after: Duration,
+        live: Arc<LiveStats>,
+        global_stop: Arc<AtomicBool>,
+        step_stop: Arc<AtomicBool>,
+    ) -> Progress {
+        let done = Arc::new(AtomicBool::new(false));
+        let d2 = done.clone();
+        let handle = std::thread::spawn(move || {
+            let tty = std::io::stderr().is_terminal();
+            let t0 = Instant::now();
+            let mut last_print = Instant::now();
+            let mut last_ok = 0u64;
+            let mut last_t = Instant::now();
+            let mut rps = 0.0;
+            while !d2.load(Ordering::Relaxed) {
+                if global_stop.load(Ordering::Relaxed) {
+                    step_stop.store(true, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+                if last_t.elapsed() >= Duration::from_secs(1) {
+                    let snap = live.snapshot();
+                    rps = (snap.requests_ok - last_ok) as f64 / last_t.elapsed().as_secs_f64();
+                    last_ok = snap.requests_ok;
+                    last_t = Instant::now();
+                }
+                let every = if tty { Duration::from_secs(1) } else { Duration::from_secs(10) };
+                if last_print.elapsed() >= every {
+                    last_print = Instant::now();
+                    let left = step_duration.saturating_sub(t0.elapsed()) + left_after;
+                    let line = format!("{prefix}  {rps:>9.0} req/s  {} left", fmt_duration(left));
+                    if tty {
+                        eprint!("\r\x1b[2K{line}");
+                    } else {
+                        eprintln!("{line}");
+                    }
+                    let _ = std::io::stderr().flush();
+                }
+            }
+            if tty {
+                eprint!("\r\x1b[2K");
+            }
+        });
+        Progress { done, handle: Some(handle) }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+pub fn fmt_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}

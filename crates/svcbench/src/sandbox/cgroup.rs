@@ -1,0 +1,135 @@
+//! What a cgroup backend (v1 or v2) offers the sandbox, and the detection of which one this machine has.
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+
+/// Limits of a sandbox, as Docker's `--cpus`, `--memory` (no swap) and `--cpuset-cpus`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Limits {
+    pub cpus: Option<f64>,
+    pub memory_bytes: Option<u64>,
+    pub cpuset: Option<String>,
+}
+
+/// Counters read from the cgroup at one moment. Fields a backend cannot read stay `None`.
+#[derive(Debug, Clone, Default)]
+pub struct Counters {
+    pub cpu_ns: Option<u64>,
+    pub mem_bytes: Option<u64>,
+    /// High-water mark since creation or the last `reset_peak`.
+    pub mem_peak_bytes: Option<u64>,
+    pub throttled_ns: Option<u64>,
+    pub oom_kills: Option<u64>,
+}
+
+pub trait CgroupBackend: Send + Sync {
+    fn version(&self) -> &'static str;
+    /// Files to write "0" into from the child (before exec) so that the service starts inside the group.
+    fn procs_files(&self) -> Vec<PathBuf>;
+    fn pids(&self) -> Vec<i32>;
+    fn counters(&self) -> Counters;
+    /// Restarts the memory high-water mark (per step); false where the kernel does not allow it.
+    fn reset_peak(&self) -> bool;
+    /// Removes the group (all its processes must be gone).
+    fn remove(&self) -> Result<()>;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CgroupChoice {
+    Auto,
+    V1,
+    V2,
+    None,
+}
+
+pub(crate) fn mounts() -> Vec<(String, PathBuf, Vec<String>)> {
+    // /proc/self/mounts: "cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0"
+    let text = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 4).then(|| (f[2].to_string(), PathBuf::from(f[1]), f[3].split(',').map(String::from).collect()))
+        })
+        .collect()
+}
+
+/// Where the v2 hierarchy is mounted, if at all.
+pub(crate) fn v2_mount() -> Option<PathBuf> {
+    mounts().into_iter().find(|(fs, _, _)| fs == "cgroup2").map(|(_, p, _)| p)
+}
+
+pub(crate) fn v2_controllers(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("cgroup.controllers"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(String::from)
+        .collect()
+}
+
+/// v1 hierarchy mount points, by controller name.
+pub(crate) fn v1_mount(controller: &str) -> Option<PathBuf> {
+    mounts()
+        .into_iter()
+        .find(|(fs, _, opts)| fs == "cgroup" && opts.iter().any(|o| o == controller))
+        .map(|(_, p, _)| p)
+}
+
+/// Which cgroup version to use on this machine: v2 when its hierarchy has the cpu and memory controllers,
+/// else v1 when the cpu, cpuacct and memory controllers are mounted, else v2 without controllers (CPU time
+/// can still be read), else none.
+pub fn detect() -> CgroupChoice {
+    if let Some(m) = v2_mount() {
+        let c = v2_controllers(&m);
+        if c.iter().any(|x| x == "cpu") && c.iter().any(|x| x == "memory") {
+            return CgroupChoice::V2;
+        }
+    }
+    if ["cpu", "cpuacct", "memory"].iter().all(|c| v1_mount(c).is_some()) {
+        return CgroupChoice::V1;
+    }
+    if v2_mount().is_some() {
+        return CgroupChoice::V2;
+    }
+    CgroupChoice::None
+}
+
+pub(crate) fn read_u64(path: &Path) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// "key value" lines (cpu.stat, memory.events, memory.oom_control).
+pub(crate) fn read_keyed(path: &Path, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines().find_map(|l| {
+        let mut it = l.split_whitespace();
+        (it.next()? == key).then(|| it.next()?.parse().ok()).flatten()
+    })
+}
+
+pub(crate) fn read_pids(path: &Path) -> Vec<i32> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+pub(crate) fn write(path: &Path, value: &str) -> Result<()> {
+    std::fs::write(path, value).map_err(|e| anyhow::anyhow!("cannot write {value:?} to {}: {e}", path.display()))
+}
+
+/// rmdir, retried briefly: the kernel frees a group a moment after its last process is reaped.
+pub(crate) fn rmdir_retry(dir: &Path) -> Result<()> {
+    if !dir.exists() {
+        return Ok(());
+    }
+    let mut last = None;
+    for _ in 0..50 {
+        match std::fs::remove_dir(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => last = Some(e),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Err(anyhow::anyhow!("cannot remove cgroup {}: {}", dir.display(), last.unwrap()))
+}

@@ -1,0 +1,126 @@
+//! cgroup v1: one group per hierarchy (cpu, cpuacct, cpuset, memory; co-mounted hierarchies share one
+//! folder), as on this project's machines (see DESIGN.md, "Verified on this project's machines").
+use super::cgroup::{read_keyed, read_pids, read_u64, rmdir_retry, v1_mount, write, CgroupBackend, Counters, Limits};
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+
+pub struct CgroupV1 {
+    cpu: Option<PathBuf>,
+    cpuacct: Option<PathBuf>,
+    memory: Option<PathBuf>,
+    cpuset: Option<PathBuf>,
+    /// Every folder created, in creation order (co-mounted controllers appear once).
+    dirs: Vec<PathBuf>,
+}
+
+const PERIOD_US: u64 = 100_000;
+
+impl CgroupV1 {
+    pub fn create(parent: &str, name: &str, limits: &Limits, warnings: &mut Vec<String>) -> Result<CgroupV1> {
+        let mut g = CgroupV1 { cpu: None, cpuacct: None, memory: None, cpuset: None, dirs: Vec::new() };
+        let result = g.setup(parent, name, limits, warnings);
+        if result.is_err() {
+            let _ = g.remove();
+        }
+        result.map(|_| g)
+    }
+
+    fn setup(&mut self, parent: &str, name: &str, limits: &Limits, warnings: &mut Vec<String>) -> Result<()> {
+        for controller in ["cpu", "cpuacct", "memory", "cpuset"] {
+            let Some(mount) = v1_mount(controller) else {
+                if controller != "cpuset" || limits.cpuset.is_some() {
+                    warnings.push(format!("cgroup v1 controller `{controller}` is not mounted: its limits and figures are missing"));
+                }
+                continue;
+            };
+            let dir = mount.join(parent).join(name);
+            if !self.dirs.contains(&dir) {
+                let parent_dir = mount.join(parent);
+                std::fs::create_dir_all(&parent_dir).with_context(|| format!("cannot create {}", parent_dir.display()))?;
+                if controller == "cpuset" {
+                    inherit_cpuset(&mount, &parent_dir)?;
+                }
+                std::fs::create_dir(&dir).or_else(|e| if dir.exists() { Ok(()) } else { Err(e) })
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
+                if controller == "cpuset" {
+                    inherit_cpuset(&parent_dir, &dir)?;
+                }
+                self.dirs.push(dir.clone());
+            }
+            match controller {
+                "cpu" => self.cpu = Some(dir),
+                "cpuacct" => self.cpuacct = Some(dir),
+                "memory" => self.memory = Some(dir),
+                _ => self.cpuset = Some(dir),
+            }
+        }
+        if let (Some(cpus), Some(dir)) = (limits.cpus, &self.cpu) {
+            write(&dir.join("cpu.cfs_period_us"), &PERIOD_US.to_string())?;
+            write(&dir.join("cpu.cfs_quota_us"), &((cpus * PERIOD_US as f64).round() as u64).to_string())?;
+        }
+        if let (Some(bytes), Some(dir)) = (limits.memory_bytes, &self.memory) {
+            write(&dir.join("memory.limit_in_bytes"), &bytes.to_string())?;
+            // No swap: cap memory+swap at the same value where the kernel accounts swap.
+            let memsw = dir.join("memory.memsw.limit_in_bytes");
+            if memsw.exists() {
+                write(&memsw, &bytes.to_string())?;
+            }
+            let _ = write(&dir.join("memory.swappiness"), "0");
+        }
+        if let (Some(set), Some(dir)) = (&limits.cpuset, &self.cpuset) {
+            write(&dir.join("cpuset.cpus"), set)?;
+        }
+        Ok(())
+    }
+}
+
+/// A new cpuset group starts with empty cpus and mems: copy them from its parent so processes may join.
+fn inherit_cpuset(from: &Path, to: &Path) -> Result<()> {
+    for f in ["cpuset.cpus", "cpuset.mems"] {
+        let current = std::fs::read_to_string(to.join(f)).unwrap_or_default();
+        if current.trim().is_empty() {
+            let v = std::fs::read_to_string(from.join(f)).with_context(|| format!("cannot read {}", from.join(f).display()))?;
+            write(&to.join(f), v.trim())?;
+        }
+    }
+    Ok(())
+}
+
+impl CgroupBackend for CgroupV1 {
+    fn version(&self) -> &'static str {
+        "v1"
+    }
+
+    fn procs_files(&self) -> Vec<PathBuf> {
+        self.dirs.iter().map(|d| d.join("cgroup.procs")).collect()
+    }
+
+    fn pids(&self) -> Vec<i32> {
+        self.dirs.first().map(|d| read_pids(&d.join("cgroup.procs"))).unwrap_or_default()
+    }
+
+    fn counters(&self) -> Counters {
+        let mem = self.memory.as_deref();
+        Counters {
+            cpu_ns: self.cpuacct.as_ref().and_then(|d| read_u64(&d.join("cpuacct.usage"))),
+            mem_bytes: mem.and_then(|d| read_u64(&d.join("memory.usage_in_bytes"))),
+            mem_peak_bytes: mem.and_then(|d| read_u64(&d.join("memory.max_usage_in_bytes"))),
+            throttled_ns: self.cpu.as_ref().and_then(|d| read_keyed(&d.join("cpu.stat"), "throttled_time")),
+            oom_kills: mem.and_then(|d| read_keyed(&d.join("memory.oom_control"), "oom_kill")),
+        }
+    }
+
+    fn reset_peak(&self) -> bool {
+        self.memory.as_ref().is_some_and(|d| write(&d.join("memory.max_usage_in_bytes"), "0").is_ok())
+    }
+
+    fn remove(&self) -> Result<()> {
+        let mut first_err = None;
+        for d in self.dirs.iter().rev() {
+            if let Err(e) = rmdir_retry(d) {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}

@@ -1,0 +1,284 @@
+//! The sandbox a service (or a dependency) runs in: a cgroup (v2 or v1) with CPU quota, memory cap and
+//! CPU pinning, plus its own process group. It knows nothing of HTTP. Teardown — on success, error,
+//! Ctrl-C or crash — kills the whole process group and everything left in the cgroup, then removes it.
+pub mod cgroup;
+pub mod cgroup_v1;
+pub mod cgroup_v2;
+pub mod process;
+pub mod procfs;
+pub mod sampler;
+
+pub use cgroup::{CgroupChoice, Limits};
+use cgroup::CgroupBackend;
+use process::Exit;
+use sampler::Sample;
+use std::fs::File;
+use std::path::Path;
+use std::process::Child;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Parent folder of every svcbench group in each hierarchy.
+pub const CGROUP_PARENT: &str = "svcbench";
+
+/// Reads a sandbox's figures at one moment.
+pub trait Probe: Send + Sync {
+    fn sample(&self) -> Sample;
+}
+
+struct CgroupProbe {
+    cg: Arc<dyn CgroupBackend>,
+    main_pid: i32,
+}
+
+impl Probe for CgroupProbe {
+    fn sample(&self) -> Sample {
+        let c = self.cg.counters();
+        let pids = self.cg.pids();
+        let p = procfs::totals(&pids);
+        let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+        Sample {
+            t_s: 0.0,
+            cpu_s: c.cpu_ns.map(|n| n as f64 / 1e9).unwrap_or(p.cpu_ticks as f64 / procfs::ticks_per_second()),
+            mem_mib: mib(c.mem_bytes.unwrap_or(p.rss_bytes)),
+            rss_mib: mib(p.rss_bytes),
+            threads: p.threads,
+            throttled_s: c.throttled_ns.map(|n| n as f64 / 1e9).unwrap_or(0.0),
+            oom_kills: c.oom_kills.unwrap_or(0),
+            alive: procfs::stat(self.main_pid).is_some_and(|s| !s.zombie),
+        }
+    }
+}
+
+/// Without a cgroup: the process group's processes, from /proc (CPU time of processes that already ended
+/// is lost, which is one reason this is only a fallback).
+struct GroupProbe {
+    pgid: i32,
+}
+
+impl Probe for GroupProbe {
+    fn sample(&self) -> Sample {
+        let p = procfs::totals(&procfs::group_pids(self.pgid));
+        let mib = p.rss_bytes as f64 / (1024.0 * 1024.0);
+        Sample {
+            cpu_s: p.cpu_ticks as f64 / procfs::ticks_per_second(),
+            mem_mib: mib,
+            rss_mib: mib,
+            threads: p.threads,
+            alive: procfs::stat(self.pgid).is_some_and(|s| !s.zombie),
+            ..Sample::default()
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct StopOutcome {
+    pub exit: Option<Exit>,
+    /// From SIGTERM to exit (or to the kill when it did not exit in time).
+    pub elapsed: Duration,
+    /// Exited by itself within the grace period, without dying of a signal.
+    pub graceful: bool,
+}
+
+pub struct Sandbox {
+    name: String,
+    cgroup: Option<Arc<dyn CgroupBackend>>,
+    child: Option<Child>,
+    pgid: i32,
+    exit: Option<Exit>,
+    /// Loud, stored with the results: limits that could not be applied, and why.
+    pub warnings: Vec<String>,
+}
+
+impl Sandbox {
+    /// Creates the cgroup; where that is impossible (no cgroup, no write access) the sandbox runs without
+    /// limits and says so in `warnings` — the run goes on, its figures flagged.
+    pub fn new(name: &str, limits: &Limits, choice: CgroupChoice) -> Sandbox {
+        let mut warnings = Vec::new();
+        let choice = if choice == CgroupChoice::Auto { cgroup::detect() } else { choice };
+        let created: anyhow::Result<Option<Arc<dyn CgroupBackend>>> = match choice {
+            CgroupChoice::V1 => cgroup_v1::CgroupV1::create(CGROUP_PARENT, name, limits, &mut warnings)
+                .map(|g| Some(Arc::new(g) as Arc<dyn CgroupBackend>)),
+            CgroupChoice::V2 => match cgroup::v2_mount() {
+                Some(m) => cgroup_v2::CgroupV2::create(&m, CGROUP_PARENT, name, limits, &mut warnings)
+                    .map(|g| Some(Arc::new(g) as Arc<dyn CgroupBackend>)),
+                None => Err(anyhow::anyhow!("no cgroup v2 hierarchy is mounted")),
+            },
+            _ => Ok(None),
+        };
+        let cgroup = match created {
+            Ok(c) => c,
+            Err(e) => {
+                warnings.push(format!("cgroup {choice:?} unusable ({e}): running WITHOUT CPU or memory limits"));
+                None
+            }
+        };
+        if cgroup.is_none() && choice == CgroupChoice::None {
+            warnings.push("no cgroup in use (--cgroup none or none found): running WITHOUT CPU or memory limits".into());
+        }
+        Sandbox { name: name.to_string(), cgroup, child: None, pgid: 0, exit: None, warnings }
+    }
+
+    pub fn cgroup_version(&self) -> &'static str {
+        self.cgroup.as_ref().map_or("none", |c| c.version())
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn start(&mut self, command: &str, dir: &Path, env: &[(String, String)], log: File) -> anyhow::Result<()> {
+        let files = self.cgroup.as_ref().map(|c| c.procs_files()).unwrap_or_default();
+        let child = process::spawn(command, dir, env, &files, log)?;
+        self.pgid = child.id() as i32;
+        self.child = Some(child);
+        self.exit = None;
+        Ok(())
+    }
+
+    /// Moves an already running process (and its threads) into this sandbox's cgroup, for dependencies
+    /// started by code of their own.
+    pub fn adopt(&mut self, pid: u32) -> anyhow::Result<()> {
+        if let Some(c) = &self.cgroup {
+            for f in c.procs_files() {
+                cgroup::write(&f, &pid.to_string())?;
+            }
+        }
+        if self.pgid == 0 {
+            self.pgid = procfs::stat(pid as i32).map(|s| s.pgid).unwrap_or(pid as i32);
+        }
+        Ok(())
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    pub fn probe(&self) -> Arc<dyn Probe> {
+        match &self.cgroup {
+            Some(cg) => Arc::new(CgroupProbe { cg: cg.clone(), main_pid: self.pgid }),
+            None => Arc::new(GroupProbe { pgid: self.pgid }),
+        }
+    }
+
+    pub fn sample(&self) -> Sample {
+        self.probe().sample()
+    }
+
+    /// Restarts the kernel's memory high-water mark; false where only the sampler's maximum is available.
+    pub fn reset_peak(&self) -> bool {
+        self.cgroup.as_ref().is_some_and(|c| c.reset_peak())
+    }
+
+    /// The kernel's memory high-water mark, where it keeps one that can be reset per step (v1).
+    pub fn kernel_peak_mib(&self) -> Option<f64> {
+        let c = self.cgroup.as_ref()?;
+        if c.version() != "v1" {
+            return None;
+        }
+        c.counters().mem_peak_bytes.map(|b| b as f64 / (1024.0 * 1024.0))
+    }
+
+    /// The exit of the main process, once it has ended.
+    pub fn try_exit(&mut self) -> Option<Exit> {
+        if self.exit.is_none() {
+            if let Some(c) = self.child.as_mut() {
+                if let Ok(Some(s)) = c.try_wait() {
+                    self.exit = Some(s.into());
+                }
+            }
+        }
+        self.exit
+    }
+
+    /// Waits up to `timeout` for the main process to end by itself.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<Exit> {
+        if self.exit.is_none() {
+            if let Some(c) = self.child.as_mut() {
+                self.exit = process::wait_timeout(c, timeout).ok().flatten();
+            }
+        }
+        self.exit
+    }
+
+    /// SIGTERM to the process group, up to `grace` for it to end, then SIGKILL to everything.
+    pub fn stop(&mut self, grace: Duration) -> StopOutcome {
+        if let Some(exit) = self.try_exit() {
+            self.kill_all();
+            return StopOutcome { exit: Some(exit), elapsed: Duration::ZERO, graceful: false };
+        }
+        let t0 = Instant::now();
+        process::signal_group(self.pgid, libc::SIGTERM);
+        let exit = self.wait_exit(grace);
+        let elapsed = t0.elapsed();
+        self.kill_all();
+        let graceful = exit.is_some_and(|e| e.signal.is_none());
+        StopOutcome { exit: exit.or(self.exit), elapsed, graceful }
+    }
+
+    /// SIGKILL to the process group and every process in the cgroup, then reap the main process.
+    pub fn kill_all(&mut self) {
+        for _ in 0..100 {
+            process::signal_group(self.pgid, libc::SIGKILL);
+            let pids = self.cgroup.as_ref().map(|c| c.pids()).unwrap_or_default();
+            process::signal_pids(&pids, libc::SIGKILL);
+            if let Some(c) = self.child.as_mut() {
+                if let Ok(Some(s)) = c.try_wait() {
+                    self.exit.get_or_insert(s.into());
+                }
+            }
+            let group_left = self.pgid > 1 && !procfs::group_pids(self.pgid).is_empty();
+            let cg_left = self.cgroup.as_ref().is_some_and(|c| !c.pids().is_empty());
+            let main_left = self.child.is_some() && self.exit.is_none();
+            if !group_left && !cg_left && !main_left {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        self.kill_all();
+        if let Some(c) = &self.cgroup {
+            if let Err(e) = c.remove() {
+                eprintln!("svcbench: warning: {e}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log() -> File {
+        tempfile::tempfile().unwrap()
+    }
+
+    #[test]
+    fn stop_kills_the_whole_group_and_reports_graceful_exit() {
+        let mut sb = Sandbox::new(&format!("unit-{}-a", std::process::id()), &Limits::default(), CgroupChoice::Auto);
+        // A shell that traps TERM and exits 0, with a child that ignores TERM: the group kill must get it.
+        sb.start("sh -c 'trap \"exit 0\" TERM; (trap \"\" TERM; sleep 60) & while true; do sleep 0.05; done'",
+            Path::new("/"), &[], log()).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        let pgid = sb.pid().unwrap() as i32;
+        assert!(procfs::group_pids(pgid).len() >= 2);
+        let out = sb.stop(Duration::from_secs(5));
+        assert!(out.graceful, "{out:?}");
+        assert!(procfs::group_pids(pgid).is_empty(), "processes left in the group");
+    }
+
+    #[test]
+    fn stop_of_a_process_ignoring_term_kills_it_after_grace() {
+        let mut sb = Sandbox::new(&format!("unit-{}-b", std::process::id()), &Limits::default(), CgroupChoice::Auto);
+        sb.start("sh -c 'trap \"\" TERM; while true; do sleep 0.05; done'", Path::new("/"), &[], log()).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let out = sb.stop(Duration::from_millis(300));
+        assert!(!out.graceful);
+        assert!(out.elapsed >= Duration::from_millis(300));
+        assert_eq!(out.exit.and_then(|e| e.signal), Some(9));
+    }
+}

@@ -1,0 +1,117 @@
+//! Starting a service as its own process group inside its cgroup, and stopping it: SIGTERM, a grace
+//! period, then SIGKILL to the whole group and to anything left in the cgroup.
+use anyhow::{Context, Result};
+use std::fs::File;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::fd::AsRawFd;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Spawns `command` via `sh -c 'exec …'` with its own process group, the open-file limit raised to the
+/// hard limit, and membership of the given cgroups (`procs_files`) taken before exec, so that not a
+/// single instruction of the service runs outside its limits.
+pub fn spawn(
+    command: &str,
+    dir: &std::path::Path,
+    env: &[(String, String)],
+    procs_files: &[std::path::PathBuf],
+    log: File,
+) -> Result<Child> {
+    let procs: Vec<File> = procs_files
+        .iter()
+        .map(|p| std::fs::OpenOptions::new().write(true).open(p).with_context(|| format!("cannot open {}", p.display())))
+        .collect::<Result<_>>()?;
+    let fds: Vec<i32> = procs.iter().map(|f| f.as_raw_fd()).collect();
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c").arg(format!("exec {command}")).current_dir(dir).stdin(Stdio::null());
+    cmd.stdout(log.try_clone()?).stderr(log);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    unsafe {
+        cmd.pre_exec(move || {
+            // Only async-signal-safe calls here: we are between fork and exec.
+            if libc::setpgid(0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            for &fd in &fds {
+                // "0" means the writing process itself, in v1 and v2 alike.
+                if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            raise_nofile();
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().with_context(|| format!("cannot start `{command}` in {}", dir.display()))?;
+    drop(procs);
+    Ok(child)
+}
+
+/// Raises this process's open-file limit to its hard limit (thousands of connections need it).
+pub fn raise_nofile() {
+    unsafe {
+        let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+            r.rlim_cur = r.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+    }
+}
+
+pub fn signal_group(pgid: i32, sig: i32) {
+    if pgid > 1 {
+        unsafe {
+            libc::kill(-pgid, sig);
+        }
+    }
+}
+
+pub fn signal_pids(pids: &[i32], sig: i32) {
+    for &p in pids {
+        if p > 1 {
+            unsafe {
+                libc::kill(p, sig);
+            }
+        }
+    }
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Exit {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+}
+
+impl From<ExitStatus> for Exit {
+    fn from(s: ExitStatus) -> Exit {
+        Exit { code: s.code(), signal: s.signal() }
+    }
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.code, self.signal) {
+            (Some(c), _) => write!(f, "exit code {c}"),
+            (_, Some(9)) => write!(f, "killed by SIGKILL"),
+            (_, Some(s)) => write!(f, "killed by signal {s}"),
+            _ => write!(f, "ended"),
+        }
+    }
+}
+
+/// Waits up to `timeout` for the child to end on its own.
+pub fn wait_timeout(child: &mut Child, timeout: Duration) -> Result<Option<Exit>> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(s) = child.try_wait()? {
+            return Ok(Some(s.into()));
+        }
+        if Instant::now() >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}

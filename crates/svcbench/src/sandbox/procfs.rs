@@ -1,0 +1,69 @@
+//! Per-process figures from /proc: CPU ticks, RSS, threads, state; and the processes of a process group
+//! (the fallback when no cgroup can be used).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProcStat {
+    pub cpu_ticks: u64,
+    pub rss_bytes: u64,
+    pub threads: u64,
+    pub zombie: bool,
+    pub pgid: i32,
+}
+
+fn page_size() -> u64 {
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as u64 }
+}
+
+pub fn ticks_per_second() -> f64 {
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) as f64 }
+}
+
+pub fn stat(pid: i32) -> Option<ProcStat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields start after the last ')'.
+    let rest = &text[text.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let num = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+    // Field numbers of proc(5) minus 3: state=3, pgrp=5, utime=14, stime=15, num_threads=20, rss=24.
+    Some(ProcStat {
+        zombie: f.first() == Some(&"Z") || f.first() == Some(&"X"),
+        pgid: f.get(2).and_then(|x| x.parse().ok()).unwrap_or(0),
+        cpu_ticks: num(11) + num(12),
+        threads: num(17),
+        rss_bytes: num(21) * page_size(),
+    })
+}
+
+/// Processes whose process group is `pgid`.
+pub fn group_pids(pgid: i32) -> Vec<i32> {
+    let Ok(rd) = std::fs::read_dir("/proc") else { return vec![] };
+    rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| stat(pid).is_some_and(|s| s.pgid == pgid))
+        .collect()
+}
+
+/// Sum over processes.
+pub fn totals(pids: &[i32]) -> ProcStat {
+    let mut t = ProcStat::default();
+    for &p in pids {
+        if let Some(s) = stat(p) {
+            if s.zombie {
+                continue;
+            }
+            t.cpu_ticks += s.cpu_ticks;
+            t.rss_bytes += s.rss_bytes;
+            t.threads += s.threads;
+        }
+    }
+    t
+}
+
+/// The machine-wide CPU count this process may use.
+pub fn allowed_cpus() -> Vec<usize> {
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return (0..std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).collect();
+        }
+        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+    }
+}

@@ -1,0 +1,94 @@
+//! A scenario (`scenarios/<name>/scenario.toml`, docs/scenario.md): conformance checks, request mixes for
+//! load, and the dependencies it needs. Data, not code.
+pub mod checks;
+pub mod mix;
+
+use anyhow::{bail, Result};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub dependency: Vec<DependencySpec>,
+    #[serde(default)]
+    pub check: Vec<checks::Check>,
+    #[serde(default)]
+    pub mix: BTreeMap<String, mix::MixSpec>,
+}
+
+/// One dependency: its kind selects the code in `deps/`; the other keys are that kind's options.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DependencySpec {
+    pub kind: String,
+    #[serde(flatten)]
+    pub options: toml::Table,
+}
+
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub dir: PathBuf,
+    pub file: ScenarioFile,
+}
+
+impl Scenario {
+    pub fn load(dir: &Path) -> Result<Scenario> {
+        let path = dir.join("scenario.toml");
+        if !path.exists() {
+            bail!("{}: no scenario.toml; a scenario folder needs one (see docs/scenario.md)", dir.display());
+        }
+        let file: ScenarioFile = crate::toml_file::read(&path)?;
+        for (name, m) in &file.mix {
+            if m.request.is_empty() {
+                bail!("{}: mix `{name}` has no [[mix.{name}.request]]", path.display());
+            }
+        }
+        Ok(Scenario { dir: dir.canonicalize()?, file })
+    }
+
+    /// Finds a scenario by name or path: a folder path is taken as is; a name is looked up as
+    /// `scenarios/<name>` in `scenarios_dir` (when given), then upwards from `near` and the current folder.
+    pub fn find(name_or_path: &str, near: &Path, scenarios_dir: Option<&Path>) -> Result<Scenario> {
+        let p = Path::new(name_or_path);
+        if p.join("scenario.toml").exists() {
+            return Scenario::load(p);
+        }
+        let mut tried = Vec::new();
+        if let Some(d) = scenarios_dir {
+            let c = d.join(name_or_path);
+            if c.join("scenario.toml").exists() {
+                return Scenario::load(&c);
+            }
+            tried.push(c);
+        }
+        let cwd = std::env::current_dir()?;
+        for start in [near, cwd.as_path()] {
+            for anc in start.ancestors() {
+                let c = anc.join("scenarios").join(name_or_path);
+                if c.join("scenario.toml").exists() {
+                    return Scenario::load(&c);
+                }
+            }
+        }
+        bail!(
+            "scenario `{name_or_path}` not found (looked for scenarios/{name_or_path}/scenario.toml above {} and the current folder); pass --scenario PATH or --scenarios-dir",
+            near.display()
+        )
+    }
+
+    pub fn name(&self) -> &str {
+        &self.file.name
+    }
+
+    pub fn mix(&self, name: &str) -> Result<&mix::MixSpec> {
+        self.file.mix.get(name).ok_or_else(|| {
+            let known: Vec<&str> = self.file.mix.keys().map(|k| k.as_str()).collect();
+            anyhow::anyhow!("scenario `{}` has no mix `{name}`; it has: {}", self.name(), known.join(", "))
+        })
+    }
+}

@@ -1,0 +1,81 @@
+//! Shared helpers of the integration tests: the binary, the fixtures, the store, and the leftover checks.
+#![allow(dead_code)]
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_svcbench"))
+}
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/services").join(name)
+}
+
+pub fn svcbench(args: &[&str], cwd: &Path) -> Output {
+    let out = Command::new(bin()).args(args).current_dir(cwd).env("SVCBENCH_HOME", repo()).output().unwrap();
+    eprintln!("--- svcbench {args:?}\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+pub fn db(path: &Path) -> Connection {
+    Connection::open(path).unwrap()
+}
+
+pub fn f64_of(c: &Connection, sql: &str) -> f64 {
+    c.query_row(sql, [], |r| r.get::<_, Option<f64>>(0)).unwrap().unwrap_or(f64::NAN)
+}
+
+pub fn i64_of(c: &Connection, sql: &str) -> i64 {
+    c.query_row(sql, [], |r| r.get::<_, Option<i64>>(0)).unwrap().unwrap_or(-1)
+}
+
+pub fn text_of(c: &Connection, sql: &str) -> String {
+    c.query_row(sql, [], |r| r.get::<_, Option<String>>(0)).unwrap().unwrap_or_default()
+}
+
+/// svcbench's cgroups still present (in any hierarchy).
+pub fn leftover_cgroups() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for base in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
+        let Ok(rd) = std::fs::read_dir(base) else { continue };
+        for h in rd.flatten() {
+            for parent in [h.path().join("svcbench"), PathBuf::from(base).join("svcbench")] {
+                if let Ok(groups) = std::fs::read_dir(&parent) {
+                    out.extend(groups.flatten().map(|g| g.path()).filter(|p| p.is_dir()));
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Processes whose command line mentions `needle` (a service's folder or binary).
+pub fn processes_matching(needle: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        if pid == std::process::id() {
+            continue;
+        }
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(needle) && !cmd.contains("cargo test") {
+            out.push(format!("{pid}: {cmd}"));
+        }
+    }
+    out
+}
+
+pub fn assert_no_leftovers(needle: &str) {
+    let groups = leftover_cgroups();
+    assert!(groups.is_empty(), "cgroups left behind: {groups:?}");
+    let procs = processes_matching(needle);
+    assert!(procs.is_empty(), "processes left behind: {procs:?}");
+}

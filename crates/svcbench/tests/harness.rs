@@ -1,0 +1,151 @@
+//! The harness under real limits, with purpose-built services (tests/fixtures): CPU quota, OOM kill,
+//! Ctrl-C mid-step, a machine without cgroup write access, and the lifecycle checks.
+mod common;
+use common::*;
+use std::time::{Duration, Instant};
+
+fn quick_profile(dir: &std::path::Path, steps: usize, secs: u32) -> std::path::PathBuf {
+    let p = dir.join("p.toml");
+    std::fs::write(&p, format!("name = \"t\"\n[[step]]\nconnections = 2\nduration = \"{secs}s\"\nrepeat = {steps}\n")).unwrap();
+    p
+}
+
+#[test]
+fn cpu_quota_holds_a_burner_to_half_a_cpu() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dbp = tmp.path().join("s.db");
+    let prof = quick_profile(tmp.path(), 2, 2);
+    let out = svcbench(&["run", fixture("burner").to_str().unwrap(), "--profile", prof.to_str().unwrap(),
+        "--cpus", "0.5", "--db", dbp.to_str().unwrap()], tmp.path());
+    assert!(out.status.success());
+    let c = db(&dbp);
+    let per_wall = f64_of(&c, "SELECT MAX(cpu_s / duration_s) FROM step");
+    let min_per_wall = f64_of(&c, "SELECT MIN(cpu_s / duration_s) FROM step");
+    assert!(per_wall <= 0.55, "burner used {per_wall} CPU-s per wall second under --cpus 0.5");
+    assert!(min_per_wall >= 0.35, "burner should burn close to its quota, used {min_per_wall}");
+    assert!(f64_of(&c, "SELECT MIN(throttled_s) FROM step") > 0.0, "a burner at its quota is throttled");
+    assert_eq!(text_of(&c, "SELECT cgroup_version FROM session"), "v1");
+    assert_no_leftovers("fixtures/testservice.py");
+}
+
+#[test]
+fn memory_cap_oom_kill_is_recorded_and_the_next_run_works() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dbp = tmp.path().join("s.db");
+    let prof = quick_profile(tmp.path(), 2, 3);
+    let out = svcbench(&["run", fixture("hog").to_str().unwrap(), fixture("steady").to_str().unwrap(),
+        "--profile", prof.to_str().unwrap(), "--memory", "64M", "--db", dbp.to_str().unwrap()], tmp.path());
+    assert_eq!(out.status.code(), Some(1), "a failed run makes the exit code 1");
+    let c = db(&dbp);
+    assert_eq!(i64_of(&c, "SELECT oom_killed FROM run WHERE service = 'test-hog'"), 1);
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step s JOIN run r ON r.id = s.run_id WHERE r.service = 'test-hog' AND s.oom_killed = 1"), 1);
+    assert!(text_of(&c, "SELECT error FROM run WHERE service = 'test-hog'").contains("OOM"));
+    assert_eq!(text_of(&c, "SELECT status FROM run WHERE service = 'test-steady'"), "completed");
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step s JOIN run r ON r.id = s.run_id WHERE r.service = 'test-steady'"), 2);
+    assert!(f64_of(&c, "SELECT MIN(success_rps) FROM step s JOIN run r ON r.id = s.run_id WHERE r.service = 'test-steady'") > 0.0);
+    assert_no_leftovers("fixtures/testservice.py");
+}
+
+#[test]
+fn sigint_mid_step_tears_down_and_keeps_finished_steps() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dbp = tmp.path().join("s.db");
+    let prof = quick_profile(tmp.path(), 10, 2);
+    let mut child = std::process::Command::new(bin())
+        .args(["run", fixture("steady").to_str().unwrap(), "--profile", prof.to_str().unwrap(), "--db", dbp.to_str().unwrap()])
+        .env("SVCBENCH_HOME", repo())
+        .current_dir(tmp.path())
+        .spawn()
+        .unwrap();
+    // Wait until two steps are stored, then interrupt in the middle of the third.
+    let t0 = Instant::now();
+    loop {
+        assert!(t0.elapsed() < Duration::from_secs(60), "steps never reached the store");
+        if dbp.exists() {
+            if let Ok(n) = db(&dbp).query_row("SELECT COUNT(*) FROM step", [], |r| r.get::<_, i64>(0)) {
+                if n >= 2 {
+                    break;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t1 = Instant::now();
+    let status = child.wait().unwrap();
+    assert!(t1.elapsed() < Duration::from_secs(20), "teardown took {:?}", t1.elapsed());
+    assert_eq!(status.code(), Some(130));
+    let c = db(&dbp);
+    assert!(i64_of(&c, "SELECT COUNT(*) FROM step") >= 2);
+    assert!(i64_of(&c, "SELECT COUNT(*) FROM step") < 10);
+    assert_eq!(text_of(&c, "SELECT status FROM run"), "interrupted");
+    assert_eq!(text_of(&c, "SELECT status FROM session"), "interrupted");
+    assert_no_leftovers("fixtures/testservice.py");
+}
+
+#[test]
+fn without_cgroup_write_access_the_run_completes_with_a_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let dbp = tmp.path().join("s.db");
+    let prof = quick_profile(tmp.path(), 1, 1);
+    std::fs::set_permissions(&prof, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    // As an unprivileged user (nobody), svcbench cannot create cgroups.
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(bin())
+        .args(["run", fixture("steady").to_str().unwrap(), "--profile", prof.to_str().unwrap(), "--db", dbp.to_str().unwrap()])
+        .env("SVCBENCH_HOME", repo())
+        .env("HOME", tmp.path())
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success());
+    let c = db(&dbp);
+    assert_eq!(text_of(&c, "SELECT status FROM run"), "completed");
+    assert_eq!(text_of(&c, "SELECT cgroup_version FROM run"), "none");
+    let warnings = text_of(&c, "SELECT warnings FROM session");
+    assert!(warnings.contains("WITHOUT CPU or memory limits"), "{warnings}");
+    assert!(f64_of(&c, "SELECT MIN(success_rps) FROM step") > 0.0);
+    assert!(f64_of(&c, "SELECT MIN(cpu_s) FROM step") > 0.0, "CPU is still measured from /proc");
+    assert_no_leftovers("fixtures/testservice.py");
+}
+
+#[test]
+fn lifecycle_refusal_graceful_stop_and_check_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dbp = tmp.path().join("s.db");
+    let prof = quick_profile(tmp.path(), 1, 1);
+    let out = svcbench(&["run", fixture("steady").to_str().unwrap(), "--profile", prof.to_str().unwrap(), "--db", dbp.to_str().unwrap()], tmp.path());
+    assert!(out.status.success());
+    let c = db(&dbp);
+    assert_eq!(i64_of(&c, "SELECT refuses_bad_dependency FROM service"), 1, "{}", text_of(&c, "SELECT refuse_detail FROM service"));
+    assert_eq!(i64_of(&c, "SELECT stopped_gracefully FROM run"), 1);
+    assert_eq!(i64_of(&c, "SELECT exit_code FROM run"), 0);
+    let startup = f64_of(&c, "SELECT startup_ms FROM run");
+    assert!(startup > 0.0 && startup < 10_000.0, "{startup}");
+    assert_eq!(i64_of(&c, "SELECT checks_failed FROM run"), 0);
+    assert_eq!(i64_of(&c, "SELECT checks_passed FROM run"), 2);
+    assert!(i64_of(&c, "SELECT COUNT(*) FROM sample") >= 10, "a 1 s step has at least 10 samples");
+
+    let out = svcbench(&["check", fixture("steady").to_str().unwrap(), "--work-dir", tmp.path().join("w").to_str().unwrap()], tmp.path());
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("2 of 2 checks passed"));
+    assert_no_leftovers("fixtures/testservice.py");
+}
+
+#[test]
+fn bad_input_gives_one_line_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = svcbench(&["run", "/nonexistent/service"], tmp.path());
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("svcbench.toml") && err.trim().lines().count() == 1, "{err}");
+    let out = svcbench(&["run", fixture("steady").to_str().unwrap(), "--profile", "no-such-profile"], tmp.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no-such-profile") && err.contains("quick"), "{err}");
+    let out = svcbench(&["run", fixture("steady").to_str().unwrap(), "--memory", "lots"], tmp.path());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--memory"));
+}

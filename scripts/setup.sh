@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what svcbench, its reference services and its tests need on a fresh machine of this project's
+# kind (Debian with Rust, Go, Java 17 + Temurin 25, Maven, Node, Python). Idempotent: quick when done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_packages=(wrk chromium upx-ucl sqlite3 python3 nginx-light)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# OpenSearch (locations scenario) refuses to run as root: it runs as this unprivileged user.
+id svcbench >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin svcbench
+
+# The report's chart library, from npm, embedded into the binary at build time (crates/svcbench/assets).
+if [ -f crates/svcbench/assets/package.json ] && [ ! -d crates/svcbench/assets/node_modules ]; then
+  (cd crates/svcbench/assets && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+cargo build --release --locked -p svcbench 2>&1 | tail -n 3 >&2

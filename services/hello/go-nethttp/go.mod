@@ -1,0 +1,3 @@
+module svcbench/services/hello/go-nethttp
+
+go 1.22

@@ -1,0 +1,66 @@
+// Command hello-nethttp is the `hello` scenario on Go's standard library only.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+type message struct {
+	Message string `json:"message"`
+}
+
+func plaintext(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain")
+	w.Write([]byte("Hello, World!"))
+}
+
+func jsonHandler(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	// Encoded per request with encoding/json, as the spec requires.
+	body, err := json.Marshal(message{Message: "Hello, World!"})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Write(body)
+}
+
+func main() {
+	port := os.Getenv("PORT")
+	if port == "" {
+		port = "8080"
+	}
+
+	mux := http.NewServeMux()
+	// "GET /{$}" matches only the root; every other path gets the mux's 404.
+	mux.HandleFunc("GET /{$}", plaintext)
+	mux.HandleFunc("GET /json", jsonHandler)
+
+	srv := &http.Server{Addr: ":" + port, Handler: mux}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+
+	go func() {
+		log.Printf("hello-nethttp listening on %s", srv.Addr)
+		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Fatal(err)
+		}
+	}()
+
+	<-ctx.Done()
+	// Stop accepting and let in-flight requests finish.
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Fatalf("shutdown: %v", err)
+	}
+}

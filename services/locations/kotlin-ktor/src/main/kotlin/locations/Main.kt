@@ -1,0 +1,111 @@
+package locations
+
+import io.ktor.client.HttpClient
+import io.ktor.client.engine.cio.CIO
+import io.ktor.client.engine.cio.endpoint
+import io.ktor.client.plugins.HttpTimeout
+import io.ktor.client.plugins.defaultRequest
+import io.ktor.http.HttpStatusCode
+import io.ktor.serialization.kotlinx.json.json
+import io.ktor.server.application.Application
+import io.ktor.server.application.install
+import io.ktor.server.engine.embeddedServer
+import io.ktor.server.netty.Netty
+import io.ktor.server.plugins.BadRequestException
+import io.ktor.server.plugins.calllogging.CallLogging
+import io.ktor.server.plugins.calllogging.processingTimeMillis
+import io.ktor.server.plugins.contentnegotiation.ContentNegotiation
+import io.ktor.server.plugins.statuspages.StatusPages
+import io.ktor.server.request.httpMethod
+import io.ktor.server.request.uri
+import io.ktor.server.response.respond
+import io.ktor.server.routing.routing
+import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withTimeout
+import kotlinx.serialization.json.Json
+import org.slf4j.LoggerFactory
+import org.slf4j.event.Level
+import sun.misc.Signal
+import java.util.concurrent.CountDownLatch
+import kotlin.system.exitProcess
+import io.ktor.client.plugins.contentnegotiation.ContentNegotiation as ClientContentNegotiation
+
+private val log = LoggerFactory.getLogger("locations")
+
+fun main() {
+    val elasticUrl = System.getenv("ELASTIC_URL")?.takeIf { it.isNotBlank() }
+        ?: fail("ELASTIC_URL is not set")
+    val port = System.getenv("PORT")?.toIntOrNull() ?: 8080
+
+    val client = storeClient(elasticUrl)
+    val repository = LocationsRepository(client)
+    // Never serve without a store: one round trip before listening.
+    try {
+        runBlocking { withTimeout(5_000) { repository.ping() } }
+    } catch (e: Exception) {
+        client.close()
+        fail("store at $elasticUrl is not reachable: $e")
+    }
+
+    val server = embeddedServer(Netty, port = port, host = "0.0.0.0") { module(repository) }
+    server.start(wait = false)
+    log.info("Locations (Ktor on Netty) listening on port {}, store {}", port, elasticUrl)
+
+    // Handle SIGTERM ourselves: the JVM's default handler would exit with 143 instead of 0.
+    val stopRequested = CountDownLatch(1)
+    for (signal in listOf("TERM", "INT")) Signal.handle(Signal(signal)) { stopRequested.countDown() }
+    stopRequested.await()
+
+    log.info("Stopping: finishing in-flight requests")
+    server.stop(gracePeriodMillis = 1_000, timeoutMillis = 10_000)
+    client.close()
+    log.info("Stopped")
+    exitProcess(0)
+}
+
+fun Application.module(repository: LocationsRepository) {
+    install(ContentNegotiation) { json() }
+    install(CallLogging) {
+        level = Level.INFO
+        format { call ->
+            "${call.request.httpMethod.value} ${call.request.uri} ${call.response.status()?.value} " +
+                "${call.processingTimeMillis()}ms"
+        }
+    }
+    install(StatusPages) {
+        exception<ApiException> { call, e -> call.respond(HttpStatusCode.fromValue(e.status), ErrorResponse(e.message)) }
+        exception<BadRequestException> { call, e ->
+            call.respond(HttpStatusCode.BadRequest, ErrorResponse(e.message ?: "Bad request."))
+        }
+        exception<Throwable> { call, e ->
+            log.error("Request {} failed", call.request.uri, e)
+            call.respond(HttpStatusCode.InternalServerError, ErrorResponse("Internal error: ${e.message}"))
+        }
+    }
+    routing {
+        cityRoutes(repository)
+        apiDocsRoute()
+        fallbackRoute()
+    }
+}
+
+private fun storeClient(elasticUrl: String) = HttpClient(CIO) {
+    expectSuccess = false
+    engine {
+        // Every request in flight holds one store connection; allow plenty of them.
+        maxConnectionsCount = 1024
+        endpoint {
+            maxConnectionsPerRoute = 1024
+            connectTimeout = 2_000
+        }
+    }
+    install(HttpTimeout) { requestTimeoutMillis = 10_000 }
+    install(ClientContentNegotiation) { json(Json { ignoreUnknownKeys = true }) }
+    // Trailing slash so that relative request paths keep any path prefix of ELASTIC_URL.
+    defaultRequest { url(elasticUrl.trimEnd('/') + "/") }
+}
+
+private fun fail(message: String): Nothing {
+    log.error("Cannot start: {}", message)
+    exitProcess(1)
+}

@@ -1,0 +1,84 @@
+package svcbench.upstream
+
+import io.ktor.client.HttpClient
+import io.ktor.client.plugins.HttpTimeout
+import io.ktor.client.plugins.ResponseException
+import io.ktor.client.request.get
+import io.ktor.client.statement.bodyAsText
+import io.ktor.http.HttpStatusCode
+import io.ktor.serialization.kotlinx.json.json
+import io.ktor.server.application.Application
+import io.ktor.server.application.ApplicationStopped
+import io.ktor.server.application.install
+import io.ktor.server.engine.embeddedServer
+import io.ktor.server.metrics.micrometer.MicrometerMetrics
+import io.ktor.server.netty.Netty
+import io.ktor.server.plugins.contentnegotiation.ContentNegotiation
+import io.ktor.server.plugins.statuspages.StatusPages
+import io.ktor.server.response.respond
+import io.ktor.server.response.respondText
+import io.ktor.server.routing.get
+import io.ktor.server.routing.routing
+import io.micrometer.prometheusmetrics.PrometheusConfig
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry
+import kotlinx.serialization.Serializable
+import io.ktor.client.engine.cio.CIO as ClientCIO
+
+@Serializable
+data class ValueResponse(val value: Long)
+
+@Serializable
+data class ErrorResponse(val message: String)
+
+class UpstreamException(message: String) : RuntimeException(message)
+
+fun main() {
+    val port = System.getenv("PORT")?.toInt() ?: 8080
+    embeddedServer(Netty, port = port, host = "0.0.0.0", module = Application::module)
+        .start(wait = true)
+}
+
+fun Application.module() {
+    val upstreamUrl = System.getenv("UPSTREAM_URL") ?: "http://127.0.0.1:9100"
+    val registry = PrometheusMeterRegistry(PrometheusConfig.DEFAULT)
+
+    // One client for the whole application; expectSuccess turns upstream 4xx/5xx into exceptions.
+    val client = HttpClient(ClientCIO) {
+        expectSuccess = true
+        install(HttpTimeout) {
+            // The upstream may take up to 8 s.
+            requestTimeoutMillis = 30_000
+        }
+    }
+    monitor.subscribe(ApplicationStopped) { client.close() }
+
+    // Calls the upstream once; any failure becomes an UpstreamException (answered with 502).
+    suspend fun fetchValue(): Long {
+        val body = try {
+            client.get(upstreamUrl).bodyAsText()
+        } catch (e: ResponseException) {
+            throw UpstreamException("upstream answered ${e.response.status.value}")
+        } catch (e: java.io.IOException) {
+            throw UpstreamException("upstream unreachable: ${e.message ?: e::class.simpleName}")
+        }
+        return body.trim().toLongOrNull()
+            ?: throw UpstreamException("upstream answered with a non-integer body")
+    }
+
+    install(ContentNegotiation) { json() }
+    install(MicrometerMetrics) { this.registry = registry }
+    install(StatusPages) {
+        exception<UpstreamException> { call, cause ->
+            call.respond(HttpStatusCode.BadGateway, ErrorResponse(cause.message ?: "upstream failed"))
+        }
+    }
+
+    routing {
+        get("/") {
+            call.respond(ValueResponse(fetchValue()))
+        }
+        get("/metrics") {
+            call.respondText(registry.scrape())
+        }
+    }
+}
