@@ -75,6 +75,9 @@ pub struct RunArgs {
     /// Give up on a service that has not answered its readiness path after this long.
     #[arg(long, default_value = "120s", value_parser = humantime::parse_duration)]
     pub startup_timeout: std::time::Duration,
+    /// Expose the current step's figures in the Prometheus text format at http://ADDR/metrics.
+    #[arg(long)]
+    pub metrics_listen: Option<std::net::SocketAddr>,
     /// Seed of the request value draws (runs are repeatable).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

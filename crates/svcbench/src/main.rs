@@ -5,6 +5,7 @@ mod cpus;
 mod deps;
 mod host;
 mod manifest;
+mod metrics;
 mod net;
 mod paths;
 mod profile;
@@ -74,6 +75,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 stop_grace: std::time::Duration::from_secs(15),
                 seed: a.seed,
                 command_line: std::env::args().collect::<Vec<_>>().join(" "),
+                metrics_listen: a.metrics_listen,
             };
             let db = opts.db.clone();
             let s = runner::run_session(opts, stop)?;

@@ -39,6 +39,7 @@ pub struct RunOptions {
     pub stop_grace: Duration,
     pub seed: u64,
     pub command_line: String,
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// What every step of the session shares.
@@ -53,8 +54,8 @@ pub struct SessionCtx {
     pub stop: Arc<AtomicBool>,
     pub work_dir: PathBuf,
     pub tag: String,
-    /// The step under way, for live metrics.
-    pub live_step: Option<(String, Arc<loadgen::LiveStats>)>,
+    /// Live metrics endpoint (--metrics-listen), when asked for.
+    pub metrics: Option<crate::metrics::Shared>,
 }
 
 pub struct SessionSummary {
@@ -194,7 +195,10 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
             stop: stop.clone(),
             work_dir: work_dir.clone(),
             tag,
-            live_step: None,
+            metrics: match opts.metrics_listen {
+                Some(a) => Some(crate::metrics::serve(a)?),
+                None => None,
+            },
         };
         for svc in &ready {
             if stop.load(Ordering::Relaxed) {
@@ -319,7 +323,7 @@ fn run_one_inner(ctx: &mut SessionCtx, svc: &Service, run_index: u32, run_id: i6
         }
         let left: Duration = steps[i + 1..].iter().map(|s| s.duration).sum();
         let prefix = format!("{} run {run_index}/{} step {}/{} {}", svc.name(), ctx.opts.runs, i + 1, steps.len(), step.label());
-        let out = step::run_step(ctx, &mut inst, run_id, i as u32 + 1, step, &prefix, left)?;
+        let out = step::run_step(ctx, &mut inst, (svc.name(), run_index, run_id), i as u32 + 1, step, &prefix, left)?;
         total_ok += out.requests_ok;
         if out.interrupted {
             break;

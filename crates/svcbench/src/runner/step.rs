@@ -25,7 +25,7 @@ const SATURATED: f64 = 0.9;
 pub fn run_step(
     ctx: &mut SessionCtx,
     inst: &mut super::instance::Instance,
-    run_id: i64,
+    (service, run_index, run_id): (&str, u32, i64),
     seq: u32,
     step: &Step,
     prefix: &str,
@@ -58,7 +58,6 @@ pub fn run_step(
     let step_stop = Arc::new(AtomicBool::new(false));
     cfg.stop = Some(step_stop.clone());
     let live = Arc::new(loadgen::LiveStats::default());
-    ctx.live_step = Some((step.label(), live.clone()));
 
     // Figures at the step's start.
     let kernel_peak = inst.sandbox.reset_peak();
@@ -66,6 +65,15 @@ pub fn run_step(
     let dep_before = ctx.deps.cpu_s();
     let calls_before = ctx.deps.calls();
     let sampler = Sampler::start(inst.sandbox.probe(), Some(step_stop.clone()));
+    if let Some(m) = &ctx.metrics {
+        *m.lock().unwrap() = crate::metrics::Current {
+            service: service.to_string(),
+            run: run_index,
+            step: step.label(),
+            live: Some(live.clone()),
+            probe: Some(inst.sandbox.probe()),
+        };
+    }
 
     let report = {
         let _progress = Progress::start(prefix.to_string(), step.duration, left_after, live.clone(), ctx.stop.clone(), step_stop.clone());
@@ -74,7 +82,9 @@ pub fn run_step(
     let samples = sampler.take();
     drop(sampler);
     let after = inst.sandbox.sample();
-    ctx.live_step = None;
+    if let Some(m) = &ctx.metrics {
+        m.lock().unwrap().live = None;
+    }
     let report = report.context("load generator failed")?;
     let interrupted = ctx.stop.load(Ordering::Relaxed);
 
