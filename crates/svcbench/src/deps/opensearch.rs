@@ -159,7 +159,7 @@ impl OpenSearch {
                 self.child = None;
                 bail!("OpenSearch exited ({status}) before it was ready; its log ends with:\n{}", tail(log_path, 20));
             }
-            let answer = agent.get(&health).call().ok().and_then(|r| r.into_json::<serde_json::Value>().ok());
+            let answer = agent.get(&health).call().ok().and_then(|r| serde_json::from_reader::<_, serde_json::Value>(r.into_reader()).ok());
             if answer.is_some_and(|v| matches!(v["status"].as_str(), Some("yellow" | "green"))) {
                 return Ok(());
             }
@@ -234,7 +234,7 @@ fn request(req: ureq::Request, body: Option<&str>) -> Result<serde_json::Value> 
         None => req.call(),
     };
     match sent {
-        Ok(resp) => Ok(resp.into_json()?),
+        Ok(resp) => Ok(serde_json::from_reader(resp.into_reader())?),
         Err(ureq::Error::Status(code, resp)) => {
             let text = resp.into_string().unwrap_or_default();
             bail!("OpenSearch answered {code}: {}", text.chars().take(500).collect::<String>())
