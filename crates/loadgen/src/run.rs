@@ -69,7 +69,14 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
                         let factory =
                             RequestFactory::new(&config.mix, &config.target.host_header(), config.keepalive, i, workers)?;
                         let stats = Recorder::new(config.success.clone(), start, timeline, live);
-                        let mut core = Core::new(addr, factory, stats, config.connect_timeout, config.request_timeout)?;
+                        let mut core = Core::new(
+                            addr,
+                            factory,
+                            stats,
+                            config.connect_timeout,
+                            config.request_timeout,
+                            config.keepalive,
+                        )?;
                         let mut driver: Box<dyn Driver> = match &config.model {
                             Model::Closed { connections } => {
                                 Box::new(ClosedDriver::new(share(*connections, workers, i), budget))

@@ -2,21 +2,9 @@
 //! and dependencies (on 2 cores: service on CPU 1, the rest on CPU 0).
 use anyhow::{bail, Result};
 
+/// Parses "0-2,5" (the load generator's parser), sorted and without repeats.
 pub fn parse(set: &str) -> Result<Vec<usize>> {
-    let mut out = Vec::new();
-    for part in set.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let bad = || anyhow::anyhow!("CPU set {set:?}: {part:?} is not a CPU number or range like 0-3");
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-                if a > b {
-                    return Err(bad());
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(part.parse().map_err(|_| bad())?),
-        }
-    }
+    let mut out = loadgen::limits::parse_cpu_list(set)?;
     if out.is_empty() {
         bail!("CPU set {set:?} is empty; write e.g. \"1\" or \"2-3\"");
     }
@@ -51,7 +39,7 @@ mod tests {
     fn parses_and_splits() {
         assert_eq!(parse("0-2,5").unwrap(), vec![0, 1, 2, 5]);
         assert!(parse("3-1").is_err());
-        assert!(parse("x").unwrap_err().to_string().contains("\"x\""));
+        assert!(parse("x").unwrap_err().to_string().contains("'x'"));
         assert_eq!(default_split(&[0, 1]), (vec![1], vec![0]));
         assert_eq!(default_split(&[0, 1, 2, 3]), (vec![2, 3], vec![0, 1]));
     }

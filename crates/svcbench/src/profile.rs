@@ -223,6 +223,19 @@ impl Profile {
         self
     }
 
+    /// Every step that names no mix becomes one step per mix in `mixes`, in order.
+    pub fn with_step_mixes(mut self, mixes: &[String]) -> Profile {
+        self.steps = self
+            .steps
+            .into_iter()
+            .flat_map(|s| match s.mix {
+                Some(_) => vec![s],
+                None => mixes.iter().map(|m| Step { mix: Some(m.clone()), ..s.clone() }).collect(),
+            })
+            .collect();
+        self
+    }
+
     pub fn total_duration(&self) -> Duration {
         self.steps.iter().map(|s| s.duration).sum()
     }
@@ -274,6 +287,14 @@ mod tests {
         let p = load("name='u'\n[[step]]\nrate=100\nupstream_delay_ms=[1000,2000]\nduration='1s'\n").unwrap();
         assert_eq!(p.steps.len(), 2);
         assert_eq!(p.steps[1].label(), "r=100/s delay=2000ms");
+    }
+
+    #[test]
+    fn step_mixes_multiply_steps_without_a_mix() {
+        let p = load("name='m'\n[[step]]\nconnections=1\nduration='1s'\n[[step]]\nconnections=2\nduration='1s'\nmix='x'\n").unwrap();
+        let p = p.with_step_mixes(&["a".into(), "b".into()]);
+        let mixes: Vec<_> = p.steps.iter().map(|s| s.mix.clone().unwrap()).collect();
+        assert_eq!(mixes, ["a", "b", "x"]);
     }
 
     #[test]

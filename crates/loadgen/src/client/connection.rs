@@ -48,6 +48,15 @@ pub(crate) enum Outcome {
     ClosedIdle,
 }
 
+/// What a readiness event reported.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ready {
+    pub readable: bool,
+    pub writable: bool,
+    /// The peer closed its side (or the socket failed): reading will reach the end.
+    pub peer_closed: bool,
+}
+
 /// Bytes moved by an I/O step, for the report.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Traffic {
@@ -57,6 +66,8 @@ pub(crate) struct Traffic {
 
 pub(crate) struct Connection {
     stream: Option<TcpStream>,
+    /// False when requests carry `Connection: close`: one request per connection.
+    keepalive: bool,
     pub(crate) state: State,
     /// When the connect or the request write started (for timeouts).
     pub(crate) since: Instant,
@@ -71,9 +82,10 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    pub(crate) fn new(now: Instant) -> Connection {
+    pub(crate) fn new(now: Instant, keepalive: bool) -> Connection {
         Connection {
             stream: None,
+            keepalive,
             state: State::Closed,
             since: now,
             origin: now,
@@ -180,7 +192,8 @@ impl Connection {
     }
 
     /// Reads what arrived and parses it. `buf` is the worker's shared read buffer.
-    pub(crate) fn read(&mut self, buf: &mut [u8], traffic: &mut Traffic) -> Outcome {
+    /// `peer_closed`: the event said the peer shut down, so read on to the end of the stream.
+    pub(crate) fn read(&mut self, buf: &mut [u8], peer_closed: bool, traffic: &mut Traffic) -> Outcome {
         let Some(stream) = &mut self.stream else { return Outcome::Nothing };
         let mut filled = self.carry.len();
         buf[..filled].copy_from_slice(&self.carry);
@@ -211,9 +224,13 @@ impl Connection {
             match self.parser.parse(&buf[..filled]) {
                 Ok(Parsed::Complete { consumed }) => {
                     let status = self.parser.status();
-                    // An early answer (before the request was fully written) ends the connection.
-                    let reusable =
-                        self.parser.keep_alive() && consumed == filled && self.state == State::Awaiting;
+                    // Not reusable: an early answer (before the request was fully written), a
+                    // server that closed after answering (without saying so), extra bytes.
+                    let reusable = self.keepalive
+                        && self.parser.keep_alive()
+                        && consumed == filled
+                        && self.state == State::Awaiting
+                        && !peer_closed;
                     if reusable {
                         self.state = State::Idle;
                     } else {
@@ -229,8 +246,9 @@ impl Connection {
                 Err(_) => return self.fail(Failure::Malformed),
             }
             // A short read drained the socket; edge-triggered readiness fires again when more
-            // arrives, so skip the read that would only return WouldBlock.
-            if n < room {
+            // arrives, so skip the read that would only return WouldBlock. Not so when the
+            // peer's FIN came with this event: no new event will report it.
+            if n < room && !peer_closed {
                 break;
             }
         }
@@ -264,7 +282,8 @@ impl Connection {
     }
 
     /// Handles a readiness event.
-    pub(crate) fn on_event(&mut self, readable: bool, writable: bool, buf: &mut [u8], traffic: &mut Traffic) -> Outcome {
+    pub(crate) fn on_event(&mut self, ready: Ready, buf: &mut [u8], traffic: &mut Traffic) -> Outcome {
+        let Ready { readable, writable, peer_closed } = ready;
         match self.state {
             State::Closed => Outcome::Nothing,
             State::Connecting => self.finish_connect(),
@@ -276,14 +295,14 @@ impl Connection {
                     }
                 }
                 if readable {
-                    self.read(buf, traffic)
+                    self.read(buf, peer_closed, traffic)
                 } else {
                     Outcome::Nothing
                 }
             }
             State::Idle | State::Awaiting => {
                 if readable {
-                    self.read(buf, traffic)
+                    self.read(buf, peer_closed, traffic)
                 } else {
                     Outcome::Nothing
                 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use mio::{Events, Poll, Token};
 
-use crate::client::connection::{Connection, Failure, Outcome, State};
+use crate::client::connection::{Connection, Failure, Outcome, Ready, State};
 use crate::models::Driver;
 use crate::stats::Recorder;
 use crate::template::RequestFactory;
@@ -31,6 +31,7 @@ pub(crate) struct Core {
     pub(crate) stats: Recorder,
     connect_timeout: Duration,
     request_timeout: Duration,
+    keepalive: bool,
 }
 
 impl Core {
@@ -40,6 +41,7 @@ impl Core {
         stats: Recorder,
         connect_timeout: Duration,
         request_timeout: Duration,
+        keepalive: bool,
     ) -> Result<Core> {
         Ok(Core {
             poll: Poll::new().context("cannot create the event loop (epoll)")?,
@@ -50,12 +52,13 @@ impl Core {
             stats,
             connect_timeout,
             request_timeout,
+            keepalive,
         })
     }
 
     /// A new connection slot; returns its index (also its event token).
     pub(crate) fn add_slot(&mut self, now: Instant) -> usize {
-        self.conns.push(Connection::new(now));
+        self.conns.push(Connection::new(now, self.keepalive));
         self.conns.len() - 1
     }
 
@@ -152,9 +155,13 @@ pub(crate) fn run_loop(core: &mut Core, driver: &mut dyn Driver, clock: &Clock) 
             let idx = event.token().0;
             let Some(conn) = core.conns.get_mut(idx) else { continue };
             let was_connecting = conn.state == State::Connecting;
-            let readable = event.is_readable() || event.is_read_closed() || event.is_error();
-            let writable = event.is_writable() || event.is_write_closed() || event.is_error();
-            let outcome = conn.on_event(readable, writable, &mut core.read_buf, &mut core.stats.traffic);
+            let peer_closed = event.is_read_closed() || event.is_error();
+            let ready = Ready {
+                readable: event.is_readable() || peer_closed,
+                writable: event.is_writable() || event.is_write_closed() || event.is_error(),
+                peer_closed,
+            };
+            let outcome = conn.on_event(ready, &mut core.read_buf, &mut core.stats.traffic);
             match outcome {
                 Outcome::Nothing => {}
                 Outcome::Connected => {

@@ -19,6 +19,8 @@ const MAVEN_ARTIFACT: &str = "org.opensearch.distribution.integ-test-zip:opensea
 const MIN_JAVA: u32 = 21;
 /// The user the node runs as when svcbench runs as root.
 const RUN_AS: &str = "svcbench";
+/// How long a start may take (OpenSearch needs ~20 s on an idle 2-core machine); the environment
+/// variable SVCBENCH_OPENSEARCH_READY_S overrides it for slow or busy machines.
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
 const STOP_TIMEOUT: Duration = Duration::from_secs(20);
 /// Bulk requests are cut at about this size: big enough to be quick, small enough for a 512 MiB heap.
@@ -79,7 +81,7 @@ impl OpenSearch {
         let log_path = instance_dir.join("logs/console.log");
         let log = fs::File::create(&log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
         let mut cmd = Command::new(home.join("bin/opensearch"));
-        cmd.current_dir(&instance_dir) // relative paths in jvm.options (gc log, heap dumps) land here
+        cmd.current_dir(&instance_dir)
             .env("OPENSEARCH_JAVA_HOME", &java_home)
             .env("OPENSEARCH_PATH_CONF", instance_dir.join("config"))
             .env("OPENSEARCH_TMPDIR", instance_dir.join("tmp"))
@@ -125,7 +127,7 @@ impl OpenSearch {
 
     /// SIGTERM to the process group, SIGKILL after 20 s, then removes the instance folder.
     pub fn stop(&mut self) -> Result<()> {
-        let Some(mut child) = self.child.take() else { return Ok(()) };
+        let Some(mut child) = self.child.take() else { return self.remove_instance_dir() };
         let pgid = child.id() as i32;
         unsafe { libc::kill(-pgid, libc::SIGTERM) };
         let deadline = Instant::now() + STOP_TIMEOUT;
@@ -146,12 +148,25 @@ impl OpenSearch {
         if !group_members(pgid).is_empty() {
             unsafe { libc::kill(-pgid, libc::SIGKILL) };
         }
-        fs::remove_dir_all(&self.instance_dir).with_context(|| format!("cannot remove {}", self.instance_dir.display()))
+        self.remove_instance_dir()
+    }
+
+    fn remove_instance_dir(&self) -> Result<()> {
+        match fs::remove_dir_all(&self.instance_dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("cannot remove {}", self.instance_dir.display()))
+            }
+            _ => Ok(()),
+        }
     }
 
     fn wait_ready(&mut self, log_path: &Path) -> Result<()> {
         let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(5)).build();
         let health = format!("{}/_cluster/health?wait_for_status=yellow&timeout=2s", self.url);
+        let timeout = std::env::var("SVCBENCH_OPENSEARCH_READY_S")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .map_or(READY_TIMEOUT, Duration::from_secs);
         let started = Instant::now();
         let mut next_note = Duration::from_secs(10);
         loop {
@@ -164,8 +179,12 @@ impl OpenSearch {
                 return Ok(());
             }
             let waited = started.elapsed();
-            if waited >= READY_TIMEOUT {
-                bail!("OpenSearch was not ready within {} s; its log ends with:\n{}", READY_TIMEOUT.as_secs(), tail(log_path, 20));
+            if waited >= timeout {
+                bail!(
+                    "OpenSearch was not ready within {} s (SVCBENCH_OPENSEARCH_READY_S sets another limit); its log ends with:\n{}",
+                    timeout.as_secs(),
+                    tail(log_path, 20)
+                );
             }
             if waited >= next_note {
                 eprintln!("svcbench: waiting for OpenSearch on {} ({} s)…", self.url, waited.as_secs());
@@ -431,11 +450,24 @@ fn write_instance_config(home: &Path, dir: &Path, opts: &OpenSearchOptions) -> R
         logs = dir.join("logs").display(),
     );
     fs::write(dir.join("config/opensearch.yml"), yml)?;
+    // bin/opensearch runs from the (read-only) distribution folder: point jvm.options' relative paths
+    // (GC log, heap dumps, JVM error files) into the instance.
+    let jvm_options = dir.join("config/jvm.options");
+    let text = fs::read_to_string(&jvm_options).with_context(|| format!("cannot read {}", jvm_options.display()))?;
+    fs::write(&jvm_options, absolute_jvm_paths(&text, dir))?;
     let options_dir = dir.join("config/jvm.options.d");
     fs::create_dir_all(&options_dir)?;
     // Files here come after jvm.options, so these win over its -Xms1g/-Xmx1g.
     fs::write(options_dir.join("svcbench.options"), format!("-Xms{0}m\n-Xmx{0}m\n", opts.heap_mb))?;
     Ok(())
+}
+
+fn absolute_jvm_paths(jvm_options: &str, dir: &Path) -> String {
+    let (logs, data) = (dir.join("logs"), dir.join("data"));
+    jvm_options
+        .replace("file=logs/", &format!("file={}/", logs.display()))
+        .replace("HeapDumpPath=data", &format!("HeapDumpPath={}", data.display()))
+        .replace("ErrorFile=logs/", &format!("ErrorFile={}/", logs.display()))
 }
 
 fn copy_tree(from: &Path, to: &Path) -> Result<()> {
@@ -607,6 +639,13 @@ mod tests {
         assert_eq!(parse_version_output(out), Some(17));
         assert_eq!(parse_version_output("java version \"1.8.0_292\"\n"), Some(8));
         assert_eq!(parse_version_output("garbage"), None);
+    }
+
+    #[test]
+    fn jvm_option_paths_point_into_the_instance() {
+        let text = "-XX:HeapDumpPath=data\n-XX:ErrorFile=logs/hs_err_pid%p.log\n9-:-Xlog:gc*:file=logs/gc.log:utctime\n";
+        let fixed = absolute_jvm_paths(text, Path::new("/tmp/i"));
+        assert_eq!(fixed, "-XX:HeapDumpPath=/tmp/i/data\n-XX:ErrorFile=/tmp/i/logs/hs_err_pid%p.log\n9-:-Xlog:gc*:file=/tmp/i/logs/gc.log:utctime\n");
     }
 
     #[test]

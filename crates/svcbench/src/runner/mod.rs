@@ -114,6 +114,9 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
     if let Some(d) = opts.step_duration {
         profile = profile.with_step_duration(d);
     }
+    if opts.mix.is_none() && !scenario.file.step_mixes.is_empty() {
+        profile = profile.with_step_mixes(&scenario.file.step_mixes);
+    }
     for s in &profile.steps {
         scenario.mix(s.mix.as_deref().or(opts.mix.as_deref()).unwrap_or("default"))?;
     }

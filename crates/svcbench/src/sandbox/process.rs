@@ -40,24 +40,14 @@ pub fn spawn(
                     return Err(std::io::Error::last_os_error());
                 }
             }
-            raise_nofile();
+            // Only getrlimit/setrlimit: safe between fork and exec.
+            let _ = loadgen::limits::raise_nofile_limit();
             Ok(())
         });
     }
     let child = cmd.spawn().with_context(|| format!("cannot start `{command}` in {}", dir.display()))?;
     drop(procs);
     Ok(child)
-}
-
-/// Raises this process's open-file limit to its hard limit (thousands of connections need it).
-pub fn raise_nofile() {
-    unsafe {
-        let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
-            r.rlim_cur = r.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
-        }
-    }
 }
 
 pub fn signal_group(pgid: i32, sig: i32) {

@@ -20,6 +20,10 @@ pub struct ScenarioFile {
     pub check: Vec<checks::Check>,
     #[serde(default)]
     pub mix: BTreeMap<String, mix::MixSpec>,
+    /// Mixes that every profile step naming no mix runs, one after the other (users: the seed's two
+    /// replays, then the realistic mix). Empty: such steps run `default`.
+    #[serde(default)]
+    pub step_mixes: Vec<String>,
 }
 
 /// One dependency: its kind selects the code in `deps/`; the other keys are that kind's options.

@@ -33,7 +33,7 @@ struct State {
 }
 
 pub fn run_cli(args: &UpstreamArgs) -> Result<i32> {
-    crate::sandbox::process::raise_nofile();
+    let _ = loadgen::limits::raise_nofile_limit();
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     if let Some(t) = args.threads {
         rt.worker_threads(t.max(1));

@@ -25,9 +25,9 @@ pub struct GetQuery {
 #[utoipa::path(
     get, path = "/city/v1/get", params(GetQuery),
     responses(
-        (status = 200, body = CityResponse),
-        (status = 400, body = ErrorResponse),
-        (status = 404, body = ErrorResponse),
+        (status = 200, description = "The city", body = CityResponse),
+        (status = 400, description = "Missing or invalid parameter", body = ErrorResponse),
+        (status = 404, description = "No such city", body = ErrorResponse),
     )
 )]
 #[get("/city/v1/get")]
@@ -45,7 +45,7 @@ pub struct LanguageQuery {
 /// All featured cities: the language's home country first, then by country and population.
 #[utoipa::path(
     get, path = "/city/v1/featured", params(LanguageQuery),
-    responses((status = 200, body = MultiCityResponse), (status = 400, body = ErrorResponse))
+    responses((status = 200, description = "The cities", body = MultiCityResponse), (status = 400, description = "Missing or invalid parameter", body = ErrorResponse))
 )]
 #[get("/city/v1/featured")]
 pub async fn featured(store: web::Data<Store>, q: web::Query<LanguageQuery>) -> Json<MultiCityResponse> {
@@ -70,7 +70,7 @@ pub struct SearchQuery {
 /// Up to 10 cities whose names start with the query's words, best match first.
 #[utoipa::path(
     get, path = "/city/v1/search", params(SearchQuery),
-    responses((status = 200, body = MultiCityResponse), (status = 400, body = ErrorResponse))
+    responses((status = 200, description = "The cities", body = MultiCityResponse), (status = 400, description = "Missing or invalid parameter", body = ErrorResponse))
 )]
 #[get("/city/v1/search")]
 pub async fn search(store: web::Data<Store>, q: web::Query<SearchQuery>) -> Json<MultiCityResponse> {
@@ -98,9 +98,9 @@ pub struct ClosestQuery {
 #[utoipa::path(
     get, path = "/city/v1/closest", params(ClosestQuery),
     responses(
-        (status = 200, body = CityResponse),
-        (status = 400, body = ErrorResponse),
-        (status = 404, body = ErrorResponse),
+        (status = 200, description = "The city", body = CityResponse),
+        (status = 400, description = "Missing or invalid parameter", body = ErrorResponse),
+        (status = 404, description = "No such city", body = ErrorResponse),
     )
 )]
 #[get("/city/v1/closest")]
@@ -129,9 +129,9 @@ pub async fn closest(req: HttpRequest, store: web::Data<Store>, q: web::Query<Cl
 #[utoipa::path(
     get, path = "/city/v1/associatedFeatured", params(GetQuery),
     responses(
-        (status = 200, body = CityResponse),
-        (status = 400, body = ErrorResponse),
-        (status = 404, body = ErrorResponse),
+        (status = 200, description = "The city", body = CityResponse),
+        (status = 400, description = "Missing or invalid parameter", body = ErrorResponse),
+        (status = 404, description = "No such city", body = ErrorResponse),
     )
 )]
 #[get("/city/v1/associatedFeatured")]
@@ -152,7 +152,7 @@ pub async fn associated_featured(store: web::Data<Store>, q: web::Query<GetQuery
 #[openapi(
     info(title = "Locations", description = "Cities from a document store, localized."),
     paths(get_city, featured, search, closest, associated_featured),
-    components(schemas(CityResponse, MultiCityResponse, ErrorResponse))
+    components(schemas(CityResponse, MultiCityResponse, ErrorResponse, Language))
 )]
 struct ApiDoc;
 
@@ -177,7 +177,7 @@ fn city_not_found(id: u64) -> ApiError {
 
 /// Point from the CDN's geo-IP headers; absent, malformed, out of range or `0,0` means unknown.
 fn geo_ip_point(headers: &HeaderMap) -> Option<GeoPoint> {
-    let header = |name| headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
+    let header = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
     let point = GeoPoint { lat: header("Fastly-Geo-Lat")?, lon: header("Fastly-Geo-Lon")? };
     (point.is_valid() && !(point.lat == 0.0 && point.lon == 0.0)).then_some(point)
 }

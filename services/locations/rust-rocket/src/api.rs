@@ -73,7 +73,7 @@ impl<'v> FromFormField<'v> for Language {
             "en" => Ok(Language::En),
             "pl" => Ok(Language::Pl),
             "sk" => Ok(Language::Sk),
-            _ => Err(form::Error::validation("expected one of cs, de, en, pl, sk"))?,
+            _ => Err(form::Error::validation("expected one of cs, de, en, pl, sk").into()),
         }
     }
 }
@@ -134,11 +134,21 @@ pub struct SearchQuery {
 #[derive(FromForm, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ClosestQuery {
+    // Taken as text and parsed here: an `Option<f64>` form field would turn a malformed number
+    // into `None` instead of an error.
     /// Latitude in decimal degrees, -90 to 90; give both lat and lon, or neither.
-    lat: Option<f64>,
+    #[param(value_type = Option<f64>)]
+    lat: Option<String>,
     /// Longitude in decimal degrees, -180 to 180.
-    lon: Option<f64>,
+    #[param(value_type = Option<f64>)]
+    lon: Option<String>,
     language: Language,
+}
+
+fn degrees(name: &str, value: Option<&str>) -> Result<Option<f64>, ApiError> {
+    value
+        .map(|v| v.trim().parse().map_err(|e| ApiError::bad_request(format!("{name}: {e}"))))
+        .transpose()
 }
 
 /// Client location from the CDN's geo-IP headers, if they hold a usable point (`0,0` = unknown).
@@ -154,7 +164,7 @@ impl<'r> FromRequest<'r> for GeoIp {
 }
 
 fn geo_ip_point(headers: &HeaderMap<'_>) -> Option<GeoPoint> {
-    let coordinate = |name| headers.get_one(name)?.trim().parse::<f64>().ok();
+    let coordinate = |name: &str| headers.get_one(name)?.trim().parse::<f64>().ok();
     let point = GeoPoint { lat: coordinate("Fastly-Geo-Lat")?, lon: coordinate("Fastly-Geo-Lon")? };
     let unknown = point.lat == 0.0 && point.lon == 0.0;
     (point.in_range() && !unknown).then_some(point)
@@ -164,9 +174,9 @@ fn geo_ip_point(headers: &HeaderMap<'_>) -> Option<GeoPoint> {
 #[utoipa::path(
     get, path = "/city/v1/get", params(IdQuery),
     responses(
-        (status = 200, body = CityResponse),
-        (status = 400, body = ErrorResponse),
-        (status = 404, body = ErrorResponse),
+        (status = 200, description = "The city", body = CityResponse),
+        (status = 400, description = "Missing or invalid parameter", body = ErrorResponse),
+        (status = 404, description = "No such city", body = ErrorResponse),
     )
 )]
 #[get("/city/v1/get?<q..>")]
@@ -179,7 +189,7 @@ pub async fn get_city(store: &State<Store>, q: form::Result<'_, IdQuery>) -> Api
 /// All featured cities: the language's home country first, then by country and population.
 #[utoipa::path(
     get, path = "/city/v1/featured", params(LanguageQuery),
-    responses((status = 200, body = MultiCityResponse), (status = 400, body = ErrorResponse))
+    responses((status = 200, description = "The cities", body = MultiCityResponse), (status = 400, description = "Missing or invalid parameter", body = ErrorResponse))
 )]
 #[get("/city/v1/featured?<q..>")]
 pub async fn featured(store: &State<Store>, q: form::Result<'_, LanguageQuery>) -> ApiResult<MultiCityResponse> {
@@ -194,7 +204,7 @@ pub async fn featured(store: &State<Store>, q: form::Result<'_, LanguageQuery>) 
 /// Up to 10 cities whose names start with the query's words, best match first.
 #[utoipa::path(
     get, path = "/city/v1/search", params(SearchQuery),
-    responses((status = 200, body = MultiCityResponse), (status = 400, body = ErrorResponse))
+    responses((status = 200, description = "The cities", body = MultiCityResponse), (status = 400, description = "Missing or invalid parameter", body = ErrorResponse))
 )]
 #[get("/city/v1/search?<q..>")]
 pub async fn search(store: &State<Store>, q: form::Result<'_, SearchQuery>) -> ApiResult<MultiCityResponse> {
@@ -213,15 +223,17 @@ pub async fn search(store: &State<Store>, q: form::Result<'_, SearchQuery>) -> A
 #[utoipa::path(
     get, path = "/city/v1/closest", params(ClosestQuery),
     responses(
-        (status = 200, body = CityResponse),
-        (status = 400, body = ErrorResponse),
-        (status = 404, body = ErrorResponse),
+        (status = 200, description = "The city", body = CityResponse),
+        (status = 400, description = "Missing or invalid parameter", body = ErrorResponse),
+        (status = 404, description = "No such city", body = ErrorResponse),
     )
 )]
 #[get("/city/v1/closest?<q..>")]
 pub async fn closest(store: &State<Store>, geo_ip: GeoIp, q: form::Result<'_, ClosestQuery>) -> ApiResult<CityResponse> {
     let q = q.map_err(ApiError::bad_query)?;
-    let city = match (q.lat, q.lon) {
+    let lat = degrees("lat", q.lat.as_deref())?;
+    let lon = degrees("lon", q.lon.as_deref())?;
+    let city = match (lat, lon) {
         (Some(lat), Some(lon)) => {
             let point = GeoPoint { lat, lon };
             if !point.in_range() {
@@ -243,9 +255,9 @@ pub async fn closest(store: &State<Store>, geo_ip: GeoIp, q: form::Result<'_, Cl
 #[utoipa::path(
     get, path = "/city/v1/associatedFeatured", params(IdQuery),
     responses(
-        (status = 200, body = CityResponse),
-        (status = 400, body = ErrorResponse),
-        (status = 404, body = ErrorResponse),
+        (status = 200, description = "The city", body = CityResponse),
+        (status = 400, description = "Missing or invalid parameter", body = ErrorResponse),
+        (status = 404, description = "No such city", body = ErrorResponse),
     )
 )]
 #[get("/city/v1/associatedFeatured?<q..>")]
@@ -266,7 +278,7 @@ pub async fn associated_featured(store: &State<Store>, q: form::Result<'_, IdQue
 #[openapi(
     info(title = "Locations", description = "Localized cities from a document store."),
     paths(get_city, featured, search, closest, associated_featured),
-    components(schemas(CityResponse, MultiCityResponse, ErrorResponse))
+    components(schemas(CityResponse, MultiCityResponse, ErrorResponse, Language))
 )]
 struct ApiDoc;
 

@@ -10,7 +10,6 @@ import org.http4k.core.Status
 import org.http4k.core.with
 import org.http4k.format.Jackson
 import org.http4k.format.Jackson.asA
-import org.http4k.format.Jackson.json
 import org.http4k.lens.Header
 import org.http4k.core.ContentType
 import org.slf4j.LoggerFactory
@@ -46,7 +45,7 @@ class LocationsRepository(private val store: HttpHandler) {
         searchCities(
             obj(
                 "query" to obj("term" to obj("isFeatured" to boolean(true))),
-                "sort" to array(string("countryIso"), obj("population" to string("desc"))),
+                "sort" to array(listOf(string("countryIso"), obj("population" to string("desc")))),
             ),
             size = 1000,
         )
@@ -71,13 +70,11 @@ class LocationsRepository(private val store: HttpHandler) {
                     "function_score" to obj(
                         "query" to obj(
                             "bool" to obj(
-                                "must" to array(
-                                    obj(
-                                        "multi_match" to obj(
-                                            "query" to string(query),
-                                            "type" to string("bool_prefix"),
-                                            "fields" to array(fields),
-                                        ),
+                                "must" to obj(
+                                    "multi_match" to obj(
+                                        "query" to string(query),
+                                        "type" to string("bool_prefix"),
+                                        "fields" to array(fields),
                                     ),
                                 ),
                                 "filter" to array(filter),
@@ -85,11 +82,13 @@ class LocationsRepository(private val store: HttpHandler) {
                         ),
                         // People perceive size logarithmically; ln(2 + x) keeps the factor positive.
                         "functions" to array(
-                            obj(
-                                "field_value_factor" to obj(
-                                    "field" to string("population"),
-                                    "modifier" to string("ln2p"),
-                                    "missing" to number(500),
+                            listOf(
+                                obj(
+                                    "field_value_factor" to obj(
+                                        "field" to string("population"),
+                                        "modifier" to string("ln2p"),
+                                        "missing" to number(500),
+                                    ),
                                 ),
                             ),
                         ),
@@ -115,7 +114,7 @@ class LocationsRepository(private val store: HttpHandler) {
 
     private fun getIntersectingCity(point: Coordinates, featuredOnly: Boolean): ElasticCity? = with(Jackson) {
         // GeoJSON order is [lon, lat].
-        val shape = obj("type" to string("Point"), "coordinates" to array(number(point.lon), number(point.lat)))
+        val shape = obj("type" to string("Point"), "coordinates" to array(listOf(number(point.lon), number(point.lat))))
         val filters = listOfNotNull(
             obj("geo_shape" to obj("geometry" to obj("shape" to shape))),
             if (featuredOnly) featuredFilter(true) else null,

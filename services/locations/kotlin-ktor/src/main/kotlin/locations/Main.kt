@@ -41,7 +41,7 @@ fun main() {
     val repository = LocationsRepository(client)
     // Never serve without a store: one round trip before listening.
     try {
-        runBlocking { withTimeout(5_000) { repository.ping() } }
+        runBlocking { withTimeout(10_000) { repository.ping() } }
     } catch (e: Exception) {
         client.close()
         fail("store at $elasticUrl is not reachable: $e")
@@ -57,7 +57,8 @@ fun main() {
     stopRequested.await()
 
     log.info("Stopping: finishing in-flight requests")
-    server.stop(gracePeriodMillis = 1_000, timeoutMillis = 10_000)
+    // Netty waits until its loops have been quiet for the grace period, so in-flight calls can finish.
+    server.stop(gracePeriodMillis = 2_000, timeoutMillis = 10_000)
     client.close()
     log.info("Stopped")
     exitProcess(0)

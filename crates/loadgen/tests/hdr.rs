@@ -1,0 +1,106 @@
+//! Histograms leave the generator in the standard HDR encoding and merge without loss.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{closed, serial, TestServer};
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use loadgen::histogram::{decode, encode, new_latency_histogram, percentiles, write_interval_log};
+use loadgen::{merge_reports, ErrorCounts, LoadReport};
+
+/// A report as a generator would make it from these latencies (µs).
+fn report_of(latencies_us: &[u64], errors: u64) -> LoadReport {
+    let mut h = new_latency_histogram();
+    for &v in latencies_us {
+        h.record(v).unwrap();
+    }
+    LoadReport {
+        duration_s: 10.0,
+        requests_ok: latencies_us.len() as u64,
+        requests_err: errors,
+        errors: ErrorCounts { status: errors, ..Default::default() },
+        status_counts: BTreeMap::from([(200, latencies_us.len() as u64)]),
+        latency: percentiles(&h),
+        latency_hdr: encode(&h).unwrap(),
+        bytes_in: 100,
+        bytes_out: 50,
+        connections_opened: 4,
+        timeline: vec![],
+        open: None,
+        threads: 1,
+        client_cpu_s: 0.5,
+    }
+}
+
+#[test]
+fn export_import_merge_equals_one_combined_run() {
+    // Three generators with different latency shapes (a fast one, a slow one, one with a tail).
+    let mut rng = fastrand::Rng::with_seed(7);
+    let a: Vec<u64> = (0..50_000).map(|_| 200 + rng.u64(..800)).collect();
+    let b: Vec<u64> = (0..20_000).map(|_| 5_000 + rng.u64(..20_000)).collect();
+    let c: Vec<u64> = (0..10_000).map(|i| if i % 100 == 0 { 1_000_000 + rng.u64(..500_000) } else { 900 }).collect();
+
+    // Export as JSON (what --json writes and the store keeps), import, merge.
+    let exported: Vec<String> = [&a, &b, &c]
+        .iter()
+        .enumerate()
+        .map(|(i, v)| serde_json::to_string(&report_of(v, i as u64)).unwrap())
+        .collect();
+    let imported: Vec<LoadReport> = exported.iter().map(|s| serde_json::from_str(s).unwrap()).collect();
+    let merged = merge_reports(&imported).unwrap();
+
+    let all: Vec<u64> = a.iter().chain(&b).chain(&c).copied().collect();
+    let combined = report_of(&all, 0);
+    assert_eq!(merged.latency, combined.latency);
+    assert_eq!(merged.histogram().unwrap(), combined.histogram().unwrap());
+    assert_eq!(merged.requests_ok, 80_000);
+    assert_eq!(merged.requests_err, 0 + 1 + 2);
+    assert_eq!(merged.errors.status, 3);
+    assert_eq!(merged.status_counts[&200], 80_000);
+    assert_eq!((merged.bytes_in, merged.connections_opened, merged.threads), (300, 12, 3));
+    assert_eq!(merged.duration_s, 10.0);
+    assert!((merged.client_cpu_s - 1.5).abs() < 1e-9);
+    // The tail of `c` dominates p99.9 only when merged correctly (not by averaging).
+    assert!(merged.latency.p999 > 1_000.0, "{:?}", merged.latency);
+}
+
+#[test]
+fn real_runs_merge_exactly() {
+    let _serial = serial();
+    let server = TestServer::fixed(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    let r1 = loadgen::run(&closed(server.target(), 1, 300), None).unwrap();
+    let r2 = loadgen::run(&closed(server.target(), 2, 300), None).unwrap();
+    let merged = merge_reports(&[r1.clone(), r2.clone()]).unwrap();
+    let mut h = r1.histogram().unwrap();
+    h.add(r2.histogram().unwrap()).unwrap();
+    assert_eq!(merged.latency, percentiles(&h));
+    assert_eq!(merged.requests_ok, r1.requests_ok + r2.requests_ok);
+    assert_eq!(h.len(), merged.requests_ok);
+    let seconds: u64 = merged.timeline.iter().map(|s| s.ok).sum();
+    assert_eq!(seconds, merged.requests_ok);
+}
+
+#[test]
+fn interval_log_is_readable_by_hdr_tools() {
+    let mut h = new_latency_histogram();
+    for v in [100, 2_000, 30_000, 400_000] {
+        h.record(v).unwrap();
+    }
+    let path = std::env::temp_dir().join(format!("loadgen-{}.hlog", std::process::id()));
+    let start = std::time::SystemTime::now();
+    write_interval_log(&path, &h, start, std::time::Duration::from_secs(10)).unwrap();
+    let text = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    let intervals: Vec<_> = IntervalLogIterator::new(&text)
+        .filter_map(|e| match e.unwrap() {
+            LogEntry::Interval(i) => Some(i),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(intervals.len(), 1);
+    assert_eq!(intervals[0].duration(), std::time::Duration::from_secs(10));
+    assert!((intervals[0].max() - 400.0).abs() < 1.0, "max column in ms: {}", intervals[0].max());
+    let back = decode(intervals[0].encoded_histogram()).unwrap();
+    assert_eq!(back, h);
+}

@@ -1,0 +1,146 @@
+//! Latency is measured right, and the open model is honest about a stalled server.
+
+mod common;
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{closed, serial, Next, Seen, TestServer};
+use loadgen::{LoadConfig, Model, RateRamp, RequestMix};
+
+const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+#[test]
+fn fixed_20ms_server_measures_20ms() {
+    let _serial = serial();
+    let server = TestServer::start(
+        None,
+        Arc::new(|_: &Seen, s: &mut TcpStream| {
+            std::thread::sleep(Duration::from_millis(20));
+            s.write_all(OK)?;
+            Ok(Next::KeepOpen)
+        }),
+    );
+    let report = loadgen::run(&closed(server.target(), 1, 2000), None).unwrap();
+    let p50 = report.latency.p50;
+    assert!((20.0..=21.5).contains(&p50), "p50 {p50} ms");
+    assert!(report.latency.max >= 20.0);
+    assert_eq!(report.requests_err, 0);
+    // One connection, one request at a time: at most 2 s / 20 ms (fewer on a busy machine).
+    assert!((40..=100).contains(&report.requests_ok), "{} requests", report.requests_ok);
+}
+
+/// A server that answers at once, except that it stalls every request for `stall` once,
+/// starting at the first request `after` its first request.
+fn stalling_server(after: Duration, stall: Duration) -> TestServer {
+    struct State {
+        first: Option<Instant>,
+        until: Option<Instant>,
+    }
+    let state = Arc::new(Mutex::new(State { first: None, until: None }));
+    TestServer::start(
+        None,
+        Arc::new(move |_: &Seen, s: &mut TcpStream| {
+            let now = Instant::now();
+            let wait = {
+                let mut st = state.lock().unwrap();
+                let first = *st.first.get_or_insert(now);
+                if st.until.is_none() && now - first >= after {
+                    st.until = Some(now + stall);
+                }
+                st.until.map(|u| u.saturating_duration_since(now))
+            };
+            if let Some(w) = wait {
+                std::thread::sleep(w);
+            }
+            s.write_all(OK)?;
+            Ok(Next::KeepOpen)
+        }),
+    )
+}
+
+#[test]
+fn open_model_shows_a_stall_that_the_closed_model_hides() {
+    let _serial = serial();
+    let stall = Duration::from_secs(1);
+
+    // Open model: 200 req/s for 4 s = 800 requests; the 1 s stall delays the ~200 due during
+    // it by 1 s down to 0. wrk2's reasoning: a fraction x of all requests waits more than
+    // stall - x * duration, so p99 ≈ 1 s - 0.01 * 4 s = 0.96 s, p90 ≈ 0.6 s, max ≈ 1 s.
+    let server = stalling_server(Duration::from_millis(1500), stall);
+    let mut open = LoadConfig::new(
+        server.target(),
+        RequestMix::single("GET", "/"),
+        Model::Open { rate: RateRamp::constant(200.0), max_connections: 32 },
+    );
+    open.duration = Duration::from_secs(4);
+    open.threads = 1;
+    let o = loadgen::run(&open, None).unwrap();
+    let stats = o.open.expect("open-model stats");
+    assert_eq!(o.requests_err, 0);
+    assert!(o.requests_ok >= 780, "{} ok", o.requests_ok);
+    assert!(o.latency.p99 >= 850.0 && o.latency.p99 <= 1100.0, "open p99 {} ms", o.latency.p99);
+    assert!(o.latency.p90 >= 450.0 && o.latency.p90 <= 750.0, "open p90 {} ms", o.latency.p90);
+    assert!(o.latency.max >= 950.0, "open max {} ms", o.latency.max);
+    assert!(o.latency.p50 < 50.0, "open p50 {} ms", o.latency.p50);
+    // 32 connections cannot carry the ~200 requests due during the stall: the rest waited.
+    assert!(stats.sent_late >= 100, "{stats:?}");
+    assert!(stats.max_lateness_ms >= 500.0, "{stats:?}");
+    assert!(stats.intended >= o.requests_ok + stats.unsent && stats.intended <= 801, "{stats:?}");
+    assert!(stats.unsent <= 2, "{stats:?}");
+
+    // Closed model, same stall: only the requests in flight see it (one per connection),
+    // the percentiles look fine; only the max tells.
+    let server = stalling_server(Duration::from_millis(1000), stall);
+    let c = loadgen::run(&closed(server.target(), 2, 3000), None).unwrap();
+    assert_eq!(c.requests_err, 0);
+    assert!(c.requests_ok > 1000, "{} ok", c.requests_ok);
+    assert!(c.latency.p99 < 50.0, "closed p99 {} ms", c.latency.p99);
+    assert!(c.latency.max >= 950.0, "closed max {} ms", c.latency.max);
+}
+
+#[test]
+fn open_model_keeps_the_rate() {
+    let _serial = serial();
+    let server = TestServer::fixed(OK);
+    let mut config = LoadConfig::new(
+        server.target(),
+        RequestMix::single("GET", "/"),
+        Model::Open { rate: RateRamp::constant(500.0), max_connections: 64 },
+    );
+    config.duration = Duration::from_secs(2);
+    config.threads = 2;
+    let r = loadgen::run(&config, None).unwrap();
+    let o = r.open.unwrap();
+    assert_eq!(o.intended, 1000, "{o:?}");
+    assert_eq!(r.requests_err, 0);
+    assert!(r.requests_ok >= 995, "{} ok", r.requests_ok);
+    assert_eq!(o.sent_late, 0, "{o:?}");
+    assert_eq!(o.unsent, 0, "{o:?}");
+    // Requests are spread over the run, not sent in a burst.
+    let per_second: Vec<u64> = r.timeline.iter().map(|s| s.ok).collect();
+    assert!(per_second.len() >= 2 && per_second[..2].iter().all(|&n| (480..=520).contains(&n)), "{per_second:?}");
+}
+
+#[test]
+fn open_model_ramps_in_steps() {
+    let _serial = serial();
+    let server = TestServer::fixed(OK);
+    let mut config = LoadConfig::new(
+        server.target(),
+        RequestMix::single("GET", "/"),
+        Model::Open { rate: RateRamp { start: 100.0, end: 300.0, steps: Some(3) }, max_connections: 8 },
+    );
+    config.duration = Duration::from_secs(3);
+    config.threads = 1;
+    let r = loadgen::run(&config, None).unwrap();
+    assert_eq!(r.open.unwrap().intended, 600);
+    let per_second: Vec<u64> = r.timeline.iter().map(|s| s.ok).collect();
+    for (i, want) in [100u64, 200, 300].iter().enumerate() {
+        let got = per_second.get(i).copied().unwrap_or(0);
+        // Completions, not sends: a few may cross into the next second (or past the end).
+        assert!(got.abs_diff(*want) <= want / 20, "second {i}: {got} (want {want}); {per_second:?}");
+    }
+}

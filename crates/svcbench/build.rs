@@ -1,0 +1,34 @@
+//! Puts the report's chart library (Apache ECharts, from npm: assets/package.json + package-lock.json) into
+//! OUT_DIR, so src/report/html.rs can embed it and every report is one self-contained HTML file.
+//! `npm ci` runs here only when assets/node_modules is missing (scripts/setup.sh normally did it already).
+use std::path::Path;
+use std::process::Command;
+
+const DIST: &str = "node_modules/echarts/dist/echarts.common.min.js";
+
+fn main() {
+    let assets = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
+    println!("cargo:rerun-if-changed=assets/package-lock.json");
+    println!("cargo:rerun-if-changed=assets/{DIST}");
+    let dist = assets.join(DIST);
+    if !dist.exists() {
+        let status = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(&assets)
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run `npm ci` in {} ({e}); install Node.js and npm", assets.display()));
+        assert!(status.success(), "`npm ci` in {} failed: the report's chart library is missing", assets.display());
+    }
+    let out_dir = std::env::var("OUT_DIR").unwrap();
+    let out = Path::new(&out_dir).join("echarts.min.js");
+    std::fs::copy(&dist, &out).unwrap_or_else(|e| panic!("cannot copy {} to {}: {e}", dist.display(), out.display()));
+    // The version, for the report's footer: `"version": "x.y.z"` of the installed package.json.
+    let pkg = std::fs::read_to_string(assets.join("node_modules/echarts/package.json")).unwrap_or_default();
+    let version = pkg
+        .split("\"version\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').nth(1))
+        .unwrap_or("unknown")
+        .to_string();
+    std::fs::write(Path::new(&out_dir).join("echarts_version.txt"), version).unwrap();
+}

@@ -1,0 +1,300 @@
+//! Chart specifications: what each chart shows, as plain data (axes, one series per run, points with the
+//! step and any saturation flag). assets/report.js turns them into Apache ECharts options; no plotting
+//! math happens here beyond choosing the load axis and accumulating the "bang for the buck" curve.
+use super::data::{Dataset, Run, Step};
+use serde::Serialize;
+
+/// Tableau 10: distinct hues that stay apart for common colour-vision deficiencies.
+pub const PALETTE: [&str; 10] =
+    ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
+
+pub fn color(group: usize) -> &'static str {
+    PALETTE[group % PALETTE.len()]
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Chart {
+    pub id: String,
+    pub title: String,
+    /// One sentence under the title: what is plotted and how to read it.
+    pub note: String,
+    /// "line" or "bar".
+    pub kind: &'static str,
+    pub x: Axis,
+    pub y: Axis,
+    pub series: Vec<Series>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Axis {
+    pub name: String,
+    /// "log2" (connections), "log" (latency, base 10), "linear", or "category" (x is an index into `categories`).
+    pub scale: &'static str,
+    pub unit: String,
+    pub categories: Vec<String>,
+}
+
+impl Axis {
+    fn new(name: &str, scale: &'static str, unit: &str) -> Axis {
+        Axis { name: name.into(), scale, unit: unit.into(), categories: Vec::new() }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Series {
+    /// The service (legend entry and colour); every run of it shares both.
+    pub group: String,
+    pub run: String,
+    pub color: &'static str,
+    pub points: Vec<Point>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    pub x: f64,
+    pub y: f64,
+    pub step: String,
+    /// Why this point deserves a marker: the load generator or the dependencies were saturated, or the
+    /// service was OOM-killed or crashed in this step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flag: Option<String>,
+}
+
+fn flag(s: &Step) -> Option<String> {
+    let mut f = Vec::new();
+    if s.client_saturated {
+        f.push("load generator saturated");
+    }
+    if s.dep_saturated {
+        f.push("dependencies saturated");
+    }
+    if s.oom_killed {
+        f.push("OOM-killed");
+    }
+    if s.crashed {
+        f.push("crashed");
+    }
+    (!f.is_empty()).then(|| f.join(", "))
+}
+
+/// The x axis of step charts for one load model.
+enum LoadAxis {
+    /// Closed model, each run's connections strictly increase: a true log2 axis.
+    Connections,
+    /// Open model: offered requests/s.
+    Rate,
+    /// The steps differ by the upstream's delay (seed 004's slow dependency).
+    UpstreamDelay,
+    /// Repeated levels (warm-up steps at 1 connection, three "attempts"): one position per step,
+    /// labelled by its load, so every step stays visible.
+    Steps(Vec<(i64, String)>),
+}
+
+impl LoadAxis {
+    fn choose(runs: &[(&Run, Vec<&Step>)], open: bool) -> LoadAxis {
+        let strictly_increasing = |f: &dyn Fn(&Step) -> Option<f64>| {
+            runs.iter().all(|(_, steps)| {
+                let xs: Vec<Option<f64>> = steps.iter().map(|s| f(s)).collect();
+                xs.iter().all(|x| x.is_some()) && xs.windows(2).all(|w| w[0] < w[1])
+            })
+        };
+        let varies = |f: &dyn Fn(&Step) -> Option<f64>| {
+            let mut v: Vec<f64> = runs.iter().flat_map(|(_, s)| s.iter().filter_map(|s| f(s))).collect();
+            v.sort_by(|a, b| a.total_cmp(b));
+            v.dedup();
+            v.len() > 1
+        };
+        let conn = |s: &Step| s.connections.map(|c| c as f64);
+        let rate = |s: &Step| s.rate;
+        let delay = |s: &Step| s.upstream_delay_ms.map(|d| d as f64);
+        if !open && strictly_increasing(&conn) {
+            return LoadAxis::Connections;
+        }
+        if open && varies(&rate) && strictly_increasing(&rate) {
+            return LoadAxis::Rate;
+        }
+        if varies(&delay) && strictly_increasing(&delay) {
+            return LoadAxis::UpstreamDelay;
+        }
+        let mut cats: Vec<(i64, String)> = Vec::new();
+        for (_, steps) in runs {
+            for s in steps {
+                if !cats.iter().any(|(seq, _)| *seq == s.seq) {
+                    let load = match (s.connections, s.rate) {
+                        (Some(c), _) if !s.is_open() => c.to_string(),
+                        (_, Some(r)) => format!("{r}/s"),
+                        _ => s.label.clone(),
+                    };
+                    cats.push((s.seq, load));
+                }
+            }
+        }
+        cats.sort_by_key(|(seq, _)| *seq);
+        LoadAxis::Steps(cats)
+    }
+
+    fn axis(&self, open: bool) -> Axis {
+        match self {
+            LoadAxis::Connections => Axis::new("connections", "log2", ""),
+            LoadAxis::Rate => Axis::new("offered rate", "linear", "req/s"),
+            LoadAxis::UpstreamDelay => Axis::new("upstream delay", "linear", "ms"),
+            LoadAxis::Steps(cats) => Axis {
+                name: if open { "step (offered rate)".into() } else { "step (connections)".into() },
+                scale: "category",
+                unit: String::new(),
+                categories: cats.iter().map(|(_, l)| l.clone()).collect(),
+            },
+        }
+    }
+
+    fn x(&self, s: &Step) -> Option<f64> {
+        match self {
+            LoadAxis::Connections => s.connections.map(|c| c as f64),
+            LoadAxis::Rate => s.rate,
+            LoadAxis::UpstreamDelay => s.upstream_delay_ms.map(|d| d as f64),
+            LoadAxis::Steps(cats) => cats.iter().position(|(seq, _)| *seq == s.seq).map(|i| i as f64),
+        }
+    }
+}
+
+/// A step metric drawn against the load axis.
+struct StepMetric {
+    id: &'static str,
+    title: &'static str,
+    note: &'static str,
+    unit: &'static str,
+    log: bool,
+    value: fn(&Step) -> Option<f64>,
+}
+
+const CLOSED_METRICS: &[StepMetric] = &[
+    StepMetric { id: "errors", title: "Error ratio", note: "Failed requests (connect, timeout, read, 4xx/5xx, malformed) as a share of all.", unit: "%", log: false, value: |s| Some(s.error_ratio * 100.0) },
+    StepMetric { id: "rps", title: "Successful requests per second", note: "The high-water mark of each service as connections grow.", unit: "req/s", log: false, value: |s| Some(s.success_rps) },
+    StepMetric { id: "p50", title: "Latency p50", note: "Median latency of the step's requests (log scale).", unit: "ms", log: true, value: |s| s.p50 },
+    StepMetric { id: "p90", title: "Latency p90", note: "90th percentile latency (log scale).", unit: "ms", log: true, value: |s| s.p90 },
+    StepMetric { id: "p99", title: "Latency p99", note: "99th percentile latency (log scale); the noisiest of the three.", unit: "ms", log: true, value: |s| s.p99 },
+    StepMetric { id: "mem", title: "Peak memory", note: "High-water mark of the service's cgroup memory from its start to the end of each step.", unit: "MiB", log: false, value: |s| s.mem_peak_mib },
+    StepMetric { id: "mem-per-rps", title: "Peak memory per successful request/s", note: "Peak memory divided by successful requests/s (MiB·s per request); lower is leaner.", unit: "MiB·s", log: false, value: |s| s.mem_mib_s_per_req },
+    StepMetric { id: "cpu", title: "CPU time per step", note: "CPU-seconds the service used during each step (the quota caps it at CPUs × duration).", unit: "s", log: false, value: |s| s.cpu_s },
+    StepMetric { id: "cpu-per-req", title: "CPU time per successful request", note: "CPU efficiency: CPU time of the step divided by its successful requests.", unit: "ms", log: false, value: |s| s.cpu_ms_per_req },
+];
+
+const OPEN_METRICS: &[StepMetric] = &[
+    StepMetric { id: "open-success", title: "Success ratio vs offered rate", note: "Share of the intended requests that succeeded (unsent ones count as failed).", unit: "%", log: false, value: |s| Some(s.success_ratio() * 100.0) },
+    StepMetric { id: "open-rps", title: "Successful requests per second vs offered rate", note: "Achieved throughput; it follows the offered rate while the service keeps up.", unit: "req/s", log: false, value: |s| Some(s.success_rps) },
+    StepMetric { id: "open-p50", title: "Latency p50 vs offered rate", note: "Measured from each request's intended send time, so queueing counts (log scale).", unit: "ms", log: true, value: |s| s.p50 },
+    StepMetric { id: "open-p90", title: "Latency p90 vs offered rate", note: "90th percentile from the intended send time (log scale).", unit: "ms", log: true, value: |s| s.p90 },
+    StepMetric { id: "open-p99", title: "Latency p99 vs offered rate", note: "99th percentile from the intended send time (log scale).", unit: "ms", log: true, value: |s| s.p99 },
+    StepMetric { id: "open-mem", title: "Peak memory vs offered rate", note: "High-water mark of the service's cgroup memory up to the end of each step.", unit: "MiB", log: false, value: |s| s.mem_peak_mib },
+    StepMetric { id: "open-cpu", title: "CPU time per step vs offered rate", note: "CPU-seconds the service used during each step.", unit: "s", log: false, value: |s| s.cpu_s },
+    StepMetric { id: "open-cpu-per-req", title: "CPU time per successful request vs offered rate", note: "CPU time of the step divided by its successful requests.", unit: "ms", log: false, value: |s| s.cpu_ms_per_req },
+];
+
+/// Every chart of the report, in reading order.
+pub fn charts(d: &Dataset) -> Vec<Chart> {
+    let mut out = vec![startup_chart(d)];
+    for open in [false, true] {
+        let runs: Vec<(&Run, Vec<&Step>)> = d
+            .groups
+            .iter()
+            .enumerate()
+            .flat_map(|(g, _)| d.group_runs(g))
+            .map(|r| (r, r.steps.iter().filter(|s| s.is_open() == open).collect::<Vec<_>>()))
+            .collect();
+        if runs.iter().all(|(_, s)| s.is_empty()) {
+            continue;
+        }
+        let axis = LoadAxis::choose(&runs, open);
+        for m in if open { OPEN_METRICS } else { CLOSED_METRICS } {
+            let series = runs
+                .iter()
+                .map(|(run, steps)| Series {
+                    group: d.groups[run.group].name.clone(),
+                    run: run.label.clone(),
+                    color: color(run.group),
+                    points: steps
+                        .iter()
+                        .filter_map(|s| {
+                            let (x, y) = (axis.x(s)?, (m.value)(s)?);
+                            // A log axis has no place for zero (e.g. no latency recorded).
+                            (y.is_finite() && (!m.log || y > 0.0)).then(|| Point { x, y, step: s.label.clone(), flag: flag(s) })
+                        })
+                        .collect(),
+                })
+                .collect();
+            out.push(Chart {
+                id: m.id.into(),
+                title: m.title.into(),
+                note: m.note.into(),
+                kind: "line",
+                x: axis.axis(open),
+                y: Axis::new(m.unit, if m.log { "log" } else { "linear" }, m.unit),
+                series,
+            });
+        }
+    }
+    out.push(bang_for_the_buck(d));
+    out
+}
+
+fn all_runs(d: &Dataset) -> Vec<&Run> {
+    (0..d.groups.len()).flat_map(|g| d.group_runs(g)).collect()
+}
+
+fn startup_chart(d: &Dataset) -> Chart {
+    let runs = all_runs(d);
+    let mut x = Axis::new("run", "category", "");
+    x.categories = runs.iter().map(|r| r.label.clone()).collect();
+    Chart {
+        id: "startup".into(),
+        title: "Startup time per run".into(),
+        note: "From spawning the service to its first HTTP answer on the readiness path.".into(),
+        kind: "bar",
+        x,
+        y: Axis::new("ms", "linear", "ms"),
+        series: runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Series {
+                group: d.groups[r.group].name.clone(),
+                run: r.label.clone(),
+                color: color(r.group),
+                points: r
+                    .startup_ms
+                    .map(|ms| Point { x: i as f64, y: ms, step: "startup".into(), flag: None })
+                    .into_iter()
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// Seed 000's favourite: cumulative successful requests over cumulative CPU seconds. The line starts at
+/// the CPU the service spent before and between steps (startup, idle settling, checks), so its last point
+/// is (total CPU, total requests) and the slope from the origin is the whole-run CPU time per request.
+fn bang_for_the_buck(d: &Dataset) -> Chart {
+    let series = all_runs(d)
+        .into_iter()
+        .map(|r| {
+            let steps_cpu: f64 = r.steps.iter().filter_map(|s| s.cpu_s).sum();
+            let mut cpu = r.total_cpu_s.map(|t| (t - steps_cpu).max(0.0)).unwrap_or(0.0);
+            let mut ok = 0.0;
+            let mut points = vec![Point { x: cpu, y: 0.0, step: "before the first step (startup, idle, checks)".into(), flag: None }];
+            for s in &r.steps {
+                cpu += s.cpu_s.unwrap_or(0.0);
+                ok += s.requests_ok as f64;
+                points.push(Point { x: cpu, y: ok, step: s.label.clone(), flag: flag(s) });
+            }
+            Series { group: d.groups[r.group].name.clone(), run: r.label.clone(), color: color(r.group), points }
+        })
+        .collect();
+    Chart {
+        id: "bang".into(),
+        title: "Bang for the buck".into(),
+        note: "Running total of successful requests over the running total of CPU time; the slope is CPU efficiency.".into(),
+        kind: "line",
+        x: Axis::new("cumulative CPU time", "linear", "s"),
+        y: Axis::new("cumulative successful requests", "linear", "requests"),
+        series,
+    }
+}

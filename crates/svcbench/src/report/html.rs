@@ -1,0 +1,165 @@
+//! The HTML report: one self-contained file. Tables are rendered here; charts are specifications in a JSON
+//! block that assets/report.js draws with Apache ECharts, which is embedded too (see build.rs).
+use super::charts::{color, Chart};
+use super::data::Dataset;
+use super::table::Table;
+use super::Report;
+use std::fmt::Write;
+
+const ECHARTS_JS: &str = include_str!(concat!(env!("OUT_DIR"), "/echarts.min.js"));
+const ECHARTS_VERSION: &str = include_str!(concat!(env!("OUT_DIR"), "/echarts_version.txt"));
+const REPORT_JS: &str = include_str!("../../assets/report.js");
+const REPORT_CSS: &str = include_str!("../../assets/report.css");
+
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn data_attrs(data: &[(String, String)]) -> String {
+    data.iter().map(|(k, v)| format!(" data-{}=\"{}\"", escape(k), escape(v))).collect()
+}
+
+pub fn table(t: &Table, d: &Dataset) -> String {
+    let mut s = String::new();
+    let _ = write!(s, "<div class=\"table-wrap\"><table id=\"{}\">", escape(&t.id));
+    s.push_str("<thead><tr>");
+    for h in &t.head {
+        let _ = write!(s, "<th>{}</th>", escape(h));
+    }
+    s.push_str("</tr></thead><tbody>");
+    for r in &t.rows {
+        let _ = write!(s, "<tr{}>", data_attrs(&r.data));
+        for c in &r.cells {
+            let tag = if c.header { "th" } else { "td" };
+            let class = if c.class.is_empty() { String::new() } else { format!(" class=\"{}\"", c.class) };
+            let title = c.title.as_ref().map(|t| format!(" title=\"{}\"", escape(t))).unwrap_or_default();
+            // A service's row header carries its chart colour, so tables and charts read together.
+            let swatch = if c.header {
+                d.groups
+                    .iter()
+                    .position(|g| g.name == c.text)
+                    .map(|g| format!("<span class=\"swatch\" style=\"background:{}\"></span>", color(g)))
+                    .unwrap_or_default()
+            } else {
+                String::new()
+            };
+            let _ = write!(s, "<{tag}{class}{title}{}>{swatch}{}</{tag}>", data_attrs(&c.data), escape(&c.text));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</tbody></table></div>");
+    if !t.note.is_empty() {
+        let _ = write!(s, "<p class=\"note\">{}</p>", escape(&t.note));
+    }
+    s
+}
+
+fn chart_box(c: &Chart) -> String {
+    format!(
+        "<figure class=\"chart-box\"><figcaption><b>{}</b><span>{}</span></figcaption>\
+         <div class=\"chart\" id=\"chart-{}\" data-chart=\"{}\" data-series=\"{}\"></div></figure>",
+        escape(&c.title),
+        escape(&c.note),
+        escape(&c.id),
+        escape(&c.id),
+        c.series.len()
+    )
+}
+
+/// JSON that is safe inside a <script> element: no `</script>` or `<!--` can close or comment it out.
+fn script_json(v: &serde_json::Value) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "{}".into()).replace("</", "<\\/").replace("<!--", "<\\!--")
+}
+
+pub fn render(r: &Report) -> String {
+    let d = &r.data;
+    let scen = d.scenarios().join(", ");
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<header><h1>svcbench report: {}</h1><p class=\"sub\">{} service(s), {} run(s) from <code>{}</code> · filter: {} · generated {} by svcbench {}</p>\
+         <nav><a href=\"#s-setup\">Setup</a><a href=\"#s-summary\">Summary</a><a href=\"#s-charts\">Charts</a>{}<a href=\"#s-conformance\">Conformance</a><a href=\"#s-runs\">Runs</a></nav></header>",
+        escape(&scen),
+        d.groups.len(),
+        d.runs.len(),
+        escape(&d.source),
+        escape(&d.filter),
+        escape(&r.generated_at),
+        env!("CARGO_PKG_VERSION"),
+        if r.levels.is_empty() { "" } else { "<a href=\"#s-scenario\">Per step level</a>" },
+    );
+    let _ = write!(body, "<section id=\"s-setup\"><h2>Setup</h2>{}</section>", table(&r.setup, d));
+    let _ = write!(
+        body,
+        "<section id=\"s-summary\"><h2>Summary</h2>{}<h3>Services</h3>{}</section>",
+        table(&r.summary, d),
+        table(&r.services, d)
+    );
+
+    body.push_str(
+        "<section id=\"s-charts\"><h2>Charts</h2><p class=\"note\">One line per run, one colour per service. Hover a point \
+         for its exact value and run; click a legend entry to hide or show a service in every chart. \
+         ▲ marks a step where the load generator or the dependencies were saturated (the service may not have been the \
+         bottleneck) or where the service was OOM-killed or crashed.</p>",
+    );
+    let sections: [(&str, fn(&Chart) -> bool); 4] = [
+        ("", |c| c.id == "startup"),
+        ("Closed model: load held by connections", |c| c.id != "startup" && c.id != "bang" && !c.id.starts_with("open-")),
+        ("Open model: load at a fixed arrival rate", |c| c.id.starts_with("open-")),
+        ("Efficiency over the whole run", |c| c.id == "bang"),
+    ];
+    for (title, pick) in sections {
+        let boxes: Vec<String> = r.charts.iter().filter(|c| pick(c)).map(chart_box).collect();
+        if boxes.is_empty() {
+            continue;
+        }
+        if !title.is_empty() {
+            let _ = write!(body, "<h3>{}</h3>", escape(title));
+        }
+        let _ = write!(body, "<div class=\"charts\">{}</div>", boxes.join(""));
+    }
+    body.push_str("</section>");
+
+    if !r.levels.is_empty() {
+        body.push_str("<section id=\"s-scenario\"><h2>Per step level</h2>");
+        for t in &r.levels {
+            let _ = write!(body, "<h3>{}</h3>{}", escape(&t.caption), table(t, d));
+        }
+        body.push_str("</section>");
+    }
+    let _ = write!(body, "<section id=\"s-conformance\"><h2>Conformance</h2>{}</section>", table(&r.conformance, d));
+    let _ = write!(body, "<section id=\"s-runs\"><h2>Runs</h2>{}</section>", table(&r.runs, d));
+    let _ = write!(
+        body,
+        "<footer>Made by svcbench {} from the store; charts drawn by Apache ECharts {} (Apache License 2.0), embedded in \
+         this file so it needs no network.</footer>",
+        env!("CARGO_PKG_VERSION"),
+        escape(ECHARTS_VERSION.trim())
+    );
+
+    let json = serde_json::json!({ "charts": r.charts });
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>svcbench report: {}</title><style>{}</style></head><body>{}\
+         <script type=\"application/json\" id=\"svcbench-data\">{}</script>\
+         <script>{}</script><script>{}</script></body></html>\n",
+        escape(&scen),
+        REPORT_CSS,
+        body,
+        script_json(&json),
+        ECHARTS_JS,
+        REPORT_JS
+    )
+}

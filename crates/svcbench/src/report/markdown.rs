@@ -1,0 +1,69 @@
+//! The Markdown report, for pull requests and issues: the same tables as the HTML page, and in place of the
+//! charts a table of successful requests/s per step.
+use super::levels;
+use super::table::Table;
+use super::Report;
+use std::fmt::Write;
+
+fn cell_text(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+pub fn table(t: &Table) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "| {} |", t.head.iter().map(|h| cell_text(h)).collect::<Vec<_>>().join(" | "));
+    let _ = writeln!(
+        s,
+        "|{}|",
+        t.head.iter().enumerate().map(|(i, _)| if i == 0 { "---" } else { "--:" }).collect::<Vec<_>>().join("|")
+    );
+    for r in &t.rows {
+        let cells: Vec<String> = r
+            .cells
+            .iter()
+            .map(|c| {
+                let text = cell_text(&c.text);
+                // Failures stand out in bold, as the HTML highlights them.
+                if c.class == "fail" && !text.is_empty() {
+                    format!("**{text}**")
+                } else {
+                    text
+                }
+            })
+            .collect();
+        let _ = writeln!(s, "| {} |", cells.join(" | "));
+    }
+    if !t.note.is_empty() {
+        let _ = writeln!(s, "\n{}", t.note);
+    }
+    s
+}
+
+pub fn render(r: &Report) -> String {
+    let d = &r.data;
+    let mut s = String::new();
+    let _ = writeln!(s, "## svcbench report: {}\n", d.scenarios().join(", "));
+    let _ = writeln!(
+        s,
+        "{} service(s), {} run(s) from `{}`; filter: {}; generated {} by svcbench {}.\n",
+        d.groups.len(),
+        d.runs.len(),
+        d.source,
+        d.filter,
+        r.generated_at,
+        env!("CARGO_PKG_VERSION")
+    );
+    let _ = writeln!(s, "### Setup\n\n{}", table(&r.setup));
+    let _ = writeln!(s, "### Summary\n\n{}", table(&r.summary));
+    let _ = writeln!(s, "### Services\n\n{}", table(&r.services));
+    if let Some(t) = levels::rps_by_step(d) {
+        let _ = writeln!(s, "### {}\n\n{}", t.caption, table(&t));
+    }
+    for t in &r.levels {
+        let _ = writeln!(s, "### {}\n\n{}", t.caption, table(t));
+    }
+    let _ = writeln!(s, "### Conformance\n\n{}", table(&r.conformance));
+    let _ = writeln!(s, "### Runs\n\n{}", table(&r.runs));
+    let _ = writeln!(s, "_Charts: render the HTML report (`svcbench report -o report.html`) with the same filter._");
+    s
+}

@@ -1,0 +1,101 @@
+//! The figures of the summary table: per run, then per group as median and min–max over its runs.
+//! Compare uses the same per-run figures, so the report and the verdicts can never disagree.
+use super::data::{Dataset, Run, Step};
+use super::stats::Spread;
+use serde::Serialize;
+
+/// One run's figures. None where the run did not get that far (e.g. no step finished).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RunFigures {
+    /// Highest success req/s of any step.
+    pub peak_rps: Option<f64>,
+    /// Connections (closed model) or offered req/s (open model) of that step.
+    pub peak_at: Option<f64>,
+    /// p50 and p99 latency (ms) of that step.
+    pub p50_at_peak_ms: Option<f64>,
+    pub p99_at_peak_ms: Option<f64>,
+    /// total_cpu_s / total_requests_ok in µs: startup, checks and idle time included (seed 000).
+    pub cpu_us_per_req: Option<f64>,
+    /// USD per 10⁹ requests at the given price per vCPU-hour.
+    pub cost_per_billion: Option<f64>,
+    pub startup_ms: Option<f64>,
+    pub idle_mem_mib: Option<f64>,
+    /// Highest step memory peak (cgroup memory, page cache included).
+    pub peak_mem_mib: Option<f64>,
+}
+
+pub fn run_figures(run: &Run, vcpu_hour_price: f64) -> RunFigures {
+    let peak: Option<&Step> = run
+        .steps
+        .iter()
+        .filter(|s| s.success_rps.is_finite())
+        .max_by(|a, b| a.success_rps.total_cmp(&b.success_rps));
+    let cpu_s_per_req = match (run.total_cpu_s, run.total_requests_ok) {
+        (Some(cpu), Some(n)) if n > 0 => Some(cpu / n as f64),
+        _ => None,
+    };
+    RunFigures {
+        peak_rps: peak.map(|s| s.success_rps),
+        peak_at: peak.and_then(|s| if s.is_open() { s.rate } else { s.connections.map(|c| c as f64) }),
+        p50_at_peak_ms: peak.and_then(|s| s.p50),
+        p99_at_peak_ms: peak.and_then(|s| s.p99),
+        cpu_us_per_req: cpu_s_per_req.map(|c| c * 1e6),
+        cost_per_billion: cpu_s_per_req.map(|c| cost_per_billion(c, vcpu_hour_price)),
+        startup_ms: run.startup_ms,
+        idle_mem_mib: run.idle_mem_mib,
+        peak_mem_mib: run.steps.iter().filter_map(|s| s.mem_peak_mib).reduce(f64::max),
+    }
+}
+
+/// Seed 000's "blatant simplification": CPU-seconds per request × 10⁹ requests, in vCPU-hours, times the price.
+pub fn cost_per_billion(cpu_s_per_req: f64, vcpu_hour_price: f64) -> f64 {
+    cpu_s_per_req * 1e9 / 3600.0 * vcpu_hour_price
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupSummary {
+    pub name: String,
+    pub runs: usize,
+    pub runs_failed: usize,
+    pub peak_rps: Option<Spread>,
+    pub peak_at: Option<Spread>,
+    /// Whether peak_at is in offered req/s (open model) rather than connections.
+    pub peak_at_rate: bool,
+    pub cpu_us_per_req: Option<Spread>,
+    pub cost_per_billion: Option<Spread>,
+    pub startup_ms: Option<Spread>,
+    pub idle_mem_mib: Option<Spread>,
+    pub peak_mem_mib: Option<Spread>,
+    pub artifact_mib: Option<f64>,
+    pub oom_kills: usize,
+    pub graceful: usize,
+    /// Runs that got as far as a stop (graceful or not); the denominator of `graceful`.
+    pub stopped: usize,
+}
+
+pub fn group_summaries(d: &Dataset, vcpu_hour_price: f64) -> Vec<GroupSummary> {
+    (0..d.groups.len())
+        .map(|g| {
+            let runs: Vec<&Run> = d.group_runs(g).collect();
+            let figs: Vec<RunFigures> = runs.iter().map(|r| run_figures(r, vcpu_hour_price)).collect();
+            let spread = |f: fn(&RunFigures) -> Option<f64>| Spread::of(figs.iter().filter_map(f));
+            GroupSummary {
+                name: d.groups[g].name.clone(),
+                runs: runs.len(),
+                runs_failed: runs.iter().filter(|r| r.status != "completed").count(),
+                peak_rps: spread(|f| f.peak_rps),
+                peak_at: spread(|f| f.peak_at),
+                peak_at_rate: runs.iter().flat_map(|r| &r.steps).all(|s| s.is_open()) && runs.iter().any(|r| !r.steps.is_empty()),
+                cpu_us_per_req: spread(|f| f.cpu_us_per_req),
+                cost_per_billion: spread(|f| f.cost_per_billion),
+                startup_ms: spread(|f| f.startup_ms),
+                idle_mem_mib: spread(|f| f.idle_mem_mib),
+                peak_mem_mib: spread(|f| f.peak_mem_mib),
+                artifact_mib: d.groups[g].service.artifact_bytes.map(|b| b as f64 / (1u64 << 20) as f64),
+                oom_kills: runs.iter().filter(|r| r.oom_killed).count(),
+                graceful: runs.iter().filter(|r| r.stopped_gracefully == Some(true)).count(),
+                stopped: runs.iter().filter(|r| r.stopped_gracefully.is_some()).count(),
+            }
+        })
+        .collect()
+}

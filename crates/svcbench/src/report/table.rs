@@ -1,0 +1,138 @@
+//! One table model for both outputs (HTML and Markdown), and the number formatting they share.
+use super::stats::Spread;
+
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    /// HTML id, e.g. "summary".
+    pub id: String,
+    pub caption: String,
+    /// A sentence under the table: definitions, how to read it.
+    pub note: String,
+    pub head: Vec<String>,
+    pub rows: Vec<Row>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Row {
+    pub cells: Vec<Cell>,
+    /// data-* attributes of the row (e.g. data-service), without the "data-" prefix.
+    pub data: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Cell {
+    pub text: String,
+    /// "num", "fail", "ok", "warn" (CSS classes; Markdown marks "fail" in bold).
+    pub class: &'static str,
+    /// data-* attributes, e.g. the exact median behind a rounded number.
+    pub data: Vec<(String, String)>,
+    /// Hover text (HTML title), e.g. a failed check's reason.
+    pub title: Option<String>,
+    /// A row header (the service name).
+    pub header: bool,
+}
+
+impl Cell {
+    pub fn text(t: impl Into<String>) -> Cell {
+        Cell { text: t.into(), ..Cell::default() }
+    }
+
+    pub fn header(t: impl Into<String>) -> Cell {
+        Cell { text: t.into(), header: true, ..Cell::default() }
+    }
+
+    pub fn num(x: Option<f64>) -> Cell {
+        Cell { text: x.map(num).unwrap_or_else(|| "–".into()), class: "num", ..Cell::default() }
+    }
+
+    /// Median with its min–max range; the exact figures go into data-median/-min/-max/-n.
+    pub fn spread(metric: &str, s: Option<Spread>) -> Cell {
+        let mut c = Cell { class: "num", ..Cell::default() };
+        c.data.push(("metric".into(), metric.into()));
+        match s {
+            None => c.text = "–".into(),
+            Some(s) => {
+                c.text = spread(&s);
+                c.data.push(("median".into(), s.median.to_string()));
+                c.data.push(("min".into(), s.min.to_string()));
+                c.data.push(("max".into(), s.max.to_string()));
+                c.data.push(("n".into(), s.n.to_string()));
+            }
+        }
+        c
+    }
+
+    pub fn class(mut self, class: &'static str) -> Cell {
+        self.class = class;
+        self
+    }
+
+    pub fn title(mut self, t: impl Into<String>) -> Cell {
+        self.title = Some(t.into());
+        self
+    }
+
+    pub fn data(mut self, k: &str, v: impl Into<String>) -> Cell {
+        self.data.push((k.into(), v.into()));
+        self
+    }
+}
+
+/// A readable number: thousands separators for large ones, three significant digits for small ones.
+pub fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return "–".into();
+    }
+    let a = x.abs();
+    if a >= 1000.0 {
+        let s = format!("{:.0}", a);
+        let mut out = String::new();
+        for (i, ch) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(ch);
+        }
+        if x < 0.0 {
+            out.insert(0, '-');
+        }
+        out
+    } else if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else if a == 0.0 {
+        "0".into()
+    } else {
+        let decimals = (2 - a.log10().floor() as i32).clamp(0, 12) as usize;
+        format!("{x:.decimals$}")
+    }
+}
+
+/// "1,234 (1,200–1,260)": median, and the range when there is more than one run.
+pub fn spread(s: &Spread) -> String {
+    if s.n <= 1 {
+        num(s.median)
+    } else {
+        format!("{} ({}–{})", num(s.median), num(s.min), num(s.max))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers() {
+        assert_eq!(num(12345.6), "12,346");
+        assert_eq!(num(-1234.0), "-1,234");
+        assert_eq!(num(123.4), "123");
+        assert_eq!(num(12.34), "12.3");
+        assert_eq!(num(1.234), "1.23");
+        assert_eq!(num(0.01234), "0.0123");
+        assert_eq!(num(0.0), "0");
+        assert_eq!(spread(&Spread { median: 2.0, min: 1.0, max: 3.0, n: 3 }), "2.00 (1.00–3.00)");
+    }
+}

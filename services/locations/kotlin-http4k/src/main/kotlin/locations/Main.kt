@@ -1,0 +1,77 @@
+package locations
+
+import org.apache.hc.client5.http.config.ConnectionConfig
+import org.apache.hc.client5.http.impl.classic.HttpClients
+import org.apache.hc.client5.http.impl.io.PoolingHttpClientConnectionManagerBuilder
+import org.apache.hc.core5.util.Timeout
+import org.http4k.client.ApacheClient
+import org.http4k.core.Uri
+import org.http4k.core.then
+import org.http4k.filter.ClientFilters
+import org.http4k.server.ServerConfig.StopMode
+import org.http4k.server.Undertow
+import org.http4k.server.asServer
+import org.slf4j.LoggerFactory
+import sun.misc.Signal
+import java.time.Duration
+import java.util.concurrent.CountDownLatch
+import kotlin.system.exitProcess
+
+private val log = LoggerFactory.getLogger("locations")
+
+fun main() {
+    val elasticUrl = System.getenv("ELASTIC_URL")?.takeIf { it.isNotBlank() }
+        ?: fail("ELASTIC_URL is not set")
+    val port = System.getenv("PORT")?.toIntOrNull() ?: 8080
+
+    val repository = LocationsRepository(storeClient(elasticUrl))
+    // Never serve without a store: one round trip before listening.
+    try {
+        repository.ping()
+    } catch (e: Exception) {
+        fail("store at $elasticUrl is not reachable: $e")
+    }
+
+    val server = locationsApp(repository)
+        .asServer(Undertow(port, enableHttp2 = false, stopMode = StopMode.Graceful(Duration.ofSeconds(10))))
+        .start()
+    log.info("Locations (http4k on Undertow) listening on port {}, store {}", server.port(), elasticUrl)
+
+    // Handle SIGTERM ourselves: the JVM's default handler would exit with 143 instead of 0.
+    val stopRequested = CountDownLatch(1)
+    for (signal in listOf("TERM", "INT")) Signal.handle(Signal(signal)) { stopRequested.countDown() }
+    stopRequested.await()
+
+    log.info("Stopping: finishing in-flight requests")
+    server.stop()
+    log.info("Stopped")
+    exitProcess(0)
+}
+
+private fun storeClient(elasticUrl: String) = ClientFilters.SetBaseUriFrom(Uri.of(elasticUrl.trimEnd('/')))
+    .then(
+        ApacheClient(
+            HttpClients.custom()
+                .setConnectionManager(
+                    PoolingHttpClientConnectionManagerBuilder.create()
+                        // Every request in flight holds one store connection; allow plenty of them.
+                        .setMaxConnTotal(512)
+                        .setMaxConnPerRoute(512)
+                        .setDefaultConnectionConfig(
+                            ConnectionConfig.custom()
+                                .setConnectTimeout(Timeout.ofSeconds(2))
+                                .setSocketTimeout(Timeout.ofSeconds(10))
+                                .build(),
+                        )
+                        .build(),
+                )
+                .disableRedirectHandling()
+                .disableCookieManagement()
+                .build(),
+        ),
+    )
+
+private fun fail(message: String): Nothing {
+    log.error("Cannot start: {}", message)
+    exitProcess(1)
+}
