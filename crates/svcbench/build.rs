@@ -24,11 +24,7 @@ fn main() {
     std::fs::copy(&dist, &out).unwrap_or_else(|e| panic!("cannot copy {} to {}: {e}", dist.display(), out.display()));
     // The version, for the report's footer: `"version": "x.y.z"` of the installed package.json.
     let pkg = std::fs::read_to_string(assets.join("node_modules/echarts/package.json")).unwrap_or_default();
-    let version = pkg
-        .split("\"version\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').nth(1))
-        .unwrap_or("unknown")
-        .to_string();
+    let version =
+        pkg.split("\"version\"").nth(1).and_then(|rest| rest.split('"').nth(1)).unwrap_or("unknown").to_string();
     std::fs::write(Path::new(&out_dir).join("echarts_version.txt"), version).unwrap();
 }

@@ -119,7 +119,17 @@ pub struct LoadArgs {
 }
 
 fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
-    humantime::parse_duration(s).map_err(|_| format!("'{s}' is not a duration: write e.g. 10s, 1m, 500ms"))
+    // A bare number is seconds, as wrk reads it.
+    if let Some(secs) = s
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+    {
+        return Ok(Duration::from_secs_f64(secs));
+    }
+    humantime::parse_duration(s)
+        .map_err(|_| format!("'{s}' is not a duration: write e.g. 10s, 1m, 500ms"))
 }
 
 /// Default cap on open-model connections.
@@ -129,7 +139,9 @@ pub const DEFAULT_CONNECTIONS: usize = 10;
 
 fn parse_header(h: &str) -> Result<(String, String)> {
     match h.split_once(':') {
-        Some((name, value)) if !name.trim().is_empty() => Ok((name.trim().to_string(), value.trim().to_string())),
+        Some((name, value)) if !name.trim().is_empty() => {
+            Ok((name.trim().to_string(), value.trim().to_string()))
+        }
         _ => bail!("header '{h}' must be written 'Name: value'"),
     }
 }
@@ -152,12 +164,15 @@ impl LoadArgs {
                 let mut t = RequestTemplate::new(self.method.as_deref().unwrap_or("GET"), &path);
                 t.body = match (&self.body, &self.body_file) {
                     (Some(b), _) => b.clone().into_bytes(),
-                    (None, Some(f)) => {
-                        std::fs::read(f).with_context(|| format!("--body-file: cannot read {}", f.display()))?
-                    }
+                    (None, Some(f)) => std::fs::read(f)
+                        .with_context(|| format!("--body-file: cannot read {}", f.display()))?,
                     (None, None) => Vec::new(),
                 };
-                RequestMix { templates: vec![t], values: Vec::new(), seed: crate::request::DEFAULT_SEED }
+                RequestMix {
+                    templates: vec![t],
+                    values: Vec::new(),
+                    seed: crate::request::DEFAULT_SEED,
+                }
             }
         };
         for h in &self.headers {
@@ -173,7 +188,11 @@ impl LoadArgs {
             let Some((name, file)) = v.split_once('=') else {
                 bail!("--values '{v}' must be written NAME=FILE (e.g. --values id=ids.txt)");
             };
-            let list = ValueList::from_file(name.trim(), std::path::Path::new(file.trim()), self.values_order)?;
+            let list = ValueList::from_file(
+                name.trim(),
+                std::path::Path::new(file.trim()),
+                self.values_order,
+            )?;
             mix.values.retain(|l| l.name != list.name);
             mix.values.push(list);
         }
@@ -196,13 +215,20 @@ impl LoadArgs {
                     }
                     ramp.steps = Some(steps);
                 }
-                Model::Open { rate: ramp, max_connections: self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS) }
+                Model::Open {
+                    rate: ramp,
+                    max_connections: self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
+                }
             }
             None => {
                 if self.rate_steps.is_some() || self.max_connections.is_some() {
-                    bail!("--rate-steps and --max-connections are for the open model: add --rate R");
+                    bail!(
+                        "--rate-steps and --max-connections are for the open model: add --rate R"
+                    );
                 }
-                Model::Closed { connections: self.connections.unwrap_or(DEFAULT_CONNECTIONS) }
+                Model::Closed {
+                    connections: self.connections.unwrap_or(DEFAULT_CONNECTIONS),
+                }
             }
         };
         let mut config = LoadConfig::new(target, mix, model);
@@ -223,7 +249,9 @@ impl LoadArgs {
         // Report the thread count that will actually run.
         let pool = match &config.model {
             Model::Closed { connections } => *connections,
-            Model::Open { max_connections, .. } => *max_connections,
+            Model::Open {
+                max_connections, ..
+            } => *max_connections,
         };
         config.threads = config.threads.min(pool.max(1));
         config.validate()?;
@@ -237,7 +265,8 @@ pub fn run_cli(args: &LoadArgs) -> Result<i32> {
     // Ctrl-C ends the run early and still prints what was measured; a second Ctrl-C exits.
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone()).context("cannot install signal handler")?;
+        signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())
+            .context("cannot install signal handler")?;
         signal_hook::flag::register(sig, stop.clone()).context("cannot install signal handler")?;
     }
     config.stop = Some(stop);
@@ -252,7 +281,12 @@ pub fn run_cli(args: &LoadArgs) -> Result<i32> {
     let report = crate::run(&config, None)?;
     if let Some(path) = &args.hdr_out {
         let h = report.histogram()?;
-        histogram::write_interval_log(path, &h, started, Duration::from_secs_f64(report.duration_s))?;
+        histogram::write_interval_log(
+            path,
+            &h,
+            started,
+            Duration::from_secs_f64(report.duration_s),
+        )?;
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -274,7 +308,8 @@ mod tests {
     }
 
     fn config(argv: &[&str]) -> Result<LoadConfig> {
-        let cli = Cli::try_parse_from(std::iter::once("load").chain(argv.iter().copied())).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let cli = Cli::try_parse_from(std::iter::once("load").chain(argv.iter().copied()))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         cli.args.to_config()
     }
 
@@ -284,10 +319,26 @@ mod tests {
         assert_eq!(c.model, Model::Closed { connections: 64 });
         assert_eq!((c.duration, c.threads), (Duration::from_secs(2), 2));
         assert_eq!(c.mix.templates[0].path, "/x");
-        let c = config(&["http://h:1/", "--rate", "100:500", "--rate-steps", "4", "--max-connections", "50"]).unwrap();
+        let c = config(&[
+            "http://h:1/",
+            "--rate",
+            "100:500",
+            "--rate-steps",
+            "4",
+            "--max-connections",
+            "50",
+        ])
+        .unwrap();
         assert_eq!(
             c.model,
-            Model::Open { rate: RateRamp { start: 100.0, end: 500.0, steps: Some(4) }, max_connections: 50 }
+            Model::Open {
+                rate: RateRamp {
+                    start: 100.0,
+                    end: 500.0,
+                    steps: Some(4)
+                },
+                max_connections: 50
+            }
         );
     }
 
@@ -308,9 +359,22 @@ mod tests {
 
     #[test]
     fn headers_and_body() {
-        let c = config(&["http://h:1/p", "-m", "POST", "-H", "X-A: 1", "--body", "{}", "--no-keepalive"]).unwrap();
+        let c = config(&[
+            "http://h:1/p",
+            "-m",
+            "POST",
+            "-H",
+            "X-A: 1",
+            "--body",
+            "{}",
+            "--no-keepalive",
+        ])
+        .unwrap();
         let t = &c.mix.templates[0];
-        assert_eq!((t.method.as_str(), t.body.as_slice()), ("POST", b"{}".as_slice()));
+        assert_eq!(
+            (t.method.as_str(), t.body.as_slice()),
+            ("POST", b"{}".as_slice())
+        );
         assert_eq!(t.headers, vec![("X-A".to_string(), "1".to_string())]);
         assert!(!c.keepalive);
     }

@@ -17,8 +17,8 @@
 //! `stats` + `timeline` + `histogram` (what is measured), `report` (the result and merging),
 //! `printer` and `cli` (the `svcbench load` command).
 
-mod client;
 pub mod cli;
+mod client;
 mod config;
 pub mod histogram;
 pub mod http;
@@ -35,6 +35,9 @@ mod timeline;
 pub use config::{split_url, LoadConfig, Model, RateRamp, StatusSet, Target};
 pub use hdrhistogram::Histogram;
 pub use report::{merge_reports, ErrorCounts, LoadReport, OpenStats, Percentiles, SecondStats};
-pub use request::{MixSpec, RequestMix, RequestSpec, RequestTemplate, ValueList, ValueOrder, ValuesSpec, DEFAULT_SEED};
+pub use request::{
+    MixSpec, RequestMix, RequestSpec, RequestTemplate, ValueList, ValueOrder, ValuesSpec,
+    DEFAULT_SEED,
+};
 pub use run::run;
 pub use timeline::{LiveSnapshot, LiveStats};

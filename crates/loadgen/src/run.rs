@@ -39,12 +39,20 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
     let _ = limits::raise_nofile_limit();
     let pool = match &config.model {
         Model::Closed { connections } => *connections,
-        Model::Open { max_connections, .. } => *max_connections,
+        Model::Open {
+            max_connections, ..
+        } => *max_connections,
     };
     // Never more threads than connections: a worker without connections would idle.
     let workers = config.threads.min(pool).max(1);
     // Compile once up front so template errors surface before any thread starts.
-    RequestFactory::new(&config.mix, &config.target.host_header(), config.keepalive, 0, workers)?;
+    RequestFactory::new(
+        &config.mix,
+        &config.target.host_header(),
+        config.keepalive,
+        0,
+        workers,
+    )?;
 
     let timeline = Arc::new(Timeline::new(workers, live.clone()));
     let budget = match (&config.model, config.max_requests) {
@@ -52,22 +60,32 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
         _ => None,
     };
     let start = Instant::now();
-    let clock = Clock { deadline: start + config.duration, stop: config.stop.clone() };
+    let clock = Clock {
+        deadline: start + config.duration,
+        stop: config.stop.clone(),
+    };
 
     let results: Vec<Result<WorkerResult>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|i| {
-                let (timeline, live, budget, clock) = (timeline.clone(), live.clone(), budget.clone(), &clock);
+                let (timeline, live, budget, clock) =
+                    (timeline.clone(), live.clone(), budget.clone(), &clock);
                 std::thread::Builder::new()
                     .name(format!("loadgen-{i}"))
                     .spawn_scoped(scope, move || -> Result<WorkerResult> {
                         if let Some(cpus) = &config.cpu_affinity {
                             let cpu = cpus[i % cpus.len()];
-                            limits::pin_current_thread(cpu).with_context(|| format!("cannot pin a worker to CPU {cpu}"))?;
+                            limits::pin_current_thread(cpu)
+                                .with_context(|| format!("cannot pin a worker to CPU {cpu}"))?;
                         }
                         let cpu_before = limits::thread_cpu_seconds();
-                        let factory =
-                            RequestFactory::new(&config.mix, &config.target.host_header(), config.keepalive, i, workers)?;
+                        let factory = RequestFactory::new(
+                            &config.mix,
+                            &config.target.host_header(),
+                            config.keepalive,
+                            i,
+                            workers,
+                        )?;
                         let stats = Recorder::new(config.success.clone(), start, timeline, live);
                         let mut core = Core::new(
                             addr,
@@ -81,7 +99,10 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
                             Model::Closed { connections } => {
                                 Box::new(ClosedDriver::new(share(*connections, workers, i), budget))
                             }
-                            Model::Open { rate, max_connections } => Box::new(OpenDriver::new(
+                            Model::Open {
+                                rate,
+                                max_connections,
+                            } => Box::new(OpenDriver::new(
                                 Schedule::new(*rate, config.duration),
                                 start,
                                 i,
@@ -95,14 +116,22 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
                         // Closing the sockets is part of the run's CPU time.
                         let mut stats = core.into_stats();
                         stats.finish(ended);
-                        Ok(WorkerResult { stats, open, ended, cpu_s: limits::thread_cpu_seconds() - cpu_before })
+                        Ok(WorkerResult {
+                            stats,
+                            open,
+                            ended,
+                            cpu_s: limits::thread_cpu_seconds() - cpu_before,
+                        })
                     })
                     .expect("spawn worker thread")
             })
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("a load worker thread panicked"))))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow!("a load worker thread panicked")))
+            })
             .collect()
     });
     let results = results.into_iter().collect::<Result<Vec<_>>>()?;
@@ -122,7 +151,8 @@ fn build_report(
     let mut open: Option<OpenStats> = None;
     let mut ended = start;
     for r in &results {
-        hist.add(&r.stats.hist).map_err(|e| anyhow!("cannot merge worker histograms: {e:?}"))?;
+        hist.add(&r.stats.hist)
+            .map_err(|e| anyhow!("cannot merge worker histograms: {e:?}"))?;
         errors.add(&r.stats.errors);
         for (total, n) in statuses.iter_mut().zip(&r.stats.statuses) {
             *total += n;
@@ -142,7 +172,10 @@ fn build_report(
         }
     }
     Ok(LoadReport {
-        duration_s: ended.duration_since(start).max(Duration::from_micros(1)).as_secs_f64(),
+        duration_s: ended
+            .duration_since(start)
+            .max(Duration::from_micros(1))
+            .as_secs_f64(),
         requests_ok: ok,
         requests_err: errors.total(),
         errors,

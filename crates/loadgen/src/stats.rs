@@ -35,7 +35,12 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
-    pub(crate) fn new(success: StatusSet, start: Instant, timeline: Arc<Timeline>, live: Option<Arc<LiveStats>>) -> Recorder {
+    pub(crate) fn new(
+        success: StatusSet,
+        start: Instant,
+        timeline: Arc<Timeline>,
+        live: Option<Arc<LiveStats>>,
+    ) -> Recorder {
         Recorder {
             success,
             hist: new_latency_histogram(),
@@ -106,7 +111,12 @@ impl Recorder {
     }
 
     fn submit_second(&mut self) {
-        self.timeline.submit(self.second, self.second_ok, self.second_errors, &self.second_hist);
+        self.timeline.submit(
+            self.second,
+            self.second_ok,
+            self.second_errors,
+            &self.second_hist,
+        );
         self.second_ok = 0;
         self.second_errors = 0;
         self.second_hist.reset();

@@ -64,22 +64,41 @@ pub(crate) struct Timeline {
 }
 
 fn summarize(second: u64, p: &Pending) -> SecondStats {
-    let q = |x: f64| if p.hist.is_empty() { 0.0 } else { p.hist.value_at_quantile(x) as f64 / 1000.0 };
-    SecondStats { second, ok: p.ok, errors: p.errors, p50_ms: q(0.5), p99_ms: q(0.99) }
+    let q = |x: f64| {
+        if p.hist.is_empty() {
+            0.0
+        } else {
+            p.hist.value_at_quantile(x) as f64 / 1000.0
+        }
+    };
+    SecondStats {
+        second,
+        ok: p.ok,
+        errors: p.errors,
+        p50_ms: q(0.5),
+        p99_ms: q(0.99),
+    }
 }
 
 impl Timeline {
     pub(crate) fn new(workers: usize, live: Option<Arc<LiveStats>>) -> Timeline {
-        Timeline { workers, live, inner: Mutex::new((BTreeMap::new(), Vec::new())) }
+        Timeline {
+            workers,
+            live,
+            inner: Mutex::new((BTreeMap::new(), Vec::new())),
+        }
     }
 
     /// One worker's figures for one second.
     pub(crate) fn submit(&self, second: u64, ok: u64, errors: u64, hist: &Histogram<u64>) {
         let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let (pending, done) = &mut *guard;
-        let p = pending
-            .entry(second)
-            .or_insert_with(|| Pending { reports: 0, ok: 0, errors: 0, hist: new_second_histogram() });
+        let p = pending.entry(second).or_insert_with(|| Pending {
+            reports: 0,
+            ok: 0,
+            errors: 0,
+            hist: new_second_histogram(),
+        });
         p.reports += 1;
         p.ok += ok;
         p.errors += errors;
@@ -100,8 +119,12 @@ impl Timeline {
     pub(crate) fn finish(&self) -> Vec<SecondStats> {
         let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let (pending, done) = &mut *guard;
-        let mut all: Vec<SecondStats> = done.drain(..).collect();
-        all.extend(std::mem::take(pending).iter().map(|(s, p)| summarize(*s, p)));
+        let mut all: Vec<SecondStats> = std::mem::take(done);
+        all.extend(
+            std::mem::take(pending)
+                .iter()
+                .map(|(s, p)| summarize(*s, p)),
+        );
         all.sort_by_key(|s| s.second);
         all
     }

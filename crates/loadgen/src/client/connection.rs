@@ -41,7 +41,10 @@ pub(crate) enum Outcome {
     Nothing,
     Connected,
     /// A complete response. `reusable`: the connection stays open for another request.
-    Response { status: u16, reusable: bool },
+    Response {
+        status: u16,
+        reusable: bool,
+    },
     /// The request in flight (or the connection attempt) failed; the socket is closed.
     Failed(Failure),
     /// The server closed (or wrote to) a connection with no request in flight; it is closed.
@@ -98,7 +101,13 @@ impl Connection {
     }
 
     /// Starts a non-blocking connect. Loopback refusals often fail right here.
-    pub(crate) fn connect(&mut self, addr: SocketAddr, registry: &Registry, token: Token, now: Instant) -> Outcome {
+    pub(crate) fn connect(
+        &mut self,
+        addr: SocketAddr,
+        registry: &Registry,
+        token: Token,
+        now: Instant,
+    ) -> Outcome {
         self.close();
         self.since = now;
         let mut stream = match TcpStream::connect(addr) {
@@ -106,7 +115,10 @@ impl Connection {
             Err(_) => return Outcome::Failed(Failure::ConnectRefused),
         };
         // Readable and writable once, edge-triggered: no re-registration per request.
-        if registry.register(&mut stream, token, Interest::READABLE | Interest::WRITABLE).is_err() {
+        if registry
+            .register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)
+            .is_err()
+        {
             return Outcome::Failed(Failure::ConnectRefused);
         }
         // Requests are single small writes; don't let Nagle hold them back.
@@ -130,7 +142,9 @@ impl Connection {
 
     /// Called on any readiness event while connecting.
     pub(crate) fn finish_connect(&mut self) -> Outcome {
-        let Some(stream) = &self.stream else { return Outcome::Nothing };
+        let Some(stream) = &self.stream else {
+            return Outcome::Nothing;
+        };
         match stream.take_error() {
             Ok(None) => {}
             Ok(Some(_)) | Err(_) => return self.fail(Failure::ConnectRefused),
@@ -170,7 +184,9 @@ impl Connection {
 
     /// Writes what is left of the request.
     pub(crate) fn write(&mut self, traffic: &mut Traffic) -> Outcome {
-        let Some(stream) = &mut self.stream else { return Outcome::Nothing };
+        let Some(stream) = &mut self.stream else {
+            return Outcome::Nothing;
+        };
         let bytes: &[u8] = match &self.fixed {
             Some(b) => b,
             None => &self.rendered,
@@ -193,8 +209,15 @@ impl Connection {
 
     /// Reads what arrived and parses it. `buf` is the worker's shared read buffer.
     /// `peer_closed`: the event said the peer shut down, so read on to the end of the stream.
-    pub(crate) fn read(&mut self, buf: &mut [u8], peer_closed: bool, traffic: &mut Traffic) -> Outcome {
-        let Some(stream) = &mut self.stream else { return Outcome::Nothing };
+    pub(crate) fn read(
+        &mut self,
+        buf: &mut [u8],
+        peer_closed: bool,
+        traffic: &mut Traffic,
+    ) -> Outcome {
+        let Some(stream) = &mut self.stream else {
+            return Outcome::Nothing;
+        };
         let mut filled = self.carry.len();
         buf[..filled].copy_from_slice(&self.carry);
         self.carry.clear();
@@ -261,7 +284,10 @@ impl Connection {
             State::Awaiting if self.parser.on_eof() => {
                 let status = self.parser.status();
                 self.close();
-                Outcome::Response { status, reusable: false }
+                Outcome::Response {
+                    status,
+                    reusable: false,
+                }
             }
             State::Awaiting | State::Sending => self.fail(Failure::ReadClosed),
             _ => {
@@ -282,8 +308,17 @@ impl Connection {
     }
 
     /// Handles a readiness event.
-    pub(crate) fn on_event(&mut self, ready: Ready, buf: &mut [u8], traffic: &mut Traffic) -> Outcome {
-        let Ready { readable, writable, peer_closed } = ready;
+    pub(crate) fn on_event(
+        &mut self,
+        ready: Ready,
+        buf: &mut [u8],
+        traffic: &mut Traffic,
+    ) -> Outcome {
+        let Ready {
+            readable,
+            writable,
+            peer_closed,
+        } = ready;
         match self.state {
             State::Closed => Outcome::Nothing,
             State::Connecting => self.finish_connect(),

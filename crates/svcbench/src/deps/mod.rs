@@ -1,5 +1,7 @@
 //! Dependencies of a scenario: real servers (or a file) that svcbench starts before the runs, hands to
 //! the service through placeholders, measures during steps, and stops afterwards. One file per kind.
+pub mod opensearch;
+pub mod opensearch_dependency;
 pub mod sqlite;
 pub mod upstream;
 
@@ -47,6 +49,8 @@ pub struct DepContext<'a> {
     pub cpuset: Option<String>,
     pub cgroup: crate::sandbox::CgroupChoice,
     pub session_tag: String,
+    /// False for `svcbench check`: dependencies need only what the checks use (no load dataset).
+    pub for_load: bool,
 }
 
 pub struct Dependencies {
@@ -61,7 +65,8 @@ impl Dependencies {
             let d: Box<dyn Dependency> = match spec.kind.as_str() {
                 "sqlite" => Box::new(sqlite::SqliteFile::new(&spec.options, ctx)?),
                 "upstream" => Box::new(upstream::Upstream::start(&spec.options, ctx)?),
-                other => bail!("unknown dependency kind `{other}`; known: sqlite, upstream"),
+                "opensearch" => Box::new(opensearch_dependency::OpenSearchDependency::start(&spec.options, ctx)?),
+                other => bail!("unknown dependency kind `{other}`; known: sqlite, upstream, opensearch"),
             };
             items.push(d);
         }

@@ -59,6 +59,15 @@ impl OpenSearch {
     /// it is ready, creates the indices and loads the data. On error nothing is left running.
     pub fn start(opts: &OpenSearchOptions) -> Result<OpenSearch> {
         let java_home = find_java()?;
+        // Data first: a dataset that cannot be built should fail before a node is started for it.
+        let mut files = Vec::new();
+        if let Some(sample) = &opts.sample_dir {
+            files.extend(BULK_FILES.iter().map(|f| sample.join(f)));
+        }
+        if opts.load_dataset {
+            let out = ensure_dataset(&opts.scenario_dir.join("dataset"))?;
+            files.extend(BULK_FILES.iter().map(|f| out.join(f)));
+        }
         let home = ensure_distribution(&opts.version, &opts.cache_dir, &java_home)?;
         let owner = if unsafe { libc::geteuid() } == 0 {
             let ids = ensure_user(RUN_AS)?;
@@ -71,11 +80,14 @@ impl OpenSearch {
             bail!("cannot start OpenSearch: port {} on 127.0.0.1 is already in use", opts.port);
         }
 
-        let instance_dir = std::env::temp_dir().join(format!("svcbench-opensearch-{}-{}", opts.port, std::process::id()));
+        let instance_dir =
+            std::env::temp_dir().join(format!("svcbench-opensearch-{}-{}", opts.port, std::process::id()));
         let _ = fs::remove_dir_all(&instance_dir);
-        write_instance_config(&home, &instance_dir, opts)?;
-        if let Some((uid, gid)) = owner {
-            chown_tree(&instance_dir, uid, gid)?;
+        let prepared = write_instance_config(&home, &instance_dir, opts)
+            .and_then(|()| owner.map_or(Ok(()), |(uid, gid)| chown_tree(&instance_dir, uid, gid)));
+        if let Err(e) = prepared {
+            let _ = fs::remove_dir_all(&instance_dir);
+            return Err(e);
         }
 
         let log_path = instance_dir.join("logs/console.log");
@@ -98,20 +110,19 @@ impl OpenSearch {
         let child = cmd.spawn().with_context(|| format!("cannot start {}", home.join("bin/opensearch").display()))?;
         let jvm_pid = child.id();
         // From here on, dropping `node` stops the process and removes the instance folder.
-        let mut node = OpenSearch { child: Some(child), url: format!("http://127.0.0.1:{}", opts.port), instance_dir, jvm_pid };
+        let mut node =
+            OpenSearch { child: Some(child), url: format!("http://127.0.0.1:{}", opts.port), instance_dir, jvm_pid };
         node.wait_ready(&log_path)?;
         node.jvm_pid = find_jvm_pid(node.jvm_pid);
-        eprintln!("svcbench: OpenSearch {} ready on {} in {:.1} s (pid {})", opts.version, node.url, started.elapsed().as_secs_f64(), node.jvm_pid);
+        eprintln!(
+            "svcbench: OpenSearch {} ready on {} in {:.1} s (pid {})",
+            opts.version,
+            node.url,
+            started.elapsed().as_secs_f64(),
+            node.jvm_pid
+        );
 
         node.create_indices(&opts.scenario_dir.join("store"))?;
-        let mut files = Vec::new();
-        if let Some(sample) = &opts.sample_dir {
-            files.extend(BULK_FILES.iter().map(|f| sample.join(f)));
-        }
-        if opts.load_dataset {
-            let out = ensure_dataset(&opts.scenario_dir.join("dataset"))?;
-            files.extend(BULK_FILES.iter().map(|f| out.join(f)));
-        }
         node.load(&files)?;
         Ok(node)
     }
@@ -174,7 +185,11 @@ impl OpenSearch {
                 self.child = None;
                 bail!("OpenSearch exited ({status}) before it was ready; its log ends with:\n{}", tail(log_path, 20));
             }
-            let answer = agent.get(&health).call().ok().and_then(|r| serde_json::from_reader::<_, serde_json::Value>(r.into_reader()).ok());
+            let answer = agent
+                .get(&health)
+                .call()
+                .ok()
+                .and_then(|r| serde_json::from_reader::<_, serde_json::Value>(r.into_reader()).ok());
             if answer.is_some_and(|v| matches!(v["status"].as_str(), Some("yellow" | "green"))) {
                 return Ok(());
             }
@@ -209,7 +224,7 @@ impl OpenSearch {
         if files.is_empty() {
             return Ok(());
         }
-        self.set_refresh_interval("-1")?;
+        self.set_refresh_interval(Some("-1"))?;
         let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(600)).build();
         let bulk_url = format!("{}/_bulk?filter_path=errors,items.*.error", self.url);
         let mut total = 0;
@@ -217,9 +232,13 @@ impl OpenSearch {
             let started = Instant::now();
             let docs = bulk_file(&agent, &bulk_url, path)?;
             total += docs;
-            eprintln!("svcbench: loaded {docs} documents from {} in {:.1} s", path.display(), started.elapsed().as_secs_f64());
+            eprintln!(
+                "svcbench: loaded {docs} documents from {} in {:.1} s",
+                path.display(),
+                started.elapsed().as_secs_f64()
+            );
         }
-        self.set_refresh_interval("1s")?;
+        self.set_refresh_interval(None)?;
         request(ureq::post(&format!("{}/_refresh", self.url)), None)?;
         let count = |index: &str| -> Result<u64> {
             let v = request(ureq::get(&format!("{}/{index}/_count", self.url)), None)?;
@@ -232,9 +251,13 @@ impl OpenSearch {
         Ok(())
     }
 
-    fn set_refresh_interval(&self, value: &str) -> Result<()> {
+    /// `None` restores the default.
+    fn set_refresh_interval(&self, value: Option<&str>) -> Result<()> {
         let body = serde_json::json!({"index": {"refresh_interval": value}}).to_string();
-        request(ureq::put(&format!("{}/city_v1,region_v1/_settings", self.url)).set("Content-Type", "application/json"), Some(&body))?;
+        request(
+            ureq::put(&format!("{}/city_v1,region_v1/_settings", self.url)).set("Content-Type", "application/json"),
+            Some(&body),
+        )?;
         Ok(())
     }
 }
@@ -274,7 +297,10 @@ fn bulk_file(agent: &ureq::Agent, bulk_url: &str, path: &Path) -> Result<u64> {
             if action.trim().is_empty() {
                 continue;
             }
-            let doc = lines.next().transpose()?.ok_or_else(|| anyhow!("{}: action line without a document", path.display()))?;
+            let doc = lines
+                .next()
+                .transpose()?
+                .ok_or_else(|| anyhow!("{}: action line without a document", path.display()))?;
             chunk.push_str(action);
             chunk.push('\n');
             chunk.push_str(&doc);
@@ -378,17 +404,20 @@ fn ensure_distribution(version: &str, cache_dir: &Path, java_home: &Path) -> Res
         eprintln!("svcbench: downloading OpenSearch {version} with Maven (once) into {}", cache_dir.display());
         let tmp = cache_dir.join(format!(".download-{}", std::process::id()));
         let _ = fs::remove_dir_all(&tmp);
-        let status = Command::new("mvn")
-            .args(["-q", "-B", "dependency:copy"])
+        let out = Command::new("mvn")
+            .args(["-q", "-B", "-Dstyle.color=never", "dependency:copy"])
             .arg(format!("-Dartifact={MAVEN_ARTIFACT}:{version}:zip"))
             .arg(format!("-DoutputDirectory={}", tmp.display()))
             .current_dir(cache_dir)
-            .status()
+            .output()
             .context("cannot run `mvn` (Maven is needed once, to download OpenSearch)")?;
         let fetched = tmp.join(format!("opensearch-{version}.zip"));
-        if !status.success() || !fetched.is_file() {
+        if !out.status.success() || !fetched.is_file() {
             let _ = fs::remove_dir_all(&tmp);
-            bail!("Maven could not download {MAVEN_ARTIFACT}:{version}:zip ({status})");
+            let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+            // Maven's first error line says what went wrong; the rest is advice on Maven itself.
+            let first_error = said.lines().find_map(|l| l.find("[ERROR]").map(|i| &l[i..])).unwrap_or("no error line");
+            bail!("Maven could not download {MAVEN_ARTIFACT}:{version}:zip ({}): {first_error}", out.status);
         }
         fs::rename(&fetched, &zip)?;
         let _ = fs::remove_dir_all(&tmp);
@@ -643,7 +672,8 @@ mod tests {
 
     #[test]
     fn jvm_option_paths_point_into_the_instance() {
-        let text = "-XX:HeapDumpPath=data\n-XX:ErrorFile=logs/hs_err_pid%p.log\n9-:-Xlog:gc*:file=logs/gc.log:utctime\n";
+        let text =
+            "-XX:HeapDumpPath=data\n-XX:ErrorFile=logs/hs_err_pid%p.log\n9-:-Xlog:gc*:file=logs/gc.log:utctime\n";
         let fixed = absolute_jvm_paths(text, Path::new("/tmp/i"));
         assert_eq!(fixed, "-XX:HeapDumpPath=/tmp/i/data\n-XX:ErrorFile=/tmp/i/logs/hs_err_pid%p.log\n9-:-Xlog:gc*:file=/tmp/i/logs/gc.log:utctime\n");
     }

@@ -168,26 +168,145 @@ struct StepMetric {
 }
 
 const CLOSED_METRICS: &[StepMetric] = &[
-    StepMetric { id: "errors", title: "Error ratio", note: "Failed requests (connect, timeout, read, 4xx/5xx, malformed) as a share of all.", unit: "%", log: false, value: |s| Some(s.error_ratio * 100.0) },
-    StepMetric { id: "rps", title: "Successful requests per second", note: "The high-water mark of each service as connections grow.", unit: "req/s", log: false, value: |s| Some(s.success_rps) },
-    StepMetric { id: "p50", title: "Latency p50", note: "Median latency of the step's requests (log scale).", unit: "ms", log: true, value: |s| s.p50 },
-    StepMetric { id: "p90", title: "Latency p90", note: "90th percentile latency (log scale).", unit: "ms", log: true, value: |s| s.p90 },
-    StepMetric { id: "p99", title: "Latency p99", note: "99th percentile latency (log scale); the noisiest of the three.", unit: "ms", log: true, value: |s| s.p99 },
-    StepMetric { id: "mem", title: "Peak memory", note: "High-water mark of the service's cgroup memory from its start to the end of each step.", unit: "MiB", log: false, value: |s| s.mem_peak_mib },
-    StepMetric { id: "mem-per-rps", title: "Peak memory per successful request/s", note: "Peak memory divided by successful requests/s (MiB·s per request); lower is leaner.", unit: "MiB·s", log: false, value: |s| s.mem_mib_s_per_req },
-    StepMetric { id: "cpu", title: "CPU time per step", note: "CPU-seconds the service used during each step (the quota caps it at CPUs × duration).", unit: "s", log: false, value: |s| s.cpu_s },
-    StepMetric { id: "cpu-per-req", title: "CPU time per successful request", note: "CPU efficiency: CPU time of the step divided by its successful requests.", unit: "ms", log: false, value: |s| s.cpu_ms_per_req },
+    StepMetric {
+        id: "errors",
+        title: "Error ratio",
+        note: "Failed requests (connect, timeout, read, 4xx/5xx, malformed) as a share of all.",
+        unit: "%",
+        log: false,
+        value: |s| Some(s.error_ratio * 100.0),
+    },
+    StepMetric {
+        id: "rps",
+        title: "Successful requests per second",
+        note: "The high-water mark of each service as connections grow.",
+        unit: "req/s",
+        log: false,
+        value: |s| Some(s.success_rps),
+    },
+    StepMetric {
+        id: "p50",
+        title: "Latency p50",
+        note: "Median latency of the step's requests (log scale).",
+        unit: "ms",
+        log: true,
+        value: |s| s.p50,
+    },
+    StepMetric {
+        id: "p90",
+        title: "Latency p90",
+        note: "90th percentile latency (log scale).",
+        unit: "ms",
+        log: true,
+        value: |s| s.p90,
+    },
+    StepMetric {
+        id: "p99",
+        title: "Latency p99",
+        note: "99th percentile latency (log scale); the noisiest of the three.",
+        unit: "ms",
+        log: true,
+        value: |s| s.p99,
+    },
+    StepMetric {
+        id: "mem",
+        title: "Peak memory",
+        note: "High-water mark of the service's cgroup memory from its start to the end of each step.",
+        unit: "MiB",
+        log: false,
+        value: |s| s.mem_peak_mib,
+    },
+    StepMetric {
+        id: "mem-per-rps",
+        title: "Peak memory per successful request/s",
+        note: "Peak memory divided by successful requests/s (MiB·s per request); lower is leaner.",
+        unit: "MiB·s",
+        log: false,
+        value: |s| s.mem_mib_s_per_req,
+    },
+    StepMetric {
+        id: "cpu",
+        title: "CPU time per step",
+        note: "CPU-seconds the service used during each step (the quota caps it at CPUs × duration).",
+        unit: "s",
+        log: false,
+        value: |s| s.cpu_s,
+    },
+    StepMetric {
+        id: "cpu-per-req",
+        title: "CPU time per successful request",
+        note: "CPU efficiency: CPU time of the step divided by its successful requests.",
+        unit: "ms",
+        log: false,
+        value: |s| s.cpu_ms_per_req,
+    },
 ];
 
 const OPEN_METRICS: &[StepMetric] = &[
-    StepMetric { id: "open-success", title: "Success ratio vs offered rate", note: "Share of the intended requests that succeeded (unsent ones count as failed).", unit: "%", log: false, value: |s| Some(s.success_ratio() * 100.0) },
-    StepMetric { id: "open-rps", title: "Successful requests per second vs offered rate", note: "Achieved throughput; it follows the offered rate while the service keeps up.", unit: "req/s", log: false, value: |s| Some(s.success_rps) },
-    StepMetric { id: "open-p50", title: "Latency p50 vs offered rate", note: "Measured from each request's intended send time, so queueing counts (log scale).", unit: "ms", log: true, value: |s| s.p50 },
-    StepMetric { id: "open-p90", title: "Latency p90 vs offered rate", note: "90th percentile from the intended send time (log scale).", unit: "ms", log: true, value: |s| s.p90 },
-    StepMetric { id: "open-p99", title: "Latency p99 vs offered rate", note: "99th percentile from the intended send time (log scale).", unit: "ms", log: true, value: |s| s.p99 },
-    StepMetric { id: "open-mem", title: "Peak memory vs offered rate", note: "High-water mark of the service's cgroup memory up to the end of each step.", unit: "MiB", log: false, value: |s| s.mem_peak_mib },
-    StepMetric { id: "open-cpu", title: "CPU time per step vs offered rate", note: "CPU-seconds the service used during each step.", unit: "s", log: false, value: |s| s.cpu_s },
-    StepMetric { id: "open-cpu-per-req", title: "CPU time per successful request vs offered rate", note: "CPU time of the step divided by its successful requests.", unit: "ms", log: false, value: |s| s.cpu_ms_per_req },
+    StepMetric {
+        id: "open-success",
+        title: "Success ratio vs offered rate",
+        note: "Share of the intended requests that succeeded (unsent ones count as failed).",
+        unit: "%",
+        log: false,
+        value: |s| Some(s.success_ratio() * 100.0),
+    },
+    StepMetric {
+        id: "open-rps",
+        title: "Successful requests per second vs offered rate",
+        note: "Achieved throughput; it follows the offered rate while the service keeps up.",
+        unit: "req/s",
+        log: false,
+        value: |s| Some(s.success_rps),
+    },
+    StepMetric {
+        id: "open-p50",
+        title: "Latency p50 vs offered rate",
+        note: "Measured from each request's intended send time, so queueing counts (log scale).",
+        unit: "ms",
+        log: true,
+        value: |s| s.p50,
+    },
+    StepMetric {
+        id: "open-p90",
+        title: "Latency p90 vs offered rate",
+        note: "90th percentile from the intended send time (log scale).",
+        unit: "ms",
+        log: true,
+        value: |s| s.p90,
+    },
+    StepMetric {
+        id: "open-p99",
+        title: "Latency p99 vs offered rate",
+        note: "99th percentile from the intended send time (log scale).",
+        unit: "ms",
+        log: true,
+        value: |s| s.p99,
+    },
+    StepMetric {
+        id: "open-mem",
+        title: "Peak memory vs offered rate",
+        note: "High-water mark of the service's cgroup memory up to the end of each step.",
+        unit: "MiB",
+        log: false,
+        value: |s| s.mem_peak_mib,
+    },
+    StepMetric {
+        id: "open-cpu",
+        title: "CPU time per step vs offered rate",
+        note: "CPU-seconds the service used during each step.",
+        unit: "s",
+        log: false,
+        value: |s| s.cpu_s,
+    },
+    StepMetric {
+        id: "open-cpu-per-req",
+        title: "CPU time per successful request vs offered rate",
+        note: "CPU time of the step divided by its successful requests.",
+        unit: "ms",
+        log: false,
+        value: |s| s.cpu_ms_per_req,
+    },
 ];
 
 /// Every chart of the report, in reading order.
@@ -208,6 +327,8 @@ pub fn charts(d: &Dataset) -> Vec<Chart> {
         for m in if open { OPEN_METRICS } else { CLOSED_METRICS } {
             let series = runs
                 .iter()
+                // A run without steps of this model (another session's profile) has no line here.
+                .filter(|(_, steps)| !steps.is_empty())
                 .map(|(run, steps)| Series {
                     group: d.groups[run.group].name.clone(),
                     run: run.label.clone(),
@@ -217,7 +338,12 @@ pub fn charts(d: &Dataset) -> Vec<Chart> {
                         .filter_map(|s| {
                             let (x, y) = (axis.x(s)?, (m.value)(s)?);
                             // A log axis has no place for zero (e.g. no latency recorded).
-                            (y.is_finite() && (!m.log || y > 0.0)).then(|| Point { x, y, step: s.label.clone(), flag: flag(s) })
+                            (y.is_finite() && (!m.log || y > 0.0)).then(|| Point {
+                                x,
+                                y,
+                                step: s.label.clone(),
+                                flag: flag(s),
+                            })
                         })
                         .collect(),
                 })
@@ -279,7 +405,12 @@ fn bang_for_the_buck(d: &Dataset) -> Chart {
             let steps_cpu: f64 = r.steps.iter().filter_map(|s| s.cpu_s).sum();
             let mut cpu = r.total_cpu_s.map(|t| (t - steps_cpu).max(0.0)).unwrap_or(0.0);
             let mut ok = 0.0;
-            let mut points = vec![Point { x: cpu, y: 0.0, step: "before the first step (startup, idle, checks)".into(), flag: None }];
+            let mut points = vec![Point {
+                x: cpu,
+                y: 0.0,
+                step: "before the first step (startup, idle, checks)".into(),
+                flag: None,
+            }];
             for s in &r.steps {
                 cpu += s.cpu_s.unwrap_or(0.0);
                 ok += s.requests_ok as f64;
@@ -291,7 +422,8 @@ fn bang_for_the_buck(d: &Dataset) -> Chart {
     Chart {
         id: "bang".into(),
         title: "Bang for the buck".into(),
-        note: "Running total of successful requests over the running total of CPU time; the slope is CPU efficiency.".into(),
+        note: "Running total of successful requests over the running total of CPU time; the slope is CPU efficiency."
+            .into(),
         kind: "line",
         x: Axis::new("cumulative CPU time", "linear", "s"),
         y: Axis::new("cumulative successful requests", "linear", "requests"),

@@ -20,13 +20,62 @@ pub struct Metric {
 }
 
 pub const METRICS: &[Metric] = &[
-    Metric { key: "peak_rps", title: "peak success req/s", unit: "req/s", higher_is_better: true, speed: true, value: |f| f.peak_rps },
-    Metric { key: "cpu_per_req", title: "CPU time per request (whole run)", unit: "µs", higher_is_better: false, speed: true, value: |f| f.cpu_us_per_req },
-    Metric { key: "p50_ms", title: "p50 latency at the peak step", unit: "ms", higher_is_better: false, speed: true, value: |f| f.p50_at_peak_ms },
-    Metric { key: "p99_ms", title: "p99 latency at the peak step", unit: "ms", higher_is_better: false, speed: true, value: |f| f.p99_at_peak_ms },
-    Metric { key: "startup_ms", title: "startup time", unit: "ms", higher_is_better: false, speed: true, value: |f| f.startup_ms },
-    Metric { key: "idle_mem", title: "idle memory", unit: "MiB", higher_is_better: false, speed: false, value: |f| f.idle_mem_mib },
-    Metric { key: "peak_mem", title: "peak memory", unit: "MiB", higher_is_better: false, speed: false, value: |f| f.peak_mem_mib },
+    Metric {
+        key: "peak_rps",
+        title: "peak success req/s",
+        unit: "req/s",
+        higher_is_better: true,
+        speed: true,
+        value: |f| f.peak_rps,
+    },
+    Metric {
+        key: "cpu_per_req",
+        title: "CPU time per request (whole run)",
+        unit: "µs",
+        higher_is_better: false,
+        speed: true,
+        value: |f| f.cpu_us_per_req,
+    },
+    Metric {
+        key: "p50_ms",
+        title: "p50 latency at the peak step",
+        unit: "ms",
+        higher_is_better: false,
+        speed: true,
+        value: |f| f.p50_at_peak_ms,
+    },
+    Metric {
+        key: "p99_ms",
+        title: "p99 latency at the peak step",
+        unit: "ms",
+        higher_is_better: false,
+        speed: true,
+        value: |f| f.p99_at_peak_ms,
+    },
+    Metric {
+        key: "startup_ms",
+        title: "startup time",
+        unit: "ms",
+        higher_is_better: false,
+        speed: true,
+        value: |f| f.startup_ms,
+    },
+    Metric {
+        key: "idle_mem",
+        title: "idle memory",
+        unit: "MiB",
+        higher_is_better: false,
+        speed: false,
+        value: |f| f.idle_mem_mib,
+    },
+    Metric {
+        key: "peak_mem",
+        title: "peak memory",
+        unit: "MiB",
+        higher_is_better: false,
+        speed: false,
+        value: |f| f.peak_mem_mib,
+    },
 ];
 
 #[derive(Debug, Clone, Serialize)]
@@ -159,7 +208,8 @@ pub fn markdown(base: &Dataset, new: &Dataset, lines: &[Line], failed: &[String]
     let _ = writeln!(s, "|---|---|--:|--:|--:|---|");
     for l in lines {
         let title = METRICS.iter().find(|m| m.key == l.metric).map(|m| m.title).unwrap_or(l.metric);
-        let fmt = |x: &Option<Spread>| x.as_ref().map(|v| format!("{} {}", spread(v), l.unit)).unwrap_or_else(|| "–".into());
+        let fmt =
+            |x: &Option<Spread>| x.as_ref().map(|v| format!("{} {}", spread(v), l.unit)).unwrap_or_else(|| "–".into());
         let verdict = if l.regression_pct.is_some() { format!("**{}**", l.verdict) } else { l.verdict.clone() };
         let _ = writeln!(
             s,

@@ -64,9 +64,7 @@ pub struct Step {
     pub rate: Option<f64>,
     pub mix: String,
     pub upstream_delay_ms: Option<i64>,
-    pub duration_s: f64,
     pub requests_ok: i64,
-    pub requests_err: i64,
     pub success_rps: f64,
     pub error_ratio: f64,
     pub p50: Option<f64>,
@@ -157,10 +155,6 @@ impl Dataset {
         self.groups[g].runs.iter().map(move |&i| &self.runs[i])
     }
 
-    pub fn session(&self, id: i64) -> Option<&Session> {
-        self.sessions.iter().find(|s| s.id == id)
-    }
-
     pub fn scenarios(&self) -> Vec<&str> {
         let mut v: Vec<&str> = self.sessions.iter().map(|s| s.scenario.as_str()).collect();
         v.dedup();
@@ -242,7 +236,8 @@ pub fn load(conn: &Connection, source: &str, filter: &Filter, pooled: bool) -> R
     if !filter.picks_sessions() {
         // Default: the newest scenario (that has runs) among what the other terms allow.
         let has_runs = |id: i64| -> bool {
-            conn.query_row("SELECT COUNT(*) FROM run WHERE session_id = ?1", [id], |r| r.get::<_, i64>(0)).unwrap_or(0) > 0
+            conn.query_row("SELECT COUNT(*) FROM run WHERE session_id = ?1", [id], |r| r.get::<_, i64>(0)).unwrap_or(0)
+                > 0
         };
         if let Some(newest) = sessions.iter().rev().find(|s| has_runs(s.id)).map(|s| s.scenario.clone()) {
             sessions.retain(|s| s.scenario == newest);
@@ -331,7 +326,15 @@ pub fn load(conn: &Connection, source: &str, filter: &Filter, pooled: bool) -> R
     if runs.is_empty() && services.is_empty() {
         let known: Vec<String> = all
             .iter()
-            .map(|s| format!("{} ({}{}, {})", s.id, s.scenario, s.label.as_ref().map(|l| format!(", label {l}")).unwrap_or_default(), s.started_at))
+            .map(|s| {
+                format!(
+                    "{} ({}{}, {})",
+                    s.id,
+                    s.scenario,
+                    s.label.as_ref().map(|l| format!(", label {l}")).unwrap_or_default(),
+                    s.started_at
+                )
+            })
             .collect();
         bail!("no runs in {source} match --filter {}; sessions there: {}", filter.describe(), known.join("; "));
     }
@@ -354,9 +357,7 @@ fn load_steps(conn: &Connection, run_id: i64) -> Result<Vec<Step>> {
             rate: r.get("rate")?,
             mix: r.get("mix")?,
             upstream_delay_ms: r.get("upstream_delay_ms")?,
-            duration_s: r.get("duration_s")?,
             requests_ok: r.get("requests_ok")?,
-            requests_err: r.get("requests_err")?,
             success_rps: r.get("success_rps")?,
             error_ratio: r.get("error_ratio")?,
             p50: r.get("p50")?,
@@ -395,7 +396,8 @@ fn group(sessions: &[Session], services: &[Service], runs: &mut [Run], pooled: b
         }
         let label = sessions.iter().find(|s| s.id == session_id).and_then(|s| s.label.clone());
         let label_unique = label.as_ref().is_some_and(|l| {
-            seen[name].iter().filter(|&&id| sessions.iter().any(|s| s.id == id && s.label.as_ref() == Some(l))).count() == 1
+            seen[name].iter().filter(|&&id| sessions.iter().any(|s| s.id == id && s.label.as_ref() == Some(l))).count()
+                == 1
         });
         match label {
             Some(l) if label_unique => format!("{name} ({l})"),

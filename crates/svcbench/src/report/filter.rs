@@ -91,7 +91,11 @@ fn parse_session(v: &str) -> Result<SessionSel> {
     if v == "latest" {
         return Ok(SessionSel::Latest);
     }
-    let num = |s: &str| s.trim().parse::<i64>().map_err(|_| anyhow::anyhow!("--filter session={v:?}: write an id, a range like 3-5, or latest"));
+    let num = |s: &str| {
+        s.trim()
+            .parse::<i64>()
+            .map_err(|_| anyhow::anyhow!("--filter session={v:?}: write an id, a range like 3-5, or latest"))
+    };
     match v.split_once('-') {
         Some((a, b)) => Ok(SessionSel::Range(num(a)?, num(b)?)),
         None => {

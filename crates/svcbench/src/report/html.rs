@@ -54,7 +54,13 @@ pub fn table(t: &Table, d: &Dataset) -> String {
             } else {
                 String::new()
             };
-            let _ = write!(s, "<{tag}{class}{title}{}>{swatch}{}</{tag}>", data_attrs(&c.data), escape(&c.text));
+            let text = match &c.sub {
+                Some(sub) => {
+                    format!("<span class=\"v\">{}</span><span class=\"range\">{}</span>", escape(&c.text), escape(sub))
+                }
+                None => escape(&c.text),
+            };
+            let _ = write!(s, "<{tag}{class}{title}{}>{swatch}{text}</{tag}>", data_attrs(&c.data));
         }
         s.push_str("</tr>");
     }
@@ -115,7 +121,9 @@ pub fn render(r: &Report) -> String {
     );
     let sections: [(&str, fn(&Chart) -> bool); 4] = [
         ("", |c| c.id == "startup"),
-        ("Closed model: load held by connections", |c| c.id != "startup" && c.id != "bang" && !c.id.starts_with("open-")),
+        ("Closed model: load held by connections", |c| {
+            c.id != "startup" && c.id != "bang" && !c.id.starts_with("open-")
+        }),
         ("Open model: load at a fixed arrival rate", |c| c.id.starts_with("open-")),
         ("Efficiency over the whole run", |c| c.id == "bang"),
     ];

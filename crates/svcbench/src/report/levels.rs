@@ -44,7 +44,8 @@ fn columns(d: &Dataset, value: &dyn Fn(&Step) -> Option<String>) -> Vec<Column> 
     let heads: Vec<String> = cols.iter().map(|(_, h)| h.clone()).collect();
     cols.into_iter()
         .map(|(seq, h)| {
-            let head = if heads.iter().filter(|x| **x == h).count() > 1 { format!("{h} (step {seq})") } else { h.clone() };
+            let head =
+                if heads.iter().filter(|x| **x == h).count() > 1 { format!("{h} (step {seq})") } else { h.clone() };
             Column { seq, value: h, head }
         })
         .collect()
@@ -70,7 +71,8 @@ fn response_cell(steps: &[&Step]) -> Cell {
     if ok < ANSWERING {
         return Cell::text("X").class("fail").title(format!("{:.0} % of the requests succeeded", ok * 100.0));
     }
-    Cell::num(median(steps, |s| s.mean_ms)).data("value", median(steps, |s| s.mean_ms).map(|v| v.to_string()).unwrap_or_default())
+    Cell::num(median(steps, |s| s.mean_ms))
+        .data("value", median(steps, |s| s.mean_ms).map(|v| v.to_string()).unwrap_or_default())
 }
 
 fn level_table(
@@ -129,7 +131,8 @@ pub fn tables(d: &Dataset) -> Vec<Table> {
             ];
             for c in &cols {
                 let steps = cell_steps(d, g, c, &mix);
-                let peak = median(&steps, |s| s.rss_peak_mib).map(|p| format!("peak RSS during the step: {} MiB", num(p)));
+                let peak =
+                    median(&steps, |s| s.rss_peak_mib).map(|p| format!("peak RSS during the step: {} MiB", num(p)));
                 cells.push(Cell::num(median(&steps, |s| Some(s.success_rps))));
                 cells.push(Cell::num(median(&steps, |s| Some(s.requests_ok as f64))));
                 let rss = Cell::num(median(&steps, |s| s.rss_end_mib));
@@ -147,7 +150,15 @@ pub fn tables(d: &Dataset) -> Vec<Table> {
     let cols = columns(d, &rate);
     if !cols.is_empty() {
         let x_note = "Medians over runs. X: fewer than 90 % of the offered requests succeeded (the service stopped answering); blank: not reached.";
-        out.push(level_table(d, "by-rate-response", "Average response time (ms) per offered rate".into(), x_note, &cols, &rate, &response_cell));
+        out.push(level_table(
+            d,
+            "by-rate-response",
+            "Average response time (ms) per offered rate".into(),
+            x_note,
+            &cols,
+            &rate,
+            &response_cell,
+        ));
         out.push(level_table(
             d,
             "by-rate-cpu",
@@ -196,7 +207,8 @@ pub fn tables(d: &Dataset) -> Vec<Table> {
         for (g, grp) in d.groups.iter().enumerate() {
             let mut cells = vec![Cell::header(grp.name.clone())];
             for n in &names {
-                let v = Spread::of(d.group_runs(g).flat_map(|r| r.figures.iter().filter(|(k, _)| k == n).map(|(_, v)| *v)));
+                let v =
+                    Spread::of(d.group_runs(g).flat_map(|r| r.figures.iter().filter(|(k, _)| k == n).map(|(_, v)| *v)));
                 cells.push(Cell::num(v.map(|s| s.median)));
             }
             t.rows.push(Row { cells, data: vec![("service".into(), grp.name.clone())] });

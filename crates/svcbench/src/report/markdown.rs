@@ -12,17 +12,19 @@ fn cell_text(s: &str) -> String {
 pub fn table(t: &Table) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "| {} |", t.head.iter().map(|h| cell_text(h)).collect::<Vec<_>>().join(" | "));
+    // Numbers align right, text left: a column is numeric when any of its cells is.
+    let numeric = |i: usize| t.rows.iter().any(|r| r.cells.get(i).is_some_and(|c| c.class == "num"));
     let _ = writeln!(
         s,
         "|{}|",
-        t.head.iter().enumerate().map(|(i, _)| if i == 0 { "---" } else { "--:" }).collect::<Vec<_>>().join("|")
+        (0..t.head.len()).map(|i| if numeric(i) { "--:" } else { "---" }).collect::<Vec<_>>().join("|")
     );
     for r in &t.rows {
         let cells: Vec<String> = r
             .cells
             .iter()
             .map(|c| {
-                let text = cell_text(&c.text);
+                let text = cell_text(&c.full_text());
                 // Failures stand out in bold, as the HTML highlights them.
                 if c.class == "fail" && !text.is_empty() {
                     format!("**{text}**")

@@ -14,6 +14,8 @@ mod stats;
 mod summary;
 mod table;
 mod tables;
+#[cfg(test)]
+mod tests;
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -165,7 +167,8 @@ pub fn run_compare(a: &CompareArgs) -> Result<i32> {
     let text = match a.format {
         CompareFormat::Markdown => compare::markdown(&base, &new, &lines, &failed),
         CompareFormat::Json => {
-            serde_json::to_string_pretty(&serde_json::json!({ "lines": lines, "fail_on": rules, "failures": failed }))? + "\n"
+            serde_json::to_string_pretty(&serde_json::json!({ "lines": lines, "fail_on": rules, "failures": failed }))?
+                + "\n"
         }
     };
     match &a.output {

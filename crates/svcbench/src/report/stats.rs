@@ -35,6 +35,15 @@ impl Spread {
         Some(Spread { median, min: v[0], max: v[n - 1], n })
     }
 
+    /// Like `of`, but with an even number of runs the median is the lower middle value, so it is a value
+    /// that was measured (a connection count, not the mean of 16 and 64).
+    pub fn of_observed(values: impl IntoIterator<Item = f64>) -> Option<Spread> {
+        let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
+        v.sort_by(|a, b| a.total_cmp(b));
+        let s = Spread::of(v.iter().copied())?;
+        Some(Spread { median: v[(v.len() - 1) / 2], ..s })
+    }
+
     /// (max − min) / |median|: how much the runs disagree, relative to their typical value.
     pub fn relative(&self) -> f64 {
         if self.median == 0.0 {
@@ -92,6 +101,8 @@ mod tests {
     fn median_and_range() {
         assert_eq!(s(&[3.0, 1.0, 2.0]), Spread { median: 2.0, min: 1.0, max: 3.0, n: 3 });
         assert_eq!(s(&[4.0, 1.0]).median, 2.5);
+        assert_eq!(Spread::of_observed([64.0, 16.0]).unwrap().median, 16.0);
+        assert_eq!(Spread::of_observed([64.0, 16.0, 32.0]).unwrap().median, 32.0);
         assert!(Spread::of([f64::NAN]).is_none());
         assert!((s(&[90.0, 110.0]).relative() - 0.2).abs() < 1e-12);
     }

@@ -25,11 +25,8 @@ pub struct RunFigures {
 }
 
 pub fn run_figures(run: &Run, vcpu_hour_price: f64) -> RunFigures {
-    let peak: Option<&Step> = run
-        .steps
-        .iter()
-        .filter(|s| s.success_rps.is_finite())
-        .max_by(|a, b| a.success_rps.total_cmp(&b.success_rps));
+    let peak: Option<&Step> =
+        run.steps.iter().filter(|s| s.success_rps.is_finite()).max_by(|a, b| a.success_rps.total_cmp(&b.success_rps));
     let cpu_s_per_req = match (run.total_cpu_s, run.total_requests_ok) {
         (Some(cpu), Some(n)) if n > 0 => Some(cpu / n as f64),
         _ => None,
@@ -84,8 +81,9 @@ pub fn group_summaries(d: &Dataset, vcpu_hour_price: f64) -> Vec<GroupSummary> {
                 runs: runs.len(),
                 runs_failed: runs.iter().filter(|r| r.status != "completed").count(),
                 peak_rps: spread(|f| f.peak_rps),
-                peak_at: spread(|f| f.peak_at),
-                peak_at_rate: runs.iter().flat_map(|r| &r.steps).all(|s| s.is_open()) && runs.iter().any(|r| !r.steps.is_empty()),
+                peak_at: Spread::of_observed(figs.iter().filter_map(|f| f.peak_at)),
+                peak_at_rate: runs.iter().flat_map(|r| &r.steps).all(|s| s.is_open())
+                    && runs.iter().any(|r| !r.steps.is_empty()),
                 cpu_us_per_req: spread(|f| f.cpu_us_per_req),
                 cost_per_billion: spread(|f| f.cost_per_billion),
                 startup_ms: spread(|f| f.startup_ms),

@@ -30,6 +30,8 @@ pub struct Cell {
     pub title: Option<String>,
     /// A row header (the service name).
     pub header: bool,
+    /// A second, smaller line under the text (the min–max range in HTML; Markdown appends it in brackets).
+    pub sub: Option<String>,
 }
 
 impl Cell {
@@ -52,7 +54,14 @@ impl Cell {
         match s {
             None => c.text = "–".into(),
             Some(s) => {
-                c.text = spread(&s);
+                // Whole numbers only when all three are (connections); otherwise one precision rule for all.
+                let whole = [s.median, s.min, s.max].iter().all(|x| x.fract() == 0.0);
+                let f = |x: f64| if whole { num(x) } else { num_fractional(x) };
+                c.text = f(s.median);
+                let (lo, hi) = (f(s.min), f(s.max));
+                if s.n > 1 && lo != hi {
+                    c.sub = Some(format!("{lo}–{hi}"));
+                }
                 c.data.push(("median".into(), s.median.to_string()));
                 c.data.push(("min".into(), s.min.to_string()));
                 c.data.push(("max".into(), s.max.to_string()));
@@ -60,6 +69,14 @@ impl Cell {
             }
         }
         c
+    }
+
+    /// The text with its second line, on one line: "1,234 (1,200–1,260)".
+    pub fn full_text(&self) -> String {
+        match &self.sub {
+            Some(sub) => format!("{} ({sub})", self.text),
+            None => self.text.clone(),
+        }
     }
 
     pub fn class(mut self, class: &'static str) -> Cell {
@@ -84,19 +101,21 @@ pub fn num(x: f64) -> String {
         return "–".into();
     }
     let a = x.abs();
+    // Counts and connections are whole numbers: no decimals that were never measured.
+    if x.fract() == 0.0 && a < 1e15 {
+        return group_thousands(x);
+    }
+    num_fractional(x)
+}
+
+/// `num` for a measured quantity that merely happens to be whole (9.0 MiB shows as 9.00 next to 7.13).
+pub fn num_fractional(x: f64) -> String {
+    if !x.is_finite() {
+        return "–".into();
+    }
+    let a = x.abs();
     if a >= 1000.0 {
-        let s = format!("{:.0}", a);
-        let mut out = String::new();
-        for (i, ch) in s.chars().enumerate() {
-            if i > 0 && (s.len() - i) % 3 == 0 {
-                out.push(',');
-            }
-            out.push(ch);
-        }
-        if x < 0.0 {
-            out.insert(0, '-');
-        }
-        out
+        group_thousands(x)
     } else if a >= 100.0 {
         format!("{x:.0}")
     } else if a >= 10.0 {
@@ -111,9 +130,25 @@ pub fn num(x: f64) -> String {
     }
 }
 
+/// Rounds to a whole number and writes it as 12,345.
+fn group_thousands(x: f64) -> String {
+    let s = format!("{:.0}", x.abs());
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    if x < 0.0 && out != "0" {
+        out.insert(0, '-');
+    }
+    out
+}
+
 /// "1,234 (1,200–1,260)": median, and the range when there is more than one run.
 pub fn spread(s: &Spread) -> String {
-    if s.n <= 1 {
+    if s.n <= 1 || s.min == s.max {
         num(s.median)
     } else {
         format!("{} ({}–{})", num(s.median), num(s.min), num(s.max))
@@ -133,6 +168,16 @@ mod tests {
         assert_eq!(num(1.234), "1.23");
         assert_eq!(num(0.01234), "0.0123");
         assert_eq!(num(0.0), "0");
-        assert_eq!(spread(&Spread { median: 2.0, min: 1.0, max: 3.0, n: 3 }), "2.00 (1.00–3.00)");
+        assert_eq!(num(64.0), "64");
+        assert_eq!(num(2.5), "2.50");
+        assert_eq!(num_fractional(9.0), "9.00");
+        let c = Cell::spread("m", Some(Spread { median: 8.07, min: 7.13, max: 9.0, n: 2 }));
+        assert_eq!((c.text.as_str(), c.sub.as_deref()), ("8.07", Some("7.13–9.00")));
+        let c = Cell::spread("m", Some(Spread { median: 96.71, min: 96.70, max: 96.72, n: 2 }));
+        assert_eq!((c.text.as_str(), c.sub.as_deref()), ("96.7", None));
+        let c = Cell::spread("m", Some(Spread { median: 16.0, min: 16.0, max: 64.0, n: 2 }));
+        assert_eq!((c.text.as_str(), c.sub.as_deref()), ("16", Some("16–64")));
+        assert_eq!(spread(&Spread { median: 2.5, min: 1.5, max: 3.5, n: 3 }), "2.50 (1.50–3.50)");
+        assert_eq!(spread(&Spread { median: 64.0, min: 64.0, max: 64.0, n: 2 }), "64");
     }
 }

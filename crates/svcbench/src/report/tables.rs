@@ -12,7 +12,8 @@ pub fn setup(d: &Dataset) -> Table {
     let mut t = Table {
         id: "setup".into(),
         caption: "Where and how it was measured".into(),
-        note: "Limits apply to the service under test; the load generator and dependencies run on the other CPUs.".into(),
+        note: "Limits apply to the service under test; the load generator and dependencies run on the other CPUs."
+            .into(),
         head: std::iter::once(String::new()).chain(d.sessions.iter().map(session_title)).collect(),
         rows: Vec::new(),
     };
@@ -36,10 +37,15 @@ pub fn setup(d: &Dataset) -> Table {
         }
     });
     row("CPU limit", &|s| Cell::text(s.limit_cpus.map(|c| format!("{c} CPUs")).unwrap_or_else(|| "none".into())));
-    row("memory limit", &|s| Cell::text(s.limit_memory_mib.map(|m| format!("{} MiB, no swap", num(m))).unwrap_or_else(|| "none".into())));
+    row("memory limit", &|s| {
+        Cell::text(s.limit_memory_mib.map(|m| format!("{} MiB, no swap", num(m))).unwrap_or_else(|| "none".into()))
+    });
     row("service CPUs", &|s| Cell::text(opt(&s.service_cpuset)));
     row("load generator CPUs", &|s| Cell::text(opt(&s.loadgen_cpuset)));
-    row("started", &|s| Cell::text(format!("{} ({})", s.started_at, s.status)).class(if s.status == "completed" { "" } else { "warn" }));
+    row("started – ended", &|s| {
+        Cell::text(format!("{} – {} ({})", s.started_at, opt(&s.ended_at), s.status))
+            .class(if s.status == "completed" { "" } else { "warn" })
+    });
     row("svcbench", &|s| Cell::text(s.svcbench_version.clone()));
     row("command", &|s| Cell::text(s.command.clone()).class("cmd"));
     row("warnings", &|s| {
@@ -99,7 +105,8 @@ pub fn summary(d: &Dataset, vcpu_hour_price: f64) -> (Table, Vec<GroupSummary>) 
             "Median over runs, (min–max) when there are several. CPU time per request is the run's whole CPU time \
              (startup, idle settling and checks included) over its successful requests, as in seed 000; cost per \
              billion requests assumes ${vcpu_hour_price} per vCPU-hour and perfect utilisation. Peak memory is the \
-             cgroup's high-water mark (page cache included); idle memory is read 1 s after startup."
+             cgroup's high-water mark (page cache included); idle memory is read 1 s after startup. The load of the peak step \
+             is the lower middle value with an even number of runs, so it is a load that was measured."
         ),
         head: [
             "service",
@@ -140,7 +147,9 @@ pub fn summary(d: &Dataset, vcpu_hour_price: f64) -> (Table, Vec<GroupSummary>) 
                 Cell::spread("startup_ms", s.startup_ms),
                 Cell::spread("idle_mem_mib", s.idle_mem_mib),
                 Cell::spread("peak_mem_mib", s.peak_mem_mib),
-                Cell::num(s.artifact_mib).data("metric", "artifact_mib").data("value", s.artifact_mib.map(|v| v.to_string()).unwrap_or_default()),
+                Cell::num(s.artifact_mib)
+                    .data("metric", "artifact_mib")
+                    .data("value", s.artifact_mib.map(|v| v.to_string()).unwrap_or_default()),
                 Cell::text(s.oom_kills.to_string())
                     .class(if s.oom_kills > 0 { "fail" } else { "num" })
                     .data("metric", "oom_kills")
@@ -176,7 +185,9 @@ pub fn conformance(d: &Dataset) -> Table {
         for (g, _) in d.groups.iter().enumerate() {
             let results: Vec<(String, bool, String)> = d
                 .group_runs(g)
-                .filter_map(|r| r.checks.iter().find(|c| c.name == *name).map(|c| (r.label.clone(), c.passed, c.reason.clone())))
+                .filter_map(|r| {
+                    r.checks.iter().find(|c| c.name == *name).map(|c| (r.label.clone(), c.passed, c.reason.clone()))
+                })
                 .collect();
             let failed: Vec<&(String, bool, String)> = results.iter().filter(|(_, p, _)| !p).collect();
             cells.push(if results.is_empty() {
@@ -212,9 +223,22 @@ pub fn runs(d: &Dataset) -> Table {
         id: "runs".into(),
         caption: "Runs".into(),
         note: "Every run in order. Steps: how many finished. Shutdown: SIGTERM to exit.".into(),
-        head: ["run", "status", "startup (ms)", "idle memory (MiB)", "idle RSS (MiB)", "checks", "steps", "total CPU (s)", "requests ok", "shutdown (ms)", "stop", "warnings / error"]
-            .map(String::from)
-            .to_vec(),
+        head: [
+            "run",
+            "status",
+            "startup (ms)",
+            "idle memory (MiB)",
+            "idle RSS (MiB)",
+            "checks",
+            "steps",
+            "total CPU (s)",
+            "requests ok",
+            "shutdown (ms)",
+            "stop",
+            "warnings / error",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows: Vec::new(),
     };
     for g in 0..d.groups.len() {
@@ -224,7 +248,9 @@ pub fn runs(d: &Dataset) -> Table {
                 (true, ..) => Cell::text("OOM-killed").class("fail"),
                 (_, true, ..) => Cell::text("crashed").class("fail"),
                 (_, _, Some(true), code, _) => Cell::text(format!("graceful (exit {})", opt(&code))).class("ok"),
-                (_, _, Some(false), code, sig) => Cell::text(format!("not graceful (exit {}, signal {})", opt(&code), opt(&sig))).class("fail"),
+                (_, _, Some(false), code, sig) => {
+                    Cell::text(format!("not graceful (exit {}, signal {})", opt(&code), opt(&sig))).class("fail")
+                }
                 _ => Cell::text("–"),
             };
             let mut notes: Vec<String> = r.warnings.clone();
@@ -248,7 +274,13 @@ pub fn runs(d: &Dataset) -> Table {
                     Cell::num(r.total_requests_ok.map(|n| n as f64)),
                     Cell::num(r.shutdown_ms),
                     stop,
-                    Cell::text(notes.join("; ")).class(if r.error.is_some() { "fail" } else if notes.is_empty() { "" } else { "warn" }),
+                    Cell::text(notes.join("; ")).class(if r.error.is_some() {
+                        "fail"
+                    } else if notes.is_empty() {
+                        ""
+                    } else {
+                        "warn"
+                    }),
                 ],
                 data: vec![("run".into(), r.label.clone())],
             });

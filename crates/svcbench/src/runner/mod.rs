@@ -185,6 +185,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
                 cpuset: Some(crate::cpus::format(&loadgen_cpus)),
                 cgroup: opts.cgroup,
                 session_tag: tag.clone(),
+                for_load: true,
             },
         )?;
         let mut ctx = SessionCtx {
@@ -385,7 +386,7 @@ pub fn check_service(
     let tag = format!("{}-check", std::process::id());
     let mut deps = Dependencies::start(
         &scenario.file.dependency,
-        &DepContext { work_dir, scenario_dir: &scenario.dir, cpuset: Some(crate::cpus::format(&gen)), cgroup, session_tag: tag.clone() },
+        &DepContext { work_dir, scenario_dir: &scenario.dir, cpuset: Some(crate::cpus::format(&gen)), cgroup, session_tag: tag.clone(), for_load: false },
     )?;
     deps.before_run("check")?;
     let placeholders = deps.placeholders();

@@ -61,9 +61,6 @@ pub fn run_step(
 
     // Figures at the step's start.
     let kernel_peak = inst.sandbox.reset_peak();
-    let before = inst.sandbox.sample();
-    let dep_before = ctx.deps.cpu_s();
-    let calls_before = ctx.deps.calls();
     let sampler = Sampler::start(inst.sandbox.probe(), Some(step_stop.clone()));
     if let Some(m) = &ctx.metrics {
         *m.lock().unwrap() = crate::metrics::Current {
@@ -75,13 +72,18 @@ pub fn run_step(
         };
     }
 
-    let report = {
-        let _progress = Progress::start(prefix.to_string(), step.duration, left_after, live.clone(), ctx.stop.clone(), step_stop.clone());
-        loadgen::run(&cfg, Some(live))
-    };
+    let progress = Progress::start(prefix.to_string(), step.duration, left_after, live.clone(), ctx.stop.clone(), step_stop.clone());
+    // Counters are read right around the load, so the step's CPU time covers the load and nothing else.
+    let dep_before = ctx.deps.cpu_s();
+    let calls_before = ctx.deps.calls();
+    let before = inst.sandbox.sample();
+    let report = loadgen::run(&cfg, Some(live));
+    let after = inst.sandbox.sample();
+    let dep_after = ctx.deps.cpu_s();
+    let calls_after = ctx.deps.calls();
+    drop(progress);
     let samples = sampler.take();
     drop(sampler);
-    let after = inst.sandbox.sample();
     if let Some(m) = &ctx.metrics {
         m.lock().unwrap().live = None;
     }
@@ -92,7 +94,7 @@ pub fn run_step(
     let exited = inst.sandbox.try_exit();
     let oom_killed = after.oom_kills > before.oom_kills;
     let crashed = exited.is_some() && !oom_killed;
-    let dep_cpu_s = match (dep_before, ctx.deps.cpu_s()) {
+    let dep_cpu_s = match (dep_before, dep_after) {
         (Some(a), Some(b)) => Some(b - a),
         _ => None,
     };
@@ -128,7 +130,7 @@ pub fn run_step(
         dep_saturated: dep_cpu_s.is_some_and(|c| c / (dur * ctx.deps.cpus() as f64) > SATURATED),
         oom_killed,
         crashed,
-        dependency_calls: match (calls_before, ctx.deps.calls()) {
+        dependency_calls: match (calls_before, calls_after) {
             (Some(a), Some(b)) => Some(b - a),
             _ => None,
         },

@@ -50,8 +50,8 @@ object Main {
     val service = system.actorOf(Props[HelloServiceActor], "hello-service")
 
     Await.result(IO(Http) ? Http.Bind(service, interface = "0.0.0.0", port = port), timeout.duration) match {
-      case Http.Bound(address) =>
-        system.log.info("hello-spray listening on {}", address)
+      case _: Http.Bound =>
+        () // spray-can's listener already logs "Bound to <address>": the one start line
       case other =>
         system.log.error("cannot bind port {}: {}", port, other)
         system.shutdown()

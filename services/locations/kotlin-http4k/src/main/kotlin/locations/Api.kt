@@ -6,6 +6,7 @@ import org.http4k.contract.contract
 import org.http4k.contract.meta
 import org.http4k.contract.openapi.ApiInfo
 import org.http4k.contract.openapi.ApiRenderer
+import org.http4k.contract.openapi.OpenAPIJackson
 import org.http4k.contract.openapi.v3.AutoJsonToJsonSchema
 import org.http4k.contract.openapi.v3.OpenApi3
 import org.http4k.core.Filter
@@ -29,7 +30,6 @@ import org.http4k.lens.Header
 import org.http4k.lens.LensFailure
 import org.http4k.lens.Query
 import org.http4k.lens.double
-import org.http4k.lens.enum
 import org.http4k.lens.long
 import org.http4k.routing.RoutingHttpHandler
 import org.slf4j.LoggerFactory
@@ -40,7 +40,7 @@ private val cityBody = org.http4k.core.Body.auto<CityResponse>().toLens()
 private val multiCityBody = org.http4k.core.Body.auto<MultiCityResponse>().toLens()
 private val errorBody = org.http4k.core.Body.auto<ErrorResponse>().toLens()
 
-private val languageQuery = Query.enum<Language>(Language::fromCode, Language::code)
+private val languageQuery = Query.map(Language::fromCode, Language::code)
     .required("language", "Response language: one of cs, de, en, pl, sk.")
 private val idQuery = Query.long()
     .map({ require(it >= 0) { "negative id" }; it.toULong() }, ULong::toLong)
@@ -66,10 +66,11 @@ fun locationsApp(repository: LocationsRepository): HttpHandler =
         .then(cityContract(repository))
 
 private fun cityContract(repository: LocationsRepository): RoutingHttpHandler = contract {
+    // OpenAPIJackson leaves out null fields, which the plain Jackson would render into the schemas.
     renderer = OpenApi3(
         ApiInfo("Locations", "1.0.0", "Cities and their regions, localized."),
-        Jackson,
-        apiRenderer = ApiRenderer.Auto(Jackson, AutoJsonToJsonSchema(Jackson)),
+        OpenAPIJackson,
+        apiRenderer = ApiRenderer.Auto(OpenAPIJackson, AutoJsonToJsonSchema(OpenAPIJackson)),
         errorResponseRenderer = JsonMessageErrorRenderer,
     )
     descriptionPath = "/api-docs"
@@ -201,8 +202,9 @@ private object JsonMessageErrorRenderer : ErrorResponseRenderer {
             Failure.Type.Invalid -> "is invalid"
             Failure.Type.Unsupported -> "is unsupported"
         }
+        // Descriptions are full sentences, e.g. "Id of the city, an unsigned integer."
         return "${meta.location.replaceFirstChar(Char::uppercase)} parameter '${meta.name}' $problem" +
-            (meta.description?.let { " ($it)" } ?: "") + "."
+            (meta.description?.let { ": $it" } ?: ".")
     }
 }
 

@@ -9,7 +9,6 @@ import org.http4k.core.Response
 import org.http4k.core.Status
 import org.http4k.core.with
 import org.http4k.format.Jackson
-import org.http4k.format.Jackson.asA
 import org.http4k.lens.Header
 import org.http4k.core.ContentType
 import org.slf4j.LoggerFactory
@@ -130,7 +129,7 @@ class LocationsRepository(private val store: HttpHandler) {
         val response = store(Request(GET, "/$index/_source/$id").query("_source_excludes", EXCLUDED_FIELDS))
         if (response.status == Status.NOT_FOUND) throw ApiException(Status.NOT_FOUND, "$entity#$id not found.")
         ensureSuccess(response, "GET $index/$id")
-        return response.bodyString().asA()
+        return Jackson.asA(response.bodyString(), T::class)
     }
 
     private fun searchCities(body: JsonNode, size: Int): List<ElasticCity> {
@@ -141,7 +140,7 @@ class LocationsRepository(private val store: HttpHandler) {
             .body(Jackson.asFormatString(body))
         val response = store(request)
         ensureSuccess(response, "search $body")
-        return response.bodyString().asA<CitySearchResponse>().hits.hits.map { it.source }
+        return Jackson.asA(response.bodyString(), CitySearchResponse::class).hits.hits.map { it.source }
     }
 
     private fun ensureSuccess(response: Response, what: String) {

@@ -1,6 +1,8 @@
 package users
 
-import app.cash.sqldelight.driver.jdbc.sqlite.JdbcSqliteDriver
+import app.cash.sqldelight.driver.jdbc.asJdbcDriver
+import com.zaxxer.hikari.HikariConfig
+import com.zaxxer.hikari.HikariDataSource
 import org.http4k.core.HttpHandler
 import org.http4k.core.Method.GET
 import org.http4k.core.Request
@@ -13,7 +15,6 @@ import org.http4k.core.Status.Companion.NOT_FOUND
 import org.http4k.core.Status.Companion.OK
 import org.http4k.routing.bind
 import org.http4k.routing.routes
-import org.http4k.server.ApacheServer
 import org.http4k.server.ServerConfig.StopMode
 import org.http4k.server.asServer
 import org.sqlite.SQLiteConfig
@@ -64,16 +65,28 @@ fun main() {
     val port = System.getenv("PORT")?.toInt() ?: 9000
     val dbPath = System.getenv("DATABASE_PATH") ?: error("DATABASE_PATH is not set")
 
-    val config = SQLiteConfig().apply {
+    // Only warnings and errors from the pool (slf4j-simple), so the start line below stays the one line.
+    System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn")
+
+    val sqlite = SQLiteConfig().apply {
         setJournalMode(SQLiteConfig.JournalMode.WAL)
         // Writers queue behind each other under load instead of failing with SQLITE_BUSY at once.
         setBusyTimeout(10_000)
     }
-    val driver = JdbcSqliteDriver("jdbc:sqlite:$dbPath", config.toProperties())
-    val users = Users(driver).apply { createTable() }
+    // A pool of open SQLite connections, as the Go service has; JdbcSqliteDriver would open and
+    // close a connection for every statement (see README).
+    val dataSource = HikariDataSource(
+        HikariConfig().apply {
+            jdbcUrl = "jdbc:sqlite:$dbPath"
+            dataSourceProperties = sqlite.toProperties()
+            maximumPoolSize = 10
+            poolName = "users"
+        },
+    )
+    val users = Users(dataSource.asJdbcDriver()).apply { createTable() }
 
     val server = makeApp(users)
-        .asServer(ApacheServer(port = port, stopMode = StopMode.Graceful(Duration.ofSeconds(5))))
+        .asServer(ApacheCore5Server(port, StopMode.Graceful(Duration.ofSeconds(5))))
         .start()
     println("users (kotlin http4k apache, sqldelight) listening on :${server.port()}, database $dbPath")
 
@@ -83,6 +96,6 @@ fun main() {
     stopRequested.await()
 
     server.stop()
-    driver.close()
+    dataSource.close()
     println("users stopped")
 }

@@ -34,8 +34,16 @@ class UpstreamException(message: String) : RuntimeException(message)
 
 fun main() {
     val port = System.getenv("PORT")?.toInt() ?: 8080
-    embeddedServer(ServerCIO, port = port, host = "0.0.0.0", module = Application::module)
-        .start(wait = true)
+    embeddedServer(ServerCIO, configure = {
+        connector {
+            this.port = port
+            host = "0.0.0.0"
+        }
+        // Ktor's defaults (1 s grace, 5 s timeout) drop requests still waiting on the upstream
+        // at SIGTERM; give them the slowest upstream delay (8 s) to finish.
+        shutdownGracePeriod = 9_000
+        shutdownTimeout = 12_000
+    }, module = Application::module).start(wait = true)
 }
 
 fun Application.module() {

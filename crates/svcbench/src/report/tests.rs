@@ -1,0 +1,255 @@
+//! Unit tests on hand-made stores: the step-column-driven tables (mix, rate, upstream delay), the load
+//! axis of the charts, session grouping and the Markdown/HTML renderers. Real runs are in tests/report.rs.
+use super::*;
+use rusqlite::params;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    store: crate::store::Store,
+}
+
+fn store() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.db");
+    let store = crate::store::Store::open(&path).unwrap();
+    Fixture { _dir: dir, path, store }
+}
+
+impl Fixture {
+    fn session(&self, scenario: &str, label: Option<&str>) -> i64 {
+        self.store
+            .conn
+            .execute(
+                "INSERT INTO session (started_at, label, command, svcbench_version, scenario, profile, runs_per_service, cgroup_version, limit_cpus, status)
+                 VALUES ('2026-01-01T00:00:00Z', ?1, 'svcbench run …', '0.1.0', ?2, 'test', 2, 'v1', 1.5, 'completed')",
+                params![label, scenario],
+            )
+            .unwrap();
+        self.store.conn.last_insert_rowid()
+    }
+
+    fn service(&self, session: i64, name: &str) {
+        self.store
+            .conn
+            .execute(
+                "INSERT INTO service (session_id, name, scenario, language, framework, framework_version, model, dir, build_ok, artifact_bytes)
+                 VALUES (?1, ?2, 's', 'go', 'net/http', '1', 'blocking', '/x', 1, 10485760)",
+                params![session, name],
+            )
+            .unwrap();
+    }
+
+    fn run(&self, session: i64, service: &str, index: i64, cpu: f64, ok: i64) -> i64 {
+        self.store
+            .conn
+            .execute(
+                "INSERT INTO run (session_id, service, run_index, started_at, status, startup_ms, idle_mem_mib, idle_rss_mib,
+                   total_cpu_s, total_requests_ok, stopped_gracefully)
+                 VALUES (?1, ?2, ?3, 'now', 'completed', 10, 5, 6.5, ?4, ?5, 1)",
+                params![session, service, index, cpu, ok],
+            )
+            .unwrap();
+        self.store.conn.last_insert_rowid()
+    }
+
+    /// A step: (seq, model, connections, rate, mix, delay, success rps, requests ok, intended, mean ms).
+    #[allow(clippy::too_many_arguments)]
+    fn step(
+        &self,
+        run: i64,
+        seq: i64,
+        model: &str,
+        conns: Option<i64>,
+        rate: Option<f64>,
+        mix: &str,
+        delay: Option<i64>,
+        rps: f64,
+        ok: i64,
+        intended: Option<i64>,
+        mean: f64,
+    ) {
+        self.store
+            .conn
+            .execute(
+                "INSERT INTO step (run_id, seq, label, model, connections, rate, mix, upstream_delay_ms, duration_s, requests_ok,
+                   requests_err, err_connect, err_timeout, err_read, err_status, err_malformed, status_counts, success_rps,
+                   error_ratio, p50, p90, p99, mean_ms, latency_hdr, open_intended, cpu_s, cpu_ms_per_req, mem_peak_mib,
+                   rss_peak_mib, client_saturated, samples, timeline)
+                 VALUES (?1, ?2, 'step ' || ?2, ?3, ?4, ?5, ?6, ?7, 1.0, ?8, 0, 0, 0, 0, 0, 0, '{}', ?9, 0, 1, 2, 3, ?10, '',
+                   ?11, 0.5, 1, 20, 15, ?12, 10, '[]')",
+                params![run, seq, model, conns, rate, mix, delay, ok, rps, mean, intended, seq == 2],
+            )
+            .unwrap();
+        let step = self.store.conn.last_insert_rowid();
+        self.store.conn.execute("INSERT INTO sample (step_id, t_s, cpu_s, mem_mib, rss_mib, threads, throttled_s) VALUES (?1, 0.9, 0.5, 20, 14.5, 4, 0)", [step]).unwrap();
+    }
+
+    fn load(&self, filter: &[&str], pooled: bool) -> data::Dataset {
+        let f = filter::Filter::parse(&filter.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+        data::load(&data::open(&self.path).unwrap(), "t.db", &f, pooled).unwrap()
+    }
+}
+
+fn cell_texts(t: &table::Table, row: usize) -> Vec<String> {
+    t.rows[row].cells.iter().map(|c| c.text.clone()).collect()
+}
+
+#[test]
+fn mix_steps_make_seed_002s_table_and_a_step_axis() {
+    let f = store();
+    let s = f.session("users", None);
+    f.service(s, "go");
+    for i in 1..=2 {
+        let r = f.run(s, "go", i, 2.0, 2000);
+        // Three closed steps at the same 100 connections: two mixes, one repeated.
+        f.step(r, 1, "closed", Some(100), None, "add", None, 1000.0, 1000, None, 3.0);
+        f.step(r, 2, "closed", Some(100), None, "lookup", None, 3000.0 + i as f64, 3000, None, 2.0);
+        f.step(r, 3, "closed", Some(100), None, "add", None, 900.0, 900, None, 3.0);
+    }
+    let d = f.load(&[], false);
+    let levels = levels::tables(&d);
+    let mix = levels.iter().find(|t| t.id == "by-mix").expect("a per-mix table");
+    assert_eq!(
+        mix.head[1..4],
+        ["artifact (MiB)".to_string(), "RSS at start (MiB)".into(), "add (step 1): success req/s".into()]
+    );
+    assert_eq!(cell_texts(mix, 0)[1..7], ["10", "6.50", "1,000", "1,000", "14.5", "3,002"].map(String::from));
+    assert!(levels.iter().all(|t| !t.id.starts_with("by-rate") && !t.id.starts_with("by-delay")));
+    // Repeated connection counts: one x position per step, labelled by its connections.
+    let charts = charts::charts(&d);
+    let rps = charts.iter().find(|c| c.id == "rps").unwrap();
+    assert_eq!(rps.x.scale, "category");
+    assert_eq!(rps.x.categories, ["100", "100", "100"]);
+    assert_eq!(rps.series.len(), 2);
+    // Step 2 was marked as client-saturated: its point carries the flag.
+    assert!(rps.series[0].points[1].flag.as_deref() == Some("load generator saturated"));
+    assert!(charts.iter().all(|c| !c.id.starts_with("open-")));
+}
+
+#[test]
+fn rate_and_delay_steps_make_seed_004s_tables() {
+    let f = store();
+    let s = f.session("upstream", None);
+    for svc in ["vertx", "spring"] {
+        f.service(s, svc);
+        let r = f.run(s, svc, 1, 10.0, 500);
+        f.step(r, 1, "open", None, Some(100.0), "default", None, 100.0, 100, Some(100), 1000.0);
+        if svc == "vertx" {
+            f.step(r, 2, "open", None, Some(200.0), "default", None, 199.0, 199, Some(200), 1100.0);
+            f.step(r, 3, "open", None, Some(300.0), "default", None, 290.0, 290, Some(300), 3100.0);
+        } else {
+            // 80 % answered: X, and the profile's stop rule ended the run.
+            f.step(r, 2, "open", None, Some(200.0), "default", None, 160.0, 160, Some(200), 2100.0);
+        }
+    }
+    let d = f.load(&[], false);
+    let levels = levels::tables(&d);
+    let resp = levels.iter().find(|t| t.id == "by-rate-response").unwrap();
+    assert_eq!(resp.head, ["service", "100 req/s", "200 req/s", "300 req/s"]);
+    assert_eq!(cell_texts(resp, 0), ["vertx", "1,000", "1,100", "3,100"]);
+    assert_eq!(cell_texts(resp, 1), ["spring", "1,000", "X", ""]);
+    assert_eq!(resp.rows[1].cells[2].class, "fail");
+    assert!(levels.iter().any(|t| t.id == "by-rate-cpu") && levels.iter().any(|t| t.id == "by-rate-mem"));
+    let charts = charts::charts(&d);
+    let success = charts.iter().find(|c| c.id == "open-success").unwrap();
+    assert_eq!(success.x.scale, "linear");
+    assert_eq!(success.series[1].points.iter().map(|p| p.y.round()).collect::<Vec<_>>(), [100.0, 80.0]);
+    assert!(charts.iter().all(|c| c.id != "rps"), "no closed-model charts without closed steps");
+
+    // Fixed rate, growing upstream delay: seed 004's second table.
+    let f = store();
+    let s = f.session("upstream", None);
+    f.service(s, "spring");
+    let r = f.run(s, "spring", 1, 10.0, 500);
+    for (i, delay) in [1000, 2000, 4000].into_iter().enumerate() {
+        let ok = if delay == 4000 { 50 } else { 100 };
+        f.step(
+            r,
+            i as i64 + 1,
+            "open",
+            None,
+            Some(100.0),
+            "default",
+            Some(delay),
+            ok as f64,
+            ok,
+            Some(100),
+            delay as f64,
+        );
+    }
+    let d = f.load(&[], false);
+    let levels = levels::tables(&d);
+    assert!(levels.iter().all(|t| !t.id.starts_with("by-rate")), "the rate does not vary");
+    let delay = levels.iter().find(|t| t.id == "by-delay-response").unwrap();
+    assert_eq!(cell_texts(delay, 0), ["spring", "1,000", "2,000", "X"]);
+    let p99 = charts::charts(&d).into_iter().find(|c| c.id == "open-p99").unwrap();
+    assert_eq!(p99.x.name, "upstream delay");
+}
+
+#[test]
+fn sessions_group_by_label_and_filters_select() {
+    let f = store();
+    for (label, rps) in [("before", 1000.0), ("after", 500.0)] {
+        let s = f.session("hello", Some(label));
+        f.service(s, "go");
+        for i in 1..=2 {
+            let r = f.run(s, "go", i, 1.0, 1000);
+            for (k, c) in [1, 2, 4].into_iter().enumerate() {
+                f.step(
+                    r,
+                    k as i64 + 1,
+                    "closed",
+                    Some(c),
+                    None,
+                    "default",
+                    None,
+                    rps * c as f64 + i as f64,
+                    100,
+                    None,
+                    1.0,
+                );
+            }
+        }
+    }
+    let old = f.session("older-scenario", None);
+    f.service(old, "x");
+    f.run(old, "x", 1, 1.0, 1);
+
+    // Default: the newest scenario with runs is "older-scenario" (session 3).
+    let d = f.load(&[], false);
+    assert_eq!(d.groups.iter().map(|g| g.name.as_str()).collect::<Vec<_>>(), ["x"]);
+    // Both hello sessions: the same service in two sessions gets two colours, named by label.
+    let d = f.load(&["scenario=hello"], false);
+    assert_eq!(d.groups.iter().map(|g| g.name.as_str()).collect::<Vec<_>>(), ["go (before)", "go (after)"]);
+    assert_eq!(
+        d.runs.iter().map(|r| r.label.as_str()).collect::<Vec<_>>(),
+        ["go (before) #1", "go (before) #2", "go (after) #1", "go (after) #2"]
+    );
+    let rps = charts::charts(&d).into_iter().find(|c| c.id == "rps").unwrap();
+    assert_eq!(rps.x.scale, "log2");
+    assert_eq!(rps.series[0].color, rps.series[1].color);
+    assert_ne!(rps.series[1].color, rps.series[2].color);
+    // Pooled (compare): one group over both sessions.
+    assert_eq!(f.load(&["scenario=hello"], true).groups.len(), 1);
+    assert_eq!(f.load(&["label=after"], false).groups[0].name, "go");
+
+    // Compare: half the throughput, ranges apart.
+    let lines = compare::compare(&f.load(&["label=before"], true), &f.load(&["label=after"], true));
+    let peak = lines.iter().find(|l| l.metric == "peak_rps").unwrap();
+    assert_eq!(peak.verdict, "slower");
+    assert!((peak.ratio.unwrap() - 0.5).abs() < 0.01);
+    let rules = vec![compare::parse_fail_on("peak_rps:40%").unwrap()];
+    assert_eq!(compare::failures(&lines, &rules).len(), 1);
+    let rules = vec![compare::parse_fail_on("peak_rps:60%").unwrap()];
+    assert!(compare::failures(&lines, &rules).is_empty());
+    assert!(compare::parse_fail_on("nope").is_err());
+
+    // Both renderers take the same report.
+    let r = build(f.load(&["scenario=hello"], false), 0.0275);
+    let md = markdown::render(&r);
+    assert!(md.contains("| go (before) |") && md.contains("### Summary"));
+    let html = html::render(&r);
+    assert!(html.contains("id=\"chart-bang\"") && html.contains("data-service=\"go (after)\""));
+    assert!(!html.contains("</script></script>"));
+}

@@ -1,0 +1,340 @@
+//! `svcbench report` and `svcbench compare` on stores made by real runs: two `hello` services (quick
+//! profile, 2 runs each) rendered and opened in headless Chromium, and the steady fixture under a CPU quota
+//! and half of it for compare's verdicts.
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+/// The two services the issue names; the store holds 2 quick runs of each.
+const HELLO: [&str; 2] = ["services/hello/go-nethttp", "services/hello/scala-akka-http"];
+
+fn work_dir() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-tests");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs that measure must not overlap (the machine has few CPUs): one at a time within this binary.
+static MEASURING: Mutex<()> = Mutex::new(());
+
+/// The hello store, made once per test binary by a real `svcbench run`.
+fn hello_store() -> &'static Path {
+    static STORE: OnceLock<PathBuf> = OnceLock::new();
+    STORE.get_or_init(|| {
+        let _guard = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+        let dbp = work_dir().join("hello.db");
+        let _ = std::fs::remove_file(&dbp);
+        let services: Vec<String> = HELLO.iter().map(|s| repo().join(s).display().to_string()).collect();
+        let mut args = vec!["run"];
+        args.extend(services.iter().map(String::as_str));
+        args.extend(["--profile", "quick", "--runs", "2", "--db", dbp.to_str().unwrap()]);
+        let out = svcbench(&args, &repo());
+        assert!(out.status.success(), "svcbench run of the hello services failed");
+        dbp
+    })
+}
+
+/// The steady fixture at a CPU quota where it is CPU-bound (0.1 CPU), then at half of it, in one store
+/// with labels `full` and `half`. (At 0.5 CPU this Python service is not CPU-bound, so halving that
+/// quota would not halve its throughput: the test would measure nothing.)
+fn quota_store() -> &'static Path {
+    static STORE: OnceLock<PathBuf> = OnceLock::new();
+    STORE.get_or_init(|| {
+        let _guard = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+        let dbp = work_dir().join("quota.db");
+        let _ = std::fs::remove_file(&dbp);
+        let steady = fixture("steady");
+        for (label, cpus) in [("full", "0.1"), ("half", "0.05")] {
+            let out = svcbench(
+                &[
+                    "run",
+                    steady.to_str().unwrap(),
+                    "--profile",
+                    "quick",
+                    "--runs",
+                    "2",
+                    "--cpus",
+                    cpus,
+                    "--label",
+                    label,
+                    "--db",
+                    dbp.to_str().unwrap(),
+                ],
+                &repo(),
+            );
+            assert!(out.status.success(), "svcbench run of steady at --cpus {cpus} failed");
+        }
+        dbp
+    })
+}
+
+/// With an even count, the lower of the two middle values (the report's rule for the peak's connections).
+fn low_median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[(v.len() - 1) / 2]
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    assert!(n > 0);
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn column(c: &rusqlite::Connection, sql: &str, service: &str) -> Vec<f64> {
+    c.prepare(sql).unwrap().query_map([service], |r| r.get::<_, f64>(0)).unwrap().map(|x| x.unwrap()).collect()
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * a.abs().max(b.abs()).max(1e-12)
+}
+
+/// The first number in a table cell's text ("11,782 (11,747–11,817)" → 11782).
+fn first_number(text: &str) -> f64 {
+    let t: String = text
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ',')
+        .collect();
+    t.replace(',', "").parse().unwrap_or(f64::NAN)
+}
+
+/// Installs playwright-core (tests/report/package.json) when it is missing; it drives Debian's chromium.
+fn browser_helper() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/report");
+    if !dir.join("node_modules/playwright-core").exists() {
+        let st = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(&dir)
+            .status()
+            .unwrap();
+        assert!(st.success(), "npm ci in {} failed", dir.display());
+    }
+    dir.join("check.mjs")
+}
+
+#[test]
+fn html_report_of_two_hello_services_in_chromium() {
+    let dbp = hello_store();
+    let html = work_dir().join("hello.html");
+    let out = svcbench(&["report", "--db", dbp.to_str().unwrap(), "-o", html.to_str().unwrap()], &repo());
+    assert!(out.status.success());
+    let page = std::fs::read_to_string(&html).unwrap();
+    // Self-contained: no script, stylesheet or font is fetched from anywhere.
+    for needle in ["<script src", "<link ", "@import", "url(http"] {
+        assert!(!page.contains(needle), "the report refers to an external resource ({needle})");
+    }
+
+    let results = repo().join("results");
+    std::fs::create_dir_all(&results).unwrap();
+    let shot = results.join("report-screenshot.png");
+    let _ = std::fs::remove_file(&shot);
+    let node = Command::new("node").arg(browser_helper()).arg(&html).arg(&shot).output().unwrap();
+    assert!(node.status.success(), "browser check failed: {}", String::from_utf8_lossy(&node.stderr));
+    let v: Value = serde_json::from_slice(&node.stdout).unwrap();
+    assert_eq!(v["consoleErrors"], Value::Array(vec![]), "console errors in the report");
+    assert_eq!(v["externalRequests"], Value::Array(vec![]), "the report fetched something");
+
+    let c = db(dbp);
+    let services: Vec<String> = c
+        .prepare("SELECT name FROM service ORDER BY rowid")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(|x| x.unwrap())
+        .collect();
+    assert_eq!(services.len(), 2);
+    let run_labels: Vec<String> = services.iter().flat_map(|s| [format!("{s} #1"), format!("{s} #2")]).collect();
+    let steps = i64_of(&c, "SELECT COUNT(*) FROM step") / 4;
+    assert_eq!(steps, 4, "quick has 4 steps");
+
+    // The issue's eleven charts, each with one series per run and a legend entry per service.
+    let charts = v["charts"].as_array().unwrap();
+    let ids: Vec<&str> = charts.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        ["startup", "errors", "rps", "p50", "p90", "p99", "mem", "mem-per-rps", "cpu", "cpu-per-req", "bang"]
+    );
+    for ch in charts {
+        let id = ch["id"].as_str().unwrap();
+        let series = ch["series"].as_array().unwrap();
+        let got: Vec<&str> = series.iter().map(|s| s["id"].as_str().unwrap()).collect();
+        assert_eq!(got, run_labels, "chart {id}: one series per run");
+        let legend: Vec<&str> = ch["legend"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+        assert_eq!(legend, services, "chart {id}: one legend entry per service");
+        let want_points = match id {
+            "startup" => 1,
+            "bang" => steps + 1,
+            _ => steps,
+        };
+        for s in series {
+            assert_eq!(s["points"].as_i64().unwrap(), want_points, "chart {id}, series {}", s["id"]);
+        }
+        assert!(ch["drawnPaths"].as_i64().unwrap() > 10, "chart {id} drew nothing");
+        assert!(ch["width"].as_f64().unwrap() > 300.0 && ch["height"].as_f64().unwrap() > 200.0);
+    }
+
+    // Hovering a point shows its run and value; a legend click hides the service in every chart.
+    let hover = &v["hover"];
+    let tip = hover["tooltip"].as_str().unwrap();
+    assert!(tip.contains(hover["run"].as_str().unwrap()), "tooltip {tip:?} does not name the run");
+    let y = hover["y"].as_f64().unwrap();
+    let shown = tip.lines().last().map(first_number).unwrap_or(f64::NAN);
+    assert!(close(shown, y, 0.01), "tooltip shows {shown}, the point is {y}");
+    let legend = &v["legend"];
+    for (id, sel) in legend["afterFirstClick"].as_object().unwrap() {
+        assert_eq!(sel, &Value::Bool(false), "chart {id} still shows {}", legend["name"]);
+    }
+    for (id, sel) in legend["afterSecondClick"].as_object().unwrap() {
+        assert_eq!(sel, &Value::Bool(true), "chart {id} did not show {} again", legend["name"]);
+    }
+
+    // The summary table's figures equal the ones computed here from the store.
+    let price = 0.0275;
+    let rows = v["summary"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for row in rows {
+        let svc = row["service"].as_str().unwrap();
+        let cells = &row["cells"];
+        let expect: [(&str, Vec<f64>); 7] = [
+            ("peak_rps", column(&c, "SELECT MAX(s.success_rps) FROM step s JOIN run r ON r.id = s.run_id WHERE r.service = ?1 GROUP BY r.id", svc)),
+            (
+                "peak_at",
+                column(&c, "SELECT (SELECT s.connections FROM step s WHERE s.run_id = r.id ORDER BY s.success_rps DESC LIMIT 1) FROM run r WHERE r.service = ?1", svc),
+            ),
+            ("cpu_us_per_req", column(&c, "SELECT total_cpu_s * 1e6 / total_requests_ok FROM run WHERE service = ?1", svc)),
+            ("cost_per_billion", column(&c, &format!("SELECT total_cpu_s / total_requests_ok * 1e9 / 3600 * {price} FROM run WHERE service = ?1"), svc)),
+            ("startup_ms", column(&c, "SELECT startup_ms FROM run WHERE service = ?1", svc)),
+            ("idle_mem_mib", column(&c, "SELECT idle_mem_mib FROM run WHERE service = ?1", svc)),
+            ("peak_mem_mib", column(&c, "SELECT MAX(s.mem_peak_mib) FROM step s JOIN run r ON r.id = s.run_id WHERE r.service = ?1 GROUP BY r.id", svc)),
+        ];
+        for (metric, values) in expect {
+            assert_eq!(values.len(), 2, "{svc} {metric}: two runs");
+            let cell = &cells[metric];
+            let med = if metric == "peak_at" { low_median(values.clone()) } else { median(values.clone()) };
+            let (lo, hi) =
+                (values.iter().cloned().fold(f64::MAX, f64::min), values.iter().cloned().fold(f64::MIN, f64::max));
+            assert!(
+                close(cell["median"].as_f64().unwrap(), med, 1e-9),
+                "{svc} {metric}: table {} vs store {med}",
+                cell["median"]
+            );
+            assert!(
+                close(cell["min"].as_f64().unwrap(), lo, 1e-9) && close(cell["max"].as_f64().unwrap(), hi, 1e-9),
+                "{svc} {metric} range"
+            );
+            let shown = first_number(cell["text"].as_str().unwrap());
+            assert!(close(shown, med, 0.006), "{svc} {metric}: shows {shown}, median {med}");
+            // The range line is there when min and max differ as shown.
+            if let Some(range) = cell["range"].as_str() {
+                let (a, b) = range.split_once('–').unwrap_or_else(|| panic!("{svc} {metric}: range {range:?}"));
+                assert!(
+                    close(first_number(a), lo, 0.006) && close(first_number(b), hi, 0.006),
+                    "{svc} {metric}: range {range}"
+                );
+            }
+        }
+        let artifact = f64_of(&c, &format!("SELECT artifact_bytes / 1048576.0 FROM service WHERE name = '{svc}'"));
+        assert!(close(cells["artifact_mib"]["value"].as_f64().unwrap(), artifact, 1e-9));
+        let oom = i64_of(&c, &format!("SELECT SUM(oom_killed) FROM run WHERE service = '{svc}'"));
+        assert_eq!(cells["oom_kills"]["value"].as_i64().unwrap(), oom);
+        let graceful = i64_of(&c, &format!("SELECT SUM(stopped_gracefully) FROM run WHERE service = '{svc}'"));
+        assert_eq!(cells["graceful"]["value"].as_i64().unwrap(), graceful);
+    }
+
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 50_000, "screenshot {} looks empty", shot.display());
+}
+
+#[test]
+fn markdown_report_and_filters() {
+    let dbp = hello_store();
+    let md = work_dir().join("hello.md");
+    let out = svcbench(&["report", "--db", dbp.to_str().unwrap(), "-o", md.to_str().unwrap()], &repo());
+    assert!(out.status.success());
+    let text = std::fs::read_to_string(&md).unwrap();
+    for needle in [
+        "### Setup",
+        "### Summary",
+        "### Conformance",
+        "hello-go-nethttp",
+        "cost per 10⁹ requests",
+        "cgroup",
+        "| c=64 |",
+    ] {
+        assert!(text.contains(needle), "markdown lacks {needle:?}");
+    }
+    assert!(!text.contains("<script"), "markdown must not carry the page's scripts");
+
+    // A service filter keeps one service; a label that matches nothing says what the store holds.
+    let out = svcbench(
+        &["report", "--db", dbp.to_str().unwrap(), "--filter", "service=*go*", "--format", "markdown", "-o", "-"],
+        &repo(),
+    );
+    assert!(out.status.success());
+    let one = String::from_utf8_lossy(&out.stdout);
+    assert!(one.contains("hello-go-nethttp") && !one.contains("hello-rust-actix"), "{one}");
+    let out = svcbench(&["report", "--db", dbp.to_str().unwrap(), "--filter", "label=nope", "-o", "-"], &repo());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sessions there: 1 (hello"));
+    let out = svcbench(&["report", "--db", dbp.to_str().unwrap(), "--filter", "colour=red", "-o", "-"], &repo());
+    assert_eq!(out.status.code(), Some(2));
+}
+
+fn compare_json(args: &[&str]) -> (i32, Value) {
+    let mut all = vec!["compare", "--format", "json"];
+    all.extend_from_slice(args);
+    let out = svcbench(&all, &repo());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), v)
+}
+
+#[test]
+fn compare_a_store_with_itself_is_within_noise() {
+    let dbp = hello_store().to_str().unwrap().to_string();
+    let (code, v) = compare_json(&[&dbp, &dbp, "--fail-on", "all"]);
+    assert_eq!(code, 0);
+    let lines = v["lines"].as_array().unwrap();
+    assert_eq!(lines.len(), 2 * 7, "two services × seven metrics");
+    for l in lines {
+        assert_eq!(l["verdict"], "within noise", "{l}");
+        assert_eq!(l["ratio"].as_f64(), Some(1.0), "{l}");
+    }
+}
+
+#[test]
+fn compare_sees_half_the_cpu_quota_as_slower_and_fails_ci() {
+    let dbp = quota_store().to_str().unwrap().to_string();
+    let (code, v) =
+        compare_json(&["--db", &dbp, "--base", "label=full", "--new", "label=half", "--fail-on", "peak_rps:10%"]);
+    let peak = v["lines"].as_array().unwrap().iter().find(|l| l["metric"] == "peak_rps").unwrap().clone();
+    assert_eq!(peak["service"], "test-steady");
+    assert_eq!(peak["verdict"], "slower", "{peak}");
+    assert!(peak["ratio"].as_f64().unwrap() < 0.8, "half the CPU should cost far more than 20 % of peak req/s: {peak}");
+    assert_eq!(code, 1, "--fail-on peak_rps:10% must fail on that regression");
+    assert_eq!(v["failures"].as_array().unwrap().len(), 1);
+
+    // The same comparison without --fail-on only reports; the other way round it is faster.
+    let (code, _) = compare_json(&["--db", &dbp, "--base", "label=full", "--new", "label=half"]);
+    assert_eq!(code, 0);
+    let (code, v) =
+        compare_json(&["--db", &dbp, "--base", "label=half", "--new", "label=full", "--fail-on", "peak_rps"]);
+    assert_eq!(code, 0);
+    assert!(v["lines"].as_array().unwrap().iter().any(|l| l["metric"] == "peak_rps" && l["verdict"] == "faster"));
+
+    // Markdown (the default) says it in words; a bad rule is a usage error.
+    let out = svcbench(&["compare", "--db", &dbp, "--base", "label=full", "--new", "label=half"], &repo());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("**slower**"));
+    let out = svcbench(
+        &["compare", "--db", &dbp, "--base", "label=full", "--new", "label=half", "--fail-on", "speed:x"],
+        &repo(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
