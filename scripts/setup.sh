@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-apt_packages=(wrk chromium upx-ucl sqlite3 python3 nginx-light)
+apt_packages=(wrk chromium upx-ucl sqlite3 python3 python3-venv nginx-light unzip)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -12,8 +12,21 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
+  # upx-ucl (the users scenario's compressed Go binary) is only in bookworm-backports: add that suite,
+  # on the mirror this machine already uses.
+  if [[ " ${missing[*]} " == *" upx-ucl "* ]] && ! apt-cache policy upx-ucl 2>/dev/null | grep -q Candidate:.[0-9]; then
+    mirror=$(grep -h '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' | grep -v security | head -n1)
+    codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+    if [ -n "$mirror" ] && [ -n "$codename" ]; then
+      echo "deb $mirror $codename-backports main" > /etc/apt/sources.list.d/svcbench-backports.list
+    fi
+  fi
   apt-get update -q >/dev/null
-  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+  codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+  for p in "${missing[@]}"; do
+    apt-get install -y -q --no-install-recommends "$p" >/dev/null 2>&1 ||
+      apt-get install -y -q --no-install-recommends -t "$codename-backports" "$p" >/dev/null
+  done
 fi
 
 # OpenSearch (locations scenario) refuses to run as root: it runs as this unprivileged user.

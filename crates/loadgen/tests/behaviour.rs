@@ -40,7 +40,8 @@ fn request_count_ends_the_run() {
     open.threads = 2;
     let r = loadgen::run(&open, None).unwrap();
     assert_eq!(r.requests_ok, 300);
-    assert!(r.duration_s < 0.5, "{} s", r.duration_s);
+    // At 1000/s, 300 requests take 0.3 s, far from the 10 s duration.
+    assert!(r.duration_s < 3.0, "{} s", r.duration_s);
 }
 
 #[test]
@@ -210,11 +211,11 @@ fn thousands_of_connections_work() {
     let _serial = serial();
     let server = TestServer::fixed(OK);
     // Long enough for the thread-per-connection test server to accept them all.
-    let mut config = closed(server.target(), 2000, 3000);
+    let mut config = closed(server.target(), 2000, 4000);
     config.threads = 2;
     config.connect_timeout = std::time::Duration::from_secs(3);
     let r = loadgen::run(&config, None).unwrap();
     assert_eq!(r.requests_err, 0, "{:?}", r.errors);
-    assert_eq!(r.connections_opened, 2000);
+    assert_eq!(r.connections_opened, 2000, "{r:?}");
     assert!(r.requests_ok >= 2000);
 }
