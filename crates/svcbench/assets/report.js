@@ -6,17 +6,8 @@
 
   const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
 
-  // The tables' number format (src/report/table.rs), so a tooltip and a table cell read alike.
-  function fmt(v) {
-    if (v == null || !isFinite(v)) return '–';
-    const a = Math.abs(v);
-    if (Number.isInteger(v) || a >= 1000) return Math.round(v).toLocaleString('en-US');
-    if (a >= 100) return v.toFixed(0);
-    if (a >= 10) return v.toFixed(1);
-    if (a >= 1) return v.toFixed(2);
-    if (a === 0) return '0';
-    return v.toFixed(Math.min(12, 2 - Math.floor(Math.log10(a))));
-  }
+  // Tooltips show the value as stored, to six significant digits.
+  const exact = (v) => (v == null || !isFinite(v) ? '–' : v.toLocaleString('en-US', { maximumSignificantDigits: 6 }));
 
   // Short axis labels: 12k, 1.5M.
   function compact(v) {
@@ -63,10 +54,10 @@
       formatter: (p) => {
         const d = p.data || {};
         const [x, y] = Array.isArray(d.value) ? d.value : [p.dataIndex, d.value];
-        const xText = spec.x.scale === 'category' ? esc(spec.x.categories[x] ?? x) : `${fmt(x)} ${esc(spec.x.unit)}`;
+        const xText = spec.x.scale === 'category' ? esc(spec.x.categories[x] ?? x) : `${exact(x)} ${esc(spec.x.unit)}`;
         let html = `<b>${esc(p.seriesId)}</b><br>`;
         if (spec.kind !== 'bar') html += `step ${esc(d.step)}<br>${esc(spec.x.name)}: ${xText}<br>`;
-        html += `${esc(spec.title)}: <b>${fmt(y)} ${esc(spec.y.unit)}</b>`;
+        html += `${esc(spec.title)}: <b>${exact(y)} ${esc(spec.y.unit)}</b>`;
         if (d.flag) html += `<br><span style="color:#b42318">▲ ${esc(d.flag)}</span>`;
         return html;
       },

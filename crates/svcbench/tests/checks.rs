@@ -36,3 +36,13 @@ fn hello_services_pass_their_checks() {
 fn users_services_pass_their_checks() {
     check_all("users", 3);
 }
+
+#[test]
+fn upstream_services_pass_their_checks() {
+    check_all("upstream", 7);
+}
+
+#[test]
+fn locations_services_pass_their_checks() {
+    check_all("locations", 4);
+}

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
 /// The two services the issue names; the store holds 2 quick runs of each.
-const HELLO: [&str; 2] = ["services/hello/go-nethttp", "services/hello/scala-akka-http"];
+const HELLO: [&str; 2] = ["services/hello/go-nethttp", "services/hello/rust-actix"];
 
 fn work_dir() -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-tests");

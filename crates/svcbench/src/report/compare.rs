@@ -103,7 +103,7 @@ pub fn parse_fail_on(s: &str) -> Result<FailRule> {
         Some((m, p)) => {
             let p = p.trim().trim_end_matches('%');
             let v: f64 = p.parse().map_err(|_| anyhow::anyhow!("--fail-on {s:?}: write a threshold like 10%"))?;
-            if !(v >= 0.0) {
+            if v.is_nan() || v < 0.0 {
                 bail!("--fail-on {s:?}: the threshold must be 0 % or more");
             }
             (m.trim(), v)

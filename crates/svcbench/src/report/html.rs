@@ -119,7 +119,8 @@ pub fn render(r: &Report) -> String {
          ▲ marks a step where the load generator or the dependencies were saturated (the service may not have been the \
          bottleneck) or where the service was OOM-killed or crashed.</p>",
     );
-    let sections: [(&str, fn(&Chart) -> bool); 4] = [
+    type Pick = fn(&Chart) -> bool;
+    let sections: [(&str, Pick); 4] = [
         ("", |c| c.id == "startup"),
         ("Closed model: load held by connections", |c| {
             c.id != "startup" && c.id != "bang" && !c.id.starts_with("open-")

@@ -4,6 +4,7 @@
 //! - the offered `rate` varies (seed 004's first and third tables): average response time with an X where
 //!   the service stopped answering, CPU time and peak memory, per offered rate;
 //! - `upstream_delay_ms` varies (seed 004's second table): average response time per upstream delay.
+//!
 //! Plus the scenario's own per-run figures (`run_figure`, e.g. the SQLite file size), when there are any.
 use super::data::{Dataset, Step};
 use super::stats::Spread;

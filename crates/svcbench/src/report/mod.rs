@@ -117,7 +117,7 @@ fn write_output(path: &Path, text: &str) -> Result<()> {
 }
 
 pub fn run_report(a: &ReportArgs) -> Result<i32> {
-    if !(a.vcpu_hour_price >= 0.0) {
+    if a.vcpu_hour_price.is_nan() || a.vcpu_hour_price < 0.0 {
         bail!("--vcpu-hour-price {}: must be 0 or more (USD per vCPU-hour, e.g. 0.0275)", a.vcpu_hour_price);
     }
     let f = filter::Filter::parse(&a.filter)?;

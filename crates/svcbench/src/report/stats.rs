@@ -4,6 +4,7 @@
 //!   1. the min–max ranges of the two sides' runs do not overlap, and
 //!   2. the ratio of medians NEW/BASE is further from 1 than the larger relative spread
 //!      ((max − min) / median) of the two sides, and further than a 5 % floor.
+//!
 //! Why: a benchmark has a handful of runs (2–5), too few for a t-test's normality assumption or power.
 //! Non-overlapping ranges is a distribution-free rule (with 3 runs a side, two identical distributions
 //! give it by chance 10 % of the time); requiring the shift to exceed the observed spread as well keeps
@@ -82,7 +83,8 @@ pub fn verdict(base: &Spread, new: &Spread, higher_is_better: bool) -> (f64, Cha
     let overlap = new.min <= base.max && base.min <= new.max;
     let noise = base.relative().max(new.relative()).max(NOISE_FLOOR);
     let shift = (ratio - 1.0).abs();
-    if overlap || !(shift > noise) {
+    // A NaN shift (both medians zero) is no change either.
+    if overlap || shift.is_nan() || shift <= noise {
         return (ratio, Change::WithinNoise);
     }
     let up = ratio > 1.0;

@@ -1,0 +1,64 @@
+//! Short real runs of the users, upstream and locations scenarios with their real dependencies
+//! (SQLite file, the mock upstream, OpenSearch), checking the figures each scenario exists for.
+mod common;
+use common::*;
+
+fn run(services: &[&str], extra: &[&str], dbp: &std::path::Path) -> std::process::Output {
+    let mut args = vec!["run"];
+    let paths: Vec<String> = services.iter().map(|s| repo().join("services").join(s).display().to_string()).collect();
+    args.extend(paths.iter().map(|s| s.as_str()));
+    args.extend(extra);
+    args.extend(["--db", dbp.to_str().unwrap()]);
+    svcbench(&args, &repo())
+}
+
+#[test]
+fn users_replay_gives_seed_002_figures() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dbp = tmp.path().join("u.db");
+    let out = run(&["users/go-nethttp", "users/go-nethttp-upx", "users/kotlin-http4k"], &["--profile", "replay", "--step-duration", "3s"], &dbp);
+    assert!(out.status.success());
+    let c = db(&dbp);
+    // Three replays per run: the conflict path, the lookup, the realistic mix.
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step"), 9);
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE mix = 'add-conflict' AND requests_err = 0 AND requests_ok > 100"), 3, "409s count as served in the conflict replay");
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE mix = 'add-conflict' AND json_extract(status_counts, '$.\"409\"') > 0"), 3);
+    assert!(f64_of(&c, "SELECT MIN(rss_peak_mib) FROM step") > 0.0);
+    assert!(i64_of(&c, "SELECT MIN(artifact_bytes) FROM service") > 0);
+    // The UPX variant is smaller than the plain binary it compresses.
+    assert!(i64_of(&c, "SELECT artifact_bytes FROM service WHERE name LIKE '%upx%'") < i64_of(&c, "SELECT artifact_bytes FROM service WHERE name = 'users-go-nethttp'"));
+    assert!(f64_of(&c, "SELECT MIN(value) FROM run_figure WHERE name = 'db_bytes'") > 0.0, "database size recorded");
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM service WHERE refuses_bad_dependency = 1"), 3);
+    assert_no_leftovers("services/users/");
+}
+
+#[test]
+fn upstream_rate_steps_short_runs_spring_mvc_and_vertx() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dbp = tmp.path().join("up.db");
+    let out = run(&["upstream/java-spring-mvc", "upstream/java-vertx"], &["--profile", "rate-steps-short", "--step-duration", "5s"], &dbp);
+    assert!(out.status.success());
+    let c = db(&dbp);
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE status = 'completed'"), 2);
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE model = 'open'"), 12, "6 rates × 2 services");
+    // Every answer needs an upstream call (no caching): the mock counted at least as many calls.
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE dependency_calls < requests_ok"), 0);
+    assert!(f64_of(&c, "SELECT MIN(p50) FROM step") >= 1000.0, "every answer waits for the 1 s upstream");
+    assert!(f64_of(&c, "SELECT MIN(dep_cpu_s) FROM step") > 0.0, "the mock upstream's CPU is measured");
+    assert_no_leftovers("services/upstream/");
+}
+
+#[test]
+fn locations_quick_run_with_opensearch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dbp = tmp.path().join("loc.db");
+    let out = run(&["locations/rust-actix", "locations/kotlin-ktor"], &["--profile", "quick"], &dbp);
+    assert!(out.status.success());
+    let c = db(&dbp);
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE status = 'completed' AND checks_failed = 0"), 2);
+    assert!(f64_of(&c, "SELECT MIN(success_rps) FROM step") > 0.0);
+    assert!(f64_of(&c, "SELECT MIN(dep_cpu_s) FROM step") > 0.0, "the store's CPU is measured beside the service's");
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM service WHERE refuses_bad_dependency = 1"), 2);
+    assert_no_leftovers("opensearch");
+    assert_no_leftovers("services/locations/");
+}
