@@ -89,8 +89,7 @@ pub struct RegionDoc {
 /// The part of a search answer that `filter_path=hits.hits._source` keeps.
 #[derive(Deserialize)]
 struct SearchHits<T> {
-    /// Missing when nothing matched.
-    #[serde(default)]
+    /// Missing when nothing matched (serde reads a missing `Option` field as `None`).
     hits: Option<Hits<T>>,
 }
 

@@ -53,7 +53,8 @@ object Main {
       case _: Http.Bound =>
         () // spray-can's listener already logs "Bound to <address>": the one start line
       case other =>
-        system.log.error("cannot bind port {}: {}", port, other)
+        // Written directly: Akka's asynchronous logger may not flush before the exit.
+        Console.err.println(s"hello-spray: cannot bind port $port: $other")
         system.shutdown()
         sys.exit(1)
     }

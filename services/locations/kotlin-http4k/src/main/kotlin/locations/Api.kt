@@ -1,6 +1,7 @@
 package locations
 
 import org.http4k.contract.ContractRoute
+import org.http4k.contract.Tag
 import org.http4k.contract.ErrorResponseRenderer
 import org.http4k.contract.contract
 import org.http4k.contract.meta
@@ -54,6 +55,8 @@ private val lonQuery = Query.double().optional("lon", "Longitude in decimal degr
 private val geoLatHeader = Header.optional("Fastly-Geo-Lat", "Geo-IP latitude, used when lat/lon are absent.")
 private val geoLonHeader = Header.optional("Fastly-Geo-Lon", "Geo-IP longitude, used when lat/lon are absent.")
 
+private val cityTag = Tag("city", "Cities, localized to the requested language.")
+
 private val exampleCity = CityResponse(101748111, true, "CZ", "Plzeň", "Plzeňský kraj")
 
 /** The whole HTTP application: request log, JSON errors, and the documented contract. */
@@ -85,6 +88,7 @@ private fun cityContract(repository: LocationsRepository): RoutingHttpHandler = 
 
 private fun getRoute(repository: LocationsRepository): ContractRoute = "/city/v1/get" meta {
     summary = "Get city of given id localized to given language."
+    tags += cityTag
     queries += listOf(idQuery, languageQuery)
     returning(OK, cityBody to exampleCity)
     returning(NOT_FOUND to "City of given id does not exist.")
@@ -95,6 +99,7 @@ private fun getRoute(repository: LocationsRepository): ContractRoute = "/city/v1
 
 private fun featuredRoute(repository: LocationsRepository): ContractRoute = "/city/v1/featured" meta {
     summary = "All featured cities; those of the language's home country first."
+    tags += cityTag
     queries += languageQuery
     returning(OK, multiCityBody to MultiCityResponse(listOf(exampleCity)))
 } bindContract GET to { request: Request ->
@@ -106,6 +111,7 @@ private fun featuredRoute(repository: LocationsRepository): ContractRoute = "/ci
 
 private fun searchRoute(repository: LocationsRepository): ContractRoute = "/city/v1/search" meta {
     summary = "Up to 10 cities whose names start with the query's words."
+    tags += cityTag
     queries += listOf(searchQuery, languageQuery, countryIsoQuery)
     returning(OK, multiCityBody to MultiCityResponse(listOf(exampleCity)))
 } bindContract GET to { request: Request ->
@@ -118,6 +124,7 @@ private fun searchRoute(repository: LocationsRepository): ContractRoute = "/city
 private fun closestRoute(repository: LocationsRepository): ContractRoute = "/city/v1/closest" meta {
     summary = "The city at or closest to the coordinates; without them, the featured city closest to the " +
         "caller's geo-IP location, else a default city of the language."
+    tags += cityTag
     queries += listOf(latQuery, lonQuery, languageQuery)
     headers += listOf(geoLatHeader, geoLonHeader)
     returning(OK, cityBody to exampleCity)
@@ -137,6 +144,7 @@ private fun closestRoute(repository: LocationsRepository): ContractRoute = "/cit
 private fun associatedFeaturedRoute(repository: LocationsRepository): ContractRoute =
     "/city/v1/associatedFeatured" meta {
         summary = "The city itself if featured, else the featured city closest to it."
+        tags += cityTag
         queries += listOf(idQuery, languageQuery)
         returning(OK, cityBody to exampleCity)
         returning(NOT_FOUND to "City of given id does not exist.")
@@ -191,7 +199,7 @@ private fun errorFor(e: Throwable): Response = when (e) {
 /** Errors raised by the contract itself (bad parameters, unknown paths), in the API's format. */
 private object JsonMessageErrorRenderer : ErrorResponseRenderer {
     override fun badRequest(lensFailure: LensFailure): Response =
-        errorResponse(BAD_REQUEST, lensFailure.failures.joinToString("; ", transform = ::describe))
+        errorResponse(BAD_REQUEST, lensFailure.failures.joinToString(" ", transform = ::describe))
 
     override fun notFound(): Response = errorResponse(NOT_FOUND, "No such endpoint.")
 

@@ -47,7 +47,8 @@ fun main() {
         fail("store at $elasticUrl is not reachable: $e")
     }
 
-    val server = embeddedServer(Netty, port = port, host = "0.0.0.0") { module(repository) }
+    val inFlightCalls = InFlightCalls()
+    val server = embeddedServer(Netty, port = port, host = "0.0.0.0") { module(repository, inFlightCalls) }
     server.start(wait = false)
     log.info("Locations (Ktor on Netty) listening on port {}, store {}", port, elasticUrl)
 
@@ -57,14 +58,14 @@ fun main() {
     stopRequested.await()
 
     log.info("Stopping: finishing in-flight requests")
-    // Netty waits until its loops have been quiet for the grace period, so in-flight calls can finish.
-    server.stop(gracePeriodMillis = 2_000, timeoutMillis = 10_000)
+    inFlightCalls.drain(timeoutMillis = 8_000)
+    server.stop(gracePeriodMillis = 200, timeoutMillis = 3_000)
     client.close()
     log.info("Stopped")
     exitProcess(0)
 }
 
-fun Application.module(repository: LocationsRepository) {
+fun Application.module(repository: LocationsRepository, inFlightCalls: InFlightCalls) {
     install(ContentNegotiation) { json() }
     install(CallLogging) {
         level = Level.INFO
@@ -83,6 +84,8 @@ fun Application.module(repository: LocationsRepository) {
             call.respond(HttpStatusCode.InternalServerError, ErrorResponse("Internal error: ${e.message}"))
         }
     }
+    // After StatusPages, so that its 503 while draining is answered in the API's error format.
+    install(inFlightCalls.plugin)
     routing {
         cityRoutes(repository)
         apiDocsRoute()
