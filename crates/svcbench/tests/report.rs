@@ -169,13 +169,31 @@ fn html_report_of_two_hello_services_in_chromium() {
         assert_eq!(got, run_labels, "chart {id}: one series per run");
         let legend: Vec<&str> = ch["legend"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
         assert_eq!(legend, services, "chart {id}: one legend entry per service");
-        let want_points = match id {
-            "startup" => 1,
-            "bang" => steps + 1,
-            _ => steps,
+        // A point per step that has the figure: a step without successes has no latency or CPU per
+        // request, and a log axis has no place for a latency of 0.
+        let figure = match id {
+            "errors" => "error_ratio",
+            "rps" => "success_rps",
+            "p50" | "p90" | "p99" => id,
+            "mem" => "mem_peak_mib",
+            "mem-per-rps" => "mem_mib_s_per_req",
+            "cpu" => "cpu_s",
+            "cpu-per-req" => "cpu_ms_per_req",
+            _ => "",
         };
         for s in series {
-            assert_eq!(s["points"].as_i64().unwrap(), want_points, "chart {id}, series {}", s["id"]);
+            let label = s["id"].as_str().unwrap();
+            let (svc, index) = label.rsplit_once(" #").unwrap();
+            let run = format!("(SELECT id FROM run WHERE service = '{svc}' AND run_index = {index})");
+            let want = match id {
+                "startup" => 1,
+                "bang" => steps + 1,
+                _ => {
+                    let positive = if id.starts_with('p') { " AND {f} > 0" } else { "" }.replace("{f}", figure);
+                    i64_of(&c, &format!("SELECT COUNT(*) FROM step WHERE run_id = {run} AND {figure} IS NOT NULL{positive}"))
+                }
+            };
+            assert_eq!(s["points"].as_i64().unwrap(), want, "chart {id}, series {label}");
         }
         assert!(ch["drawnPaths"].as_i64().unwrap() > 10, "chart {id} drew nothing");
         assert!(ch["width"].as_f64().unwrap() > 300.0 && ch["height"].as_f64().unwrap() > 200.0);
@@ -186,7 +204,7 @@ fn html_report_of_two_hello_services_in_chromium() {
     let tip = hover["tooltip"].as_str().unwrap();
     assert!(tip.contains(hover["run"].as_str().unwrap()), "tooltip {tip:?} does not name the run");
     let y = hover["y"].as_f64().unwrap();
-    let shown = tip.lines().last().map(first_number).unwrap_or(f64::NAN);
+    let shown = tip.lines().find(|l| l.starts_with("Successful requests per second:")).map(first_number).unwrap_or(f64::NAN);
     assert!(close(shown, y, 0.01), "tooltip shows {shown}, the point is {y}");
     let legend = &v["legend"];
     for (id, sel) in legend["afterFirstClick"].as_object().unwrap() {

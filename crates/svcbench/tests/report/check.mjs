@@ -68,14 +68,17 @@ try {
     }),
   );
 
-  // Hover: move the real mouse onto the last point of the first run in the throughput chart.
+  // Hover: move the real mouse onto the last point of the last run in the throughput chart (the last
+  // series is drawn on top, so its tooltip wins should another run's point lie on the same pixel).
   const target = await page.evaluate(() => {
     const el = document.querySelector('div.chart[data-chart="rps"]') || document.querySelector('div.chart');
     el.scrollIntoView({ block: 'center' });
     const chart = echarts.getInstanceByDom(el);
-    const s = chart.getOption().series[0];
+    const all = chart.getOption().series;
+    const index = all.length - 1;
+    const s = all[index];
     const last = s.data[s.data.length - 1];
-    const [px, py] = chart.convertToPixel({ seriesIndex: 0 }, last.value);
+    const [px, py] = chart.convertToPixel({ seriesIndex: index }, last.value);
     const r = el.getBoundingClientRect();
     return { chart: el.dataset.chart, run: s.id, y: last.value[1], x: r.left + px, yPx: r.top + py };
   });
