@@ -91,11 +91,16 @@ fn without_cgroup_write_access_the_run_completes_with_a_warning() {
     let dbp = tmp.path().join("s.db");
     let prof = quick_profile(tmp.path(), 1, 1);
     std::fs::set_permissions(&prof, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
-    // As an unprivileged user (nobody), svcbench cannot create cgroups.
+    // As an unprivileged user (nobody), svcbench cannot create cgroups. Binary and fixtures are copied into
+    // the world-readable temporary folder: the checkout itself may sit where nobody cannot enter.
+    let copy = std::process::Command::new("cp").arg("-r").arg(fixture("steady").join("../..")).arg(tmp.path().join("fixtures")).status().unwrap();
+    assert!(copy.success());
+    std::fs::copy(bin(), tmp.path().join("svcbench")).unwrap();
+    let _ = std::process::Command::new("chmod").args(["-R", "a+rX"]).arg(tmp.path()).status();
     let out = std::process::Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(bin())
-        .args(["run", fixture("steady").to_str().unwrap(), "--profile", prof.to_str().unwrap(), "--db", dbp.to_str().unwrap()])
+        .arg(tmp.path().join("svcbench"))
+        .args(["run", tmp.path().join("fixtures/services/steady").to_str().unwrap(), "--profile", prof.to_str().unwrap(), "--db", dbp.to_str().unwrap()])
         .env("SVCBENCH_HOME", repo())
         .env("HOME", tmp.path())
         .current_dir(tmp.path())
