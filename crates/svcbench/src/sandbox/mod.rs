@@ -263,10 +263,15 @@ mod tests {
         // A shell that traps TERM and exits 0, with a child that ignores TERM: the group kill must get it.
         sb.start("sh -c 'trap \"exit 0\" TERM; (trap \"\" TERM; sleep 60) & while true; do sleep 0.05; done'",
             Path::new("/"), &[], log()).unwrap();
-        std::thread::sleep(Duration::from_millis(200));
         let pgid = sb.pid().unwrap() as i32;
+        // Wait (bounded) for the shell to start its child: a busy machine may take a while.
+        let t0 = Instant::now();
+        while procfs::group_pids(pgid).len() < 2 && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         assert!(procfs::group_pids(pgid).len() >= 2);
-        let out = sb.stop(Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(100));
+        let out = sb.stop(Duration::from_secs(10));
         assert!(out.graceful, "{out:?}");
         assert!(procfs::group_pids(pgid).is_empty(), "processes left in the group");
     }

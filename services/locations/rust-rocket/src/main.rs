@@ -75,8 +75,9 @@ async fn run() -> Result<(), String> {
     let config = Config {
         port,
         address: Ipv4Addr::UNSPECIFIED.into(),
-        // Rocket's own multi-line request logging is replaced by RequestLog.
-        log_level: LogLevel::Critical,
+        // Rocket's own logging spans several lines per request (even at `critical`, which keeps
+        // warnings): RequestLog and the liftoff line below replace it.
+        log_level: LogLevel::Off,
         // SIGTERM and SIGINT: stop accepting, give in-flight requests up to 10 s (+3 s to close).
         shutdown: Shutdown { grace: 10, mercy: 3, ..Shutdown::default() },
         ..Config::release_default()
@@ -86,7 +87,7 @@ async fn run() -> Result<(), String> {
         .manage(store)
         .manage(api::OpenApiJson::render())
         .attach(RequestLog)
-        .attach(AdHoc::on_liftoff("announce", |rocket| {
+        .attach(AdHoc::on_liftoff("start line", |rocket| {
             Box::pin(async move {
                 println!("locations-rocket listening on port {}", rocket.config().port);
             })
