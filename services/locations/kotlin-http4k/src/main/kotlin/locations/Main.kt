@@ -32,14 +32,16 @@ fun main() {
         fail("store at $elasticUrl is not reachable: $e")
     }
 
+    // Handle SIGTERM ourselves: the JVM's default handler would exit with 143 instead of 0.
+    // Installed before listening, so that no signal can slip past it.
+    val stopRequested = CountDownLatch(1)
+    for (signal in listOf("TERM", "INT")) Signal.handle(Signal(signal)) { stopRequested.countDown() }
+
     val server = locationsApp(repository)
         .asServer(Undertow(port, enableHttp2 = false, stopMode = StopMode.Graceful(Duration.ofSeconds(10))))
         .start()
     log.info("Locations (http4k on Undertow) listening on port {}, store {}", server.port(), elasticUrl)
 
-    // Handle SIGTERM ourselves: the JVM's default handler would exit with 143 instead of 0.
-    val stopRequested = CountDownLatch(1)
-    for (signal in listOf("TERM", "INT")) Signal.handle(Signal(signal)) { stopRequested.countDown() }
     stopRequested.await()
 
     log.info("Stopping: finishing in-flight requests")

@@ -47,14 +47,16 @@ fun main() {
         fail("store at $elasticUrl is not reachable: $e")
     }
 
+    // Handle SIGTERM ourselves: the JVM's default handler would exit with 143 instead of 0.
+    // Installed before listening, so that no signal can slip past it.
+    val stopRequested = CountDownLatch(1)
+    for (signal in listOf("TERM", "INT")) Signal.handle(Signal(signal)) { stopRequested.countDown() }
+
     val inFlightCalls = InFlightCalls()
     val server = embeddedServer(Netty, port = port, host = "0.0.0.0") { module(repository, inFlightCalls) }
     server.start(wait = false)
     log.info("Locations (Ktor on Netty) listening on port {}, store {}", port, elasticUrl)
 
-    // Handle SIGTERM ourselves: the JVM's default handler would exit with 143 instead of 0.
-    val stopRequested = CountDownLatch(1)
-    for (signal in listOf("TERM", "INT")) Signal.handle(Signal(signal)) { stopRequested.countDown() }
     stopRequested.await()
 
     log.info("Stopping: finishing in-flight requests")
