@@ -33,11 +33,12 @@ pub fn stat(pid: i32) -> Option<ProcStat> {
     })
 }
 
-/// Processes whose process group is `pgid`.
+/// Live processes whose process group is `pgid`. Zombies are left out: they hold nothing, cannot be
+/// killed, and stay forever where PID 1 does not reap orphans (as on CI's init).
 pub fn group_pids(pgid: i32) -> Vec<i32> {
     let Ok(rd) = std::fs::read_dir("/proc") else { return vec![] };
     rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| stat(pid).is_some_and(|s| s.pgid == pgid))
+        .filter(|&pid| stat(pid).is_some_and(|s| s.pgid == pgid && !s.zombie))
         .collect()
 }
 
