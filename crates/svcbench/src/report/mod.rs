@@ -67,7 +67,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "TERM[,TERM…]")]
     pub new: Vec<String>,
     /// Exit 1 when METRIC regressed (verdict slower/larger) by more than PCT; repeatable; METRIC `all` for any.
-    /// Metrics: peak_rps, cpu_per_req, p50_ms, p99_ms, startup_ms, idle_mem, peak_mem.
+    /// Metrics: peak_rps, cpu_per_req, p50_ms, p99_ms, startup_ms, idle_mem, peak_mem; per step: step_rps, step_p99_ms.
     #[arg(long, value_name = "METRIC[:PCT%]")]
     pub fail_on: Vec<String>,
     #[arg(long, value_enum, default_value = "markdown")]

@@ -253,3 +253,35 @@ fn sessions_group_by_label_and_filters_select() {
     assert!(html.contains("id=\"chart-bang\"") && html.contains("data-service=\"go (after)\""));
     assert!(!html.contains("</script></script>"));
 }
+
+#[test]
+fn compare_gives_a_verdict_per_attempt_between_two_services() {
+    // Seed 003: Spray and Akka HTTP, the same load three times; Akka's JIT catches up by the third attempt.
+    let f = store();
+    let s = f.session("hello", None);
+    for (svc, attempts) in [("spray", [20_000.0, 20_000.0, 20_000.0]), ("akka", [5_000.0, 10_000.0, 20_100.0])] {
+        f.service(s, svc);
+        for i in 1..=2 {
+            let r = f.run(s, svc, i, 1.0, 1000);
+            for (k, rps) in attempts.into_iter().enumerate() {
+                let seq = k as i64 + 1;
+                f.step(r, seq, "closed", Some(100), None, "default", None, rps + i as f64, 100, None, 1.0);
+            }
+        }
+    }
+    let lines = compare::compare(&f.load(&["service=spray"], true), &f.load(&["service=akka"], true));
+    assert!(lines.iter().all(|l| l.service == "spray → akka"), "the two selected services are paired");
+    let attempt = |n: &str| lines.iter().find(|l| l.metric == "step_rps" && l.step.as_deref() == Some(n)).unwrap();
+    assert_eq!(attempt("#1 step 1").verdict, "slower");
+    assert!((attempt("#1 step 1").ratio.unwrap() - 0.25).abs() < 0.01);
+    assert_eq!(attempt("#2 step 2").verdict, "slower");
+    assert_eq!(attempt("#3 step 3").verdict, "within noise");
+    assert_eq!(lines.iter().filter(|l| l.metric == "step_p99_ms").count(), 3);
+    let rules = vec![compare::parse_fail_on("step_rps:60%").unwrap()];
+    assert_eq!(compare::failures(&lines, &rules).len(), 1, "only attempt 1 lost more than 60 %");
+    let md = compare::markdown(&f.load(&["service=spray"], true), &f.load(&["service=akka"], true), &lines, &[]);
+    assert!(md.contains("### Per step") && md.contains("| spray → akka | #3 step 3 | success req/s (`step_rps`) |"));
+    // The same service on both sides is matched by name, not paired across names.
+    let same = compare::compare(&f.load(&["service=spray"], true), &f.load(&["service=spray"], true));
+    assert!(same.iter().all(|l| l.service == "spray" && l.verdict == "within noise"));
+}
