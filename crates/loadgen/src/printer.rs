@@ -137,6 +137,13 @@ pub fn summary(r: &LoadReport) -> String {
             fmt_ms(o.max_lateness_ms)
         );
     }
+    if r.in_flight_at_end > 0 {
+        let _ = writeln!(
+            s,
+            "  Unanswered at the end: {} (sent, neither success nor error)",
+            r.in_flight_at_end
+        );
+    }
     let _ = writeln!(s, "Requests/sec: {:>10.2}", r.success_rps());
     let _ = writeln!(
         s,

@@ -103,6 +103,11 @@ pub struct LoadReport {
     pub bytes_out: u64,
     /// Connections established (a reconnect after the server closed one counts again).
     pub connections_opened: u64,
+    /// Requests sent but unanswered when the run ended: neither successes nor errors. The open
+    /// model waits up to the request timeout for them after the duration, so there this is zero
+    /// unless a stop cut the wait short; the closed model (like wrk) does not wait.
+    #[serde(default)]
+    pub in_flight_at_end: u64,
     pub timeline: Vec<SecondStats>,
     /// Present for the open model.
     pub open: Option<OpenStats>,
@@ -171,6 +176,7 @@ pub fn merge_reports(reports: &[LoadReport]) -> Result<LoadReport> {
         merged.bytes_in += r.bytes_in;
         merged.bytes_out += r.bytes_out;
         merged.connections_opened += r.connections_opened;
+        merged.in_flight_at_end += r.in_flight_at_end;
         merged.threads += r.threads;
         merged.client_cpu_s += r.client_cpu_s;
         for s in &r.timeline {

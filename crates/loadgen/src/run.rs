@@ -22,6 +22,7 @@ struct WorkerResult {
     stats: Recorder,
     open: Option<OpenStats>,
     ended: Instant,
+    in_flight: u64,
     cpu_s: f64,
 }
 
@@ -63,6 +64,12 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
     let clock = Clock {
         deadline: start + config.duration,
         stop: config.stop.clone(),
+        // The open model counts every due request: answers to those sent before the deadline
+        // are awaited (a timeout bounds them); the closed model, like wrk, stops at once.
+        drain: match config.model {
+            Model::Open { .. } => config.request_timeout,
+            Model::Closed { .. } => Duration::ZERO,
+        },
     };
 
     let results: Vec<Result<WorkerResult>> = std::thread::scope(|scope| {
@@ -111,15 +118,16 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
                                 config.max_requests,
                             )),
                         };
-                        let ended = run_loop(&mut core, driver.as_mut(), clock)?;
-                        let open = driver.open_stats(ended);
+                        let end = run_loop(&mut core, driver.as_mut(), clock)?;
+                        let open = driver.open_stats(end.at);
                         // Closing the sockets is part of the run's CPU time.
                         let mut stats = core.into_stats();
-                        stats.finish(ended);
+                        stats.finish(end.last);
                         Ok(WorkerResult {
                             stats,
                             open,
-                            ended,
+                            ended: end.at,
+                            in_flight: end.in_flight,
                             cpu_s: limits::thread_cpu_seconds() - cpu_before,
                         })
                     })
@@ -148,6 +156,7 @@ fn build_report(
     let mut errors = ErrorCounts::default();
     let mut statuses = vec![0u64; 1000];
     let (mut ok, mut bytes_in, mut bytes_out, mut opened, mut cpu_s) = (0, 0, 0, 0, 0.0);
+    let mut in_flight = 0;
     let mut open: Option<OpenStats> = None;
     let mut ended = start;
     for r in &results {
@@ -162,6 +171,7 @@ fn build_report(
         bytes_out += r.stats.traffic.bytes_out;
         opened += r.stats.connections_opened;
         cpu_s += r.cpu_s;
+        in_flight += r.in_flight;
         ended = ended.max(r.ended);
         if let Some(o) = r.open {
             let t = open.get_or_insert_with(OpenStats::default);
@@ -190,6 +200,7 @@ fn build_report(
         bytes_in,
         bytes_out,
         connections_opened: opened,
+        in_flight_at_end: in_flight,
         timeline,
         open,
         threads: workers,

@@ -29,6 +29,7 @@ fn report_of(latencies_us: &[u64], errors: u64) -> LoadReport {
         bytes_in: 100,
         bytes_out: 50,
         connections_opened: 4,
+        in_flight_at_end: 0,
         timeline: vec![],
         open: None,
         threads: 1,

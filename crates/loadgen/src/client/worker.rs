@@ -109,6 +109,11 @@ impl Core {
             .any(|c| c.is_busy() || c.state == State::Connecting)
     }
 
+    /// Requests sent and not yet answered.
+    pub(crate) fn in_flight(&self) -> u64 {
+        self.conns.iter().filter(|c| c.is_busy()).count() as u64
+    }
+
     /// Closes connections whose connect or request took too long.
     fn expire(&mut self, driver: &mut dyn Driver, now: Instant) {
         for idx in 0..self.conns.len() {
@@ -136,25 +141,42 @@ impl Core {
 pub(crate) struct Clock {
     pub(crate) deadline: Instant,
     pub(crate) stop: Option<Arc<AtomicBool>>,
+    /// After the deadline, how long to wait for answers to requests already sent (open model:
+    /// the request timeout, so every request ends as a success or an error; zero: stop at once).
+    pub(crate) drain: Duration,
 }
 
-/// Runs the loop until the deadline, a stop, or the driver's end. Returns when it ended.
-pub(crate) fn run_loop(core: &mut Core, driver: &mut dyn Driver, clock: &Clock) -> Result<Instant> {
+/// How a worker's loop ended.
+pub(crate) struct LoopEnd {
+    /// End of the measured window: the deadline, the stop, or the driver's end.
+    pub(crate) at: Instant,
+    /// When the loop returned (after the drain; answers until then are counted).
+    pub(crate) last: Instant,
+    /// Requests still unanswered then.
+    pub(crate) in_flight: u64,
+}
+
+/// Runs the loop until the deadline (then drains, see [`Clock::drain`]), a stop, or the
+/// driver's end.
+pub(crate) fn run_loop(core: &mut Core, driver: &mut dyn Driver, clock: &Clock) -> Result<LoopEnd> {
     let mut events = Events::with_capacity(1024);
     let mut now = Instant::now();
     driver.start(core, now);
     let mut next_tick = now + TICK;
+    // Set once sending has stopped at the deadline: the loop only collects answers until then.
+    let mut drain_until: Option<Instant> = None;
     loop {
-        if now >= clock.deadline {
-            return Ok(clock.deadline);
+        let stopped = clock.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed));
+        if now >= clock.deadline && drain_until.is_none() {
+            driver.stop_sending();
+            drain_until = Some(clock.deadline + clock.drain);
         }
-        if clock
-            .stop
-            .as_ref()
-            .is_some_and(|s| s.load(Ordering::Relaxed))
-            || driver.finished(core)
-        {
-            return Ok(now);
+        if let Some(until) = drain_until {
+            if stopped || now >= until || !core.any_busy() {
+                return Ok(LoopEnd { at: clock.deadline, last: now, in_flight: core.in_flight() });
+            }
+        } else if stopped || driver.finished(core) {
+            return Ok(LoopEnd { at: now, last: now, in_flight: core.in_flight() });
         }
         core.stats.close_seconds(now);
         if now >= next_tick {
@@ -165,8 +187,8 @@ pub(crate) fn run_loop(core: &mut Core, driver: &mut dyn Driver, clock: &Clock) 
         }
         driver.dispatch(core, now);
 
-        let mut wake = clock
-            .deadline
+        let mut wake = drain_until
+            .unwrap_or(clock.deadline)
             .min(next_tick)
             .min(core.stats.next_second_at());
         if let Some(at) = driver.next_wakeup(now) {

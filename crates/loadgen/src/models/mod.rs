@@ -33,6 +33,8 @@ pub(crate) trait Driver {
     fn next_wakeup(&self, _now: Instant) -> Option<Instant> {
         None
     }
+    /// The run's deadline has passed: send nothing more (requests in flight may still be answered).
+    fn stop_sending(&mut self) {}
     /// The model has nothing left to do (request budget spent and every answer in).
     fn finished(&self, core: &Core) -> bool;
     /// Schedule bookkeeping at the end (open model only).

@@ -142,6 +142,8 @@ pub(crate) struct OpenDriver {
     blocked_until: u64,
     sent_late: u64,
     max_lateness: Duration,
+    /// Past the deadline: requests still waiting for a connection stay unsent.
+    stopped: bool,
 }
 
 impl OpenDriver {
@@ -176,6 +178,7 @@ impl OpenDriver {
             blocked_until: 0,
             sent_late: 0,
             max_lateness: Duration::ZERO,
+            stopped: false,
         };
         d.refresh_next();
         d
@@ -205,7 +208,7 @@ impl OpenDriver {
     }
 
     fn due(&self, now: Instant) -> Option<Instant> {
-        self.next_at.filter(|&at| at <= now)
+        self.next_at.filter(|&at| at <= now && !self.stopped)
     }
 
     fn send(&mut self, core: &mut Core, idx: usize, at: Instant, now: Instant) {
@@ -307,6 +310,10 @@ impl Driver for OpenDriver {
     fn next_wakeup(&self, now: Instant) -> Option<Instant> {
         // With requests already waiting, only a connection event can help: don't spin.
         self.next_at.filter(|&at| at > now)
+    }
+
+    fn stop_sending(&mut self) {
+        self.stopped = true;
     }
 
     fn finished(&self, core: &Core) -> bool {

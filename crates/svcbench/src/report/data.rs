@@ -173,7 +173,7 @@ pub fn open(path: &Path) -> Result<Connection> {
     let version: Option<String> = conn
         .query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))
         .with_context(|| format!("{} is not an svcbench store (no meta table)", path.display()))?;
-    if version.as_deref() != Some(crate::store::SCHEMA_VERSION) {
+    if !version.as_deref().is_some_and(|v| crate::store::READABLE_VERSIONS.contains(&v)) {
         bail!(
             "store {} has schema version {:?}; this svcbench reads version {}",
             path.display(),

@@ -7,7 +7,9 @@ use rusqlite::{params, Connection};
 use serde::Serialize;
 use std::path::Path;
 
-pub const SCHEMA_VERSION: &str = "1";
+pub const SCHEMA_VERSION: &str = "2";
+/// Older versions this one reads after an additive upgrade (see `upgrade`).
+pub const READABLE_VERSIONS: &[&str] = &["1", "2"];
 
 pub struct Store {
     pub conn: Connection,
@@ -56,6 +58,27 @@ fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
+/// Brings a store of an older schema up to this one; every change so far only added columns.
+fn upgrade(conn: &Connection) -> Result<()> {
+    let version: String = conn.query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))?;
+    if version == SCHEMA_VERSION {
+        return Ok(());
+    }
+    if !READABLE_VERSIONS.contains(&version.as_str()) {
+        anyhow::bail!("its schema version {version} is not one this svcbench knows ({SCHEMA_VERSION}); use a newer svcbench");
+    }
+    // 1 → 2: requests unanswered at the end of a step.
+    let has = |col: &str| -> Result<bool> {
+        let mut st = conn.prepare("SELECT 1 FROM pragma_table_info('step') WHERE name = ?1")?;
+        Ok(st.exists([col])?)
+    };
+    if !has("in_flight_at_end")? {
+        conn.execute("ALTER TABLE step ADD COLUMN in_flight_at_end INTEGER", [])?;
+    }
+    conn.execute("UPDATE meta SET value = ?1 WHERE key = 'schema_version'", [SCHEMA_VERSION])?;
+    Ok(())
+}
+
 impl Store {
     pub fn open(path: &Path) -> Result<Store> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -66,6 +89,7 @@ impl Store {
         conn.execute_batch(include_str!("schema.sql"))
             .with_context(|| format!("cannot create the schema in {}", path.display()))?;
         conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?1)", [SCHEMA_VERSION])?;
+        upgrade(&conn).with_context(|| format!("cannot upgrade store {}", path.display()))?;
         Ok(Store { conn })
     }
 
@@ -210,9 +234,9 @@ impl Store {
                success_rps, error_ratio, p50, p75, p90, p99, p999, p9999, max_ms, mean_ms, latency_hdr,
                open_intended, open_late, open_unsent, open_max_lateness_ms, cpu_s, cpu_ms_per_req, mem_peak_mib,
                mem_mib_s_per_req, rss_peak_mib, threads_max, throttled_s, client_cpu_s, client_cpus, client_saturated,
-               dep_cpu_s, dep_saturated, oom_killed, crashed, samples, timeline, dependency_calls)
+               dep_cpu_s, dep_saturated, oom_killed, crashed, samples, timeline, dependency_calls, in_flight_at_end)
              VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,
-               ?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40,?41,?42,?43,?44,?45,?46,?47,?48,?49,?50)",
+               ?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40,?41,?42,?43,?44,?45,?46,?47,?48,?49,?50,?51)",
             params![
                 run, s.seq, s.label, s.model, s.connections, s.rate, s.rate_end, s.mix, s.upstream_delay_ms,
                 load.duration_s, ok, load.requests_err, e.connect_refused + e.connect_timeout, e.request_timeout,
@@ -222,7 +246,7 @@ impl Store {
                 open.map(|o| o.max_lateness_ms), s.cpu_s, cpu_ms_per_req, s.mem_peak_mib, mem_mib_s_per_req,
                 s.rss_peak_mib, s.threads_max, s.throttled_s, load.client_cpu_s, s.client_cpus, s.client_saturated,
                 s.dep_cpu_s, s.dep_saturated, s.oom_killed, s.crashed, samples.len(),
-                serde_json::to_string(&load.timeline)?, s.dependency_calls,
+                serde_json::to_string(&load.timeline)?, s.dependency_calls, load.in_flight_at_end,
             ],
         )?;
         let step_id = tx.last_insert_rowid();
@@ -236,5 +260,34 @@ impl Store {
         }
         tx.commit()?;
         Ok(step_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_1_store_is_upgraded_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            // A version-1 store: today's schema without the step column added in version 2.
+            let c = Connection::open(&path).unwrap();
+            let v1 = include_str!("schema.sql").replace("  in_flight_at_end INTEGER,", "");
+            c.execute_batch(&v1).unwrap();
+            c.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '1')", []).unwrap();
+        }
+        let s = Store::open(&path).unwrap();
+        let v: String = s.conn.query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0)).unwrap();
+        assert_eq!(v, SCHEMA_VERSION);
+        let has: bool =
+            s.conn.prepare("SELECT 1 FROM pragma_table_info('step') WHERE name = 'in_flight_at_end'").unwrap().exists([]).unwrap();
+        assert!(has);
+        drop(s);
+        // Opening again is a no-op; a version from the future is refused with a clear message.
+        Store::open(&path).unwrap().conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'", []).unwrap();
+        let err = Store::open(&path).err().unwrap();
+        assert!(format!("{err:#}").contains("schema version 99"), "{err:#}");
     }
 }

@@ -96,6 +96,7 @@ CREATE TABLE IF NOT EXISTS step (
   samples INTEGER NOT NULL,            -- sampler readings taken during the step
   timeline TEXT NOT NULL,              -- JSON: per-second successes, errors, p50, p99
   dependency_calls INTEGER,            -- calls the mock upstream received during the step
+  in_flight_at_end INTEGER,            -- requests sent but unanswered when the step ended (schema 2)
   UNIQUE (run_id, seq)
 );
 
