@@ -101,9 +101,10 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
     pub connect_timeout: Duration,
 
-    /// Statuses that count as success: ranges and codes, e.g. 200-399,404
-    #[arg(long, value_name = "LIST", default_value = "200-399")]
-    pub success: String,
+    /// Statuses that count as success: ranges and codes, e.g. 200-399,404 [default: the mix
+    /// file's `success`, else 200-399]
+    #[arg(long, value_name = "LIST")]
+    pub success: Option<String>,
 
     /// Pin the worker threads to these CPUs (e.g. 0 or 0,2 or 0-3)
     #[arg(long, value_name = "LIST")]
@@ -150,6 +151,7 @@ impl LoadArgs {
     /// Turns the flags into a run configuration; every error names the flag and the fix.
     pub fn to_config(&self) -> Result<LoadConfig> {
         let (target, path) = split_url(&self.url)?;
+        let mut mix_success = None;
         let mut mix = match &self.mix {
             Some(file) => {
                 if path != "/" {
@@ -158,7 +160,9 @@ impl LoadArgs {
                 if self.method.is_some() || self.body.is_some() || self.body_file.is_some() {
                     bail!("-m/--body/--body-file describe a single request: put them in the mix file, or leave out --mix");
                 }
-                RequestMix::from_toml_file(file)?
+                let spec = crate::request::MixSpec::from_toml_file(file)?;
+                mix_success = spec.success_set().with_context(|| format!("mix file {}", file.display()))?;
+                spec.resolve_file(file)?
             }
             None => {
                 let mut t = RequestTemplate::new(self.method.as_deref().unwrap_or("GET"), &path);
@@ -237,7 +241,11 @@ impl LoadArgs {
         config.keepalive = !self.no_keepalive;
         config.request_timeout = self.timeout;
         config.connect_timeout = self.connect_timeout;
-        config.success = StatusSet::parse(&self.success)?;
+        config.success = match (&self.success, mix_success) {
+            (Some(s), _) => StatusSet::parse(s)?,
+            (None, Some(from_mix)) => from_mix,
+            (None, None) => StatusSet::default(),
+        };
         if let Some(cpus) = &self.cpus {
             let cpus = limits::parse_cpu_list(cpus)?;
             config.threads = cpus.len();
@@ -377,5 +385,23 @@ mod tests {
         );
         assert_eq!(t.headers, vec![("X-A".to_string(), "1".to_string())]);
         assert!(!c.keepalive);
+    }
+
+    #[test]
+    fn a_mix_files_success_statuses_apply_unless_the_flag_overrides_them() {
+        let dir = std::env::temp_dir().join(format!("loadgen-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mix = dir.join("mix.toml");
+        std::fs::write(&mix, "success = \"200-399,409\"\n[[request]]\npath = \"/add?name=x\"\n").unwrap();
+        let m = mix.to_str().unwrap();
+        let c = config(&["http://h:1", "--mix", m]).unwrap();
+        assert!(c.success.contains(409) && c.success.contains(200) && !c.success.contains(404));
+        let c = config(&["http://h:1", "--mix", m, "--success", "200"]).unwrap();
+        assert!(!c.success.contains(409));
+        assert!(config(&["http://h:1/"]).unwrap().success.contains(302));
+        std::fs::write(&mix, "success = \"ok\"\n[[request]]\npath = \"/\"\n").unwrap();
+        let err = format!("{:#}", config(&["http://h:1", "--mix", m]).unwrap_err());
+        assert!(err.contains("mix.toml") && err.contains("200-399"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

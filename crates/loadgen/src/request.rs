@@ -24,6 +24,8 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::config::StatusSet;
+
 /// How values are drawn from a list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -153,18 +155,7 @@ impl RequestMix {
     /// Reads a weighted mix file (format in this module's docs); relative file names in it are
     /// relative to the file's folder.
     pub fn from_toml_file(path: &Path) -> Result<RequestMix> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read mix file {}", path.display()))?;
-        let spec: MixSpec = toml::from_str(&text).map_err(|e| {
-            anyhow::anyhow!(
-                "mix file {}: {}",
-                path.display(),
-                e.to_string().trim().replace('\n', " ")
-            )
-        })?;
-        let dir = path.parent().unwrap_or(Path::new("."));
-        spec.resolve(dir)
-            .with_context(|| format!("mix file {}", path.display()))
+        MixSpec::from_toml_file(path)?.resolve_file(path)
     }
 
     pub fn value_list(&self, name: &str) -> Option<&ValueList> {
@@ -202,6 +193,10 @@ pub struct MixSpec {
     pub request: Vec<RequestSpec>,
     #[serde(default)]
     pub values: BTreeMap<String, ValuesSpec>,
+    /// Statuses that count as success with this mix (e.g. "200-399,409" for a replay that hits a
+    /// conflict on purpose); unset: the run's own setting (default 2xx and 3xx).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub success: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -240,6 +235,34 @@ fn default_method() -> String {
 }
 
 impl MixSpec {
+    /// Parses a mix file (format in this module's docs) without reading the files it names.
+    pub fn from_toml_file(path: &Path) -> Result<MixSpec> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read mix file {}", path.display()))?;
+        toml::from_str(&text).map_err(|e| {
+            anyhow::anyhow!(
+                "mix file {}: {}",
+                path.display(),
+                e.to_string().trim().replace('\n', " ")
+            )
+        })
+    }
+
+    /// `resolve` for a spec read from `path`: its file names are relative to the file's folder.
+    pub fn resolve_file(self, path: &Path) -> Result<RequestMix> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        self.resolve(dir)
+            .with_context(|| format!("mix file {}", path.display()))
+    }
+
+    /// The `success` statuses, parsed; None when the mix leaves them to the run.
+    pub fn success_set(&self) -> Result<Option<StatusSet>> {
+        self.success
+            .as_deref()
+            .map(|s| StatusSet::parse(s).context("success"))
+            .transpose()
+    }
+
     /// Loads the files the spec names (relative to `base_dir`) and checks the result.
     pub fn resolve(self, base_dir: &Path) -> Result<RequestMix> {
         let mut values = Vec::new();

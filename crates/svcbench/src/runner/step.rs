@@ -32,8 +32,14 @@ pub fn run_step(
     left_after: std::time::Duration,
 ) -> Result<StepOutcome> {
     let mix_name = step.mix.clone().or_else(|| ctx.opts.mix.clone()).unwrap_or_else(|| "default".into());
-    let mix_spec = ctx.scenario.mix(&mix_name)?.clone();
-    let mix = mix_spec.to_request_mix(&ctx.scenario.dir, ctx.opts.seed.wrapping_add(seq as u64))?;
+    let mut mix_spec = ctx.scenario.mix(&mix_name)?.clone();
+    let success = mix_spec.success_set().with_context(|| format!("mix `{mix_name}`"))?;
+    // The mix's seed (else the run's --seed), shifted per step: repeated steps draw other values, and
+    // a second run of the same profile draws the same ones.
+    mix_spec.seed = Some(mix_spec.seed.unwrap_or(ctx.opts.seed).wrapping_add(seq as u64));
+    let mix = mix_spec.resolve(&ctx.scenario.dir).with_context(|| {
+        format!("scenario `{}`, mix `{mix_name}` (a missing values file: is the scenario's dataset built?)", ctx.scenario.name())
+    })?;
     if let Some(ms) = step.upstream_delay_ms {
         if !ctx.deps.set_delay_ms(ms)? {
             anyhow::bail!("profile step {seq} sets upstream_delay_ms but scenario `{}` has no upstream dependency", ctx.scenario.name());
@@ -52,8 +58,8 @@ pub fn run_step(
     cfg.threads = ctx.loadgen_cpus.len().max(1);
     cfg.cpu_affinity = Some(ctx.loadgen_cpus.clone());
     cfg.request_timeout = ctx.profile.request_timeout;
-    if let Some(s) = &mix_spec.success {
-        cfg.success = loadgen::StatusSet::parse(s).with_context(|| format!("mix `{mix_name}`: success"))?;
+    if let Some(s) = success {
+        cfg.success = s;
     }
     let step_stop = Arc::new(AtomicBool::new(false));
     cfg.stop = Some(step_stop.clone());

@@ -6,11 +6,15 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::time::Duration;
 
+fn get() -> String {
+    "GET".to_string()
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Check {
     pub name: String,
-    #[serde(default = "super::mix::get")]
+    #[serde(default = "get")]
     pub method: String,
     pub path: String,
     #[serde(default)]
