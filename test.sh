@@ -5,4 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")"
 scripts/setup.sh
 # One test binary at a time: the integration tests pin services and load to CPUs and must not compete.
-cargo test --release --locked --workspace -- --test-threads=1
+# --no-fail-fast: a failure in one test binary must not hide the results of the others.
+cargo test --release --locked --workspace --no-fail-fast -- --test-threads=1

@@ -44,21 +44,56 @@ fn upstream_rate_steps_short_runs_spring_mvc_and_vertx() {
     // Every answer needs an upstream call (no caching): the mock counted at least as many calls.
     assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE dependency_calls < requests_ok"), 0);
     assert!(f64_of(&c, "SELECT MIN(p50) FROM step") >= 1000.0, "every answer waits for the 1 s upstream");
+    // The open model waits for the answers of every request it sent: none is left unaccounted for.
+    assert_eq!(i64_of(&c, "SELECT COALESCE(SUM(in_flight_at_end), -1) FROM step"), 0);
     assert!(f64_of(&c, "SELECT MIN(dep_cpu_s) FROM step") > 0.0, "the mock upstream's CPU is measured");
     assert_no_leftovers("services/upstream/");
+}
+
+/// docs/outside-implementation.md's worked example, made real: the manifest from the page, in a folder
+/// outside the checkout, pointing at a copy of the bundled Actix binary.
+fn outside_implementation(tmp: &std::path::Path) -> std::path::PathBuf {
+    let actix = repo().join("services/locations/rust-actix");
+    let built = std::process::Command::new("cargo")
+        .args(["build", "--release", "--locked"])
+        .current_dir(&actix)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let bin = tmp.join("opt/bin/locations-server");
+    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+    std::fs::copy(actix.join("target/release/locations-actix"), &bin).unwrap();
+    let doc = std::fs::read_to_string(repo().join("docs/outside-implementation.md")).unwrap();
+    let manifest = doc.split("```toml\n").nth(1).unwrap().split("```").next().unwrap();
+    assert!(manifest.contains("/opt/fast-locations/bin/locations-server"));
+    let dir = tmp.join("bench/fast-locations");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("svcbench.toml"), manifest.replace("/opt/fast-locations/bin/locations-server", bin.to_str().unwrap())).unwrap();
+    dir
 }
 
 #[test]
 fn locations_quick_run_with_opensearch() {
     let tmp = tempfile::tempdir().unwrap();
     let dbp = tmp.path().join("loc.db");
-    let out = run(&["locations/rust-actix", "locations/kotlin-ktor"], &["--profile", "quick"], &dbp);
+    let outside = outside_implementation(tmp.path());
+    let mut args = vec!["run".to_string()];
+    for s in ["locations/rust-actix", "locations/kotlin-ktor"] {
+        args.push(repo().join("services").join(s).display().to_string());
+    }
+    args.push(outside.display().to_string());
+    args.extend(["--profile", "quick", "--db", dbp.to_str().unwrap()].map(String::from));
+    // Run from the outside folder: the bundled scenario and profile are found through SVCBENCH_HOME.
+    let out = svcbench(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>(), &outside);
     assert!(out.status.success());
     let c = db(&dbp);
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE status = 'completed' AND checks_failed = 0"), 2);
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE status = 'completed' AND checks_failed = 0"), 3);
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE service = 'locations-fast' AND checks_passed >= 60"), 1);
+    assert!(i64_of(&c, "SELECT artifact_bytes FROM service WHERE name = 'locations-fast'") > 1_000_000);
     assert!(f64_of(&c, "SELECT MIN(success_rps) FROM step") > 0.0);
     assert!(f64_of(&c, "SELECT MIN(dep_cpu_s) FROM step") > 0.0, "the store's CPU is measured beside the service's");
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM service WHERE refuses_bad_dependency = 1"), 2);
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM service WHERE refuses_bad_dependency = 1"), 3);
     assert_no_leftovers("opensearch");
     assert_no_leftovers("services/locations/");
+    assert_no_leftovers("locations-server");
 }

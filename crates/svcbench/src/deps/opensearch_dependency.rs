@@ -6,7 +6,7 @@ use super::{opt_u64, reject_unknown, DepContext, Dependency};
 use crate::sandbox::{Limits, Probe, Sandbox};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub struct OpenSearchDependency {
@@ -20,7 +20,7 @@ impl OpenSearchDependency {
     pub fn start(options: &toml::Table, ctx: &DepContext) -> Result<OpenSearchDependency> {
         reject_unknown("opensearch", options, &["kind", "version", "heap_mb", "sample", "load_dataset"])?;
         let text = |k: &str| options.get(k).and_then(|v| v.as_str()).map(String::from);
-        let sample_dir = text("sample").map(|s| ctx.scenario_dir.join(s)).filter(|p| p.exists());
+        let sample_dir = text("sample").map(|s| find_sample(&s, ctx.scenario_dir)).transpose()?;
         let opts = OpenSearchOptions {
             version: text("version").unwrap_or_else(|| "3.6.0".into()),
             heap_mb: opt_u64(options, "heap_mb", 512)? as u32,
@@ -54,5 +54,51 @@ impl Dependency for OpenSearchDependency {
 
     fn cpus(&self) -> usize {
         self.cpus
+    }
+}
+
+/// The conformance sample: `SVCBENCH_SAMPLE_DIR` when set, else `sample` (a path such as
+/// `shared/data/locations-sample`) in the scenario folder or any folder above it, so a checkout works
+/// wherever it sits beside `shared/`. Missing is an error: a store without the sample fails every
+/// check for a reason that has nothing to do with the service.
+fn find_sample(sample: &str, scenario_dir: &Path) -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("SVCBENCH_SAMPLE_DIR").map(PathBuf::from) {
+        return if dir.join("city.ndjson").is_file() {
+            Ok(dir)
+        } else {
+            anyhow::bail!("SVCBENCH_SAMPLE_DIR={}: no city.ndjson there; point it at the locations sample folder", dir.display())
+        };
+    }
+    let rel = Path::new(sample);
+    if rel.is_absolute() && rel.join("city.ndjson").is_file() {
+        return Ok(rel.to_path_buf());
+    }
+    for dir in scenario_dir.ancestors() {
+        let c = dir.join(rel);
+        if c.join("city.ndjson").is_file() {
+            return Ok(c);
+        }
+    }
+    anyhow::bail!(
+        "dependency `opensearch`: the conformance sample {sample:?} (city.ndjson, region.ndjson) is not in {} or any folder above it; put the checkout beside shared/ or set SVCBENCH_SAMPLE_DIR",
+        scenario_dir.display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sample_is_found_above_the_scenario_or_named_as_missing() {
+        let root = tempfile::tempdir().unwrap();
+        let sample = root.path().join("shared/data/locations-sample");
+        std::fs::create_dir_all(&sample).unwrap();
+        std::fs::write(sample.join("city.ndjson"), "").unwrap();
+        let scenario = root.path().join("a/b/checkout/scenarios/locations");
+        std::fs::create_dir_all(&scenario).unwrap();
+        assert_eq!(find_sample("shared/data/locations-sample", &scenario).unwrap(), sample);
+        let err = find_sample("shared/data/nope", &scenario).unwrap_err().to_string();
+        assert!(err.contains("shared/data/nope") && err.contains("SVCBENCH_SAMPLE_DIR"), "{err}");
     }
 }

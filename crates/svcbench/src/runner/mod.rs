@@ -86,7 +86,10 @@ pub fn load_services(paths: &[PathBuf], scenario: Option<&str>) -> Result<(Vec<S
             );
         }
     }
-    let sc = Scenario::find(&wanted, &services[0].dir, None)?;
+    // A service folder outside the checkout still finds the bundled scenarios (SVCBENCH_HOME, or the checkout
+    // the binary was built in).
+    let bundled = crate::paths::project_dir("scenarios").ok();
+    let sc = Scenario::find(&wanted, &services[0].dir, bundled.as_deref())?;
     Ok((services, sc))
 }
 

@@ -55,19 +55,12 @@ impl Scenario {
     }
 
     /// Finds a scenario by name or path: a folder path is taken as is; a name is looked up as
-    /// `scenarios/<name>` in `scenarios_dir` (when given), then upwards from `near` and the current folder.
+    /// `scenarios/<name>` upwards from `near` and the current folder, then in `scenarios_dir` (the
+    /// bundled ones), so a scenario of one's own beside a service wins over a bundled namesake.
     pub fn find(name_or_path: &str, near: &Path, scenarios_dir: Option<&Path>) -> Result<Scenario> {
         let p = Path::new(name_or_path);
         if p.join("scenario.toml").exists() {
             return Scenario::load(p);
-        }
-        let mut tried = Vec::new();
-        if let Some(d) = scenarios_dir {
-            let c = d.join(name_or_path);
-            if c.join("scenario.toml").exists() {
-                return Scenario::load(&c);
-            }
-            tried.push(c);
         }
         let cwd = std::env::current_dir()?;
         for start in [near, cwd.as_path()] {
@@ -78,8 +71,14 @@ impl Scenario {
                 }
             }
         }
+        if let Some(d) = scenarios_dir {
+            let c = d.join(name_or_path);
+            if c.join("scenario.toml").exists() {
+                return Scenario::load(&c);
+            }
+        }
         bail!(
-            "scenario `{name_or_path}` not found (looked for scenarios/{name_or_path}/scenario.toml above {} and the current folder); pass --scenario PATH or --scenarios-dir",
+            "scenario `{name_or_path}` not found (looked for scenarios/{name_or_path}/scenario.toml above {}, the current folder and the svcbench checkout); pass --scenario PATH, or set SVCBENCH_HOME to the checkout",
             near.display()
         )
     }
