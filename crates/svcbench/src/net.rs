@@ -28,7 +28,7 @@ pub fn get_status(port: u16, path: &str, timeout: Duration) -> Option<u16> {
 }
 
 pub enum Readiness {
-    Ready { after: Duration, status: u16 },
+    Ready { after: Duration },
     Exited,
     Interrupted,
     TimedOut,
@@ -59,8 +59,8 @@ pub fn wait_ready(
         if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
             // Listening: now ask on a fresh connection and time the answer (an accepting socket is not yet
             // an answering service, e.g. a JVM still wiring its routes).
-            if let Some(status) = get_status(port, path, Duration::from_millis(1000)) {
-                return Readiness::Ready { after: since.elapsed(), status };
+            if get_status(port, path, Duration::from_millis(1000)).is_some() {
+                return Readiness::Ready { after: since.elapsed() };
             }
         }
         std::thread::sleep(Duration::from_micros(500));

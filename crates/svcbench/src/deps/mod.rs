@@ -13,7 +13,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub trait Dependency {
-    fn kind(&self) -> &'static str;
     /// Placeholders the service manifest may use, e.g. `dep.upstream.url`.
     fn placeholders(&self) -> BTreeMap<String, String>;
     /// Called before each run (sqlite: a fresh database file).

@@ -40,10 +40,6 @@ impl OpenSearchDependency {
 }
 
 impl Dependency for OpenSearchDependency {
-    fn kind(&self) -> &'static str {
-        "opensearch"
-    }
-
     fn placeholders(&self) -> BTreeMap<String, String> {
         BTreeMap::from([("dep.opensearch.url".to_string(), self.node.url())])
     }

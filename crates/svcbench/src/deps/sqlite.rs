@@ -53,10 +53,6 @@ impl SqliteFile {
 }
 
 impl Dependency for SqliteFile {
-    fn kind(&self) -> &'static str {
-        "sqlite"
-    }
-
     fn placeholders(&self) -> BTreeMap<String, String> {
         BTreeMap::from([("dep.sqlite.path".to_string(), self.path.display().to_string())])
     }

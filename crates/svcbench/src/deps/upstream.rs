@@ -45,10 +45,6 @@ fn shell_quote(s: &str) -> String {
 }
 
 impl Dependency for Upstream {
-    fn kind(&self) -> &'static str {
-        "upstream"
-    }
-
     fn placeholders(&self) -> BTreeMap<String, String> {
         BTreeMap::from([("dep.upstream.url".to_string(), self.url())])
     }

@@ -63,7 +63,7 @@ impl Instance {
     pub fn wait_ready(&mut self, svc: &Service, timeout: Duration, stop: &AtomicBool) -> Result<Duration> {
         let sandbox = &mut self.sandbox;
         match wait_ready(self.port, &svc.manifest.readiness, self.spawned_at, timeout, || sandbox.try_exit().is_some(), stop) {
-            Readiness::Ready { after, .. } => Ok(after),
+            Readiness::Ready { after } => Ok(after),
             Readiness::Exited => bail!(
                 "{} exited during startup ({}); last log lines: {}",
                 svc.name(),

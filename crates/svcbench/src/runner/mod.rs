@@ -161,6 +161,8 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
         services.len(), opts.runs, scenario.name(), profile.name, profile.steps.len(),
         progress::fmt_duration(profile.total_duration()), opts.db.display()
     );
+    eprintln!("svcbench:   scenario: {}", scenario.file.description);
+    eprintln!("svcbench:   profile:  {} ({})", profile.description, profile.path.display());
 
     let result = (|| -> Result<SessionSummary> {
         // Build each service once; a failed build is recorded and that service skipped.

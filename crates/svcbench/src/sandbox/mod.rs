@@ -81,7 +81,6 @@ pub struct StopOutcome {
 }
 
 pub struct Sandbox {
-    name: String,
     cgroup: Option<Arc<dyn CgroupBackend>>,
     child: Option<Child>,
     pgid: i32,
@@ -116,15 +115,11 @@ impl Sandbox {
         if cgroup.is_none() && choice == CgroupChoice::None {
             warnings.push("no cgroup in use (--cgroup none or none found): running WITHOUT CPU or memory limits".into());
         }
-        Sandbox { name: name.to_string(), cgroup, child: None, pgid: 0, exit: None, warnings }
+        Sandbox { cgroup, child: None, pgid: 0, exit: None, warnings }
     }
 
     pub fn cgroup_version(&self) -> &'static str {
         self.cgroup.as_ref().map_or("none", |c| c.version())
-    }
-
-    pub fn name(&self) -> &str {
-        &self.name
     }
 
     pub fn start(&mut self, command: &str, dir: &Path, env: &[(String, String)], log: File) -> anyhow::Result<()> {
@@ -150,6 +145,7 @@ impl Sandbox {
         Ok(())
     }
 
+    #[cfg(test)]
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(|c| c.id())
     }

@@ -81,7 +81,6 @@ impl Drop for Sampler {
 /// Per-step summary of samples.
 #[derive(Debug, Clone, Default)]
 pub struct SampleSummary {
-    pub count: usize,
     pub mem_peak_mib: f64,
     pub rss_peak_mib: f64,
     pub threads_max: u64,
@@ -89,7 +88,6 @@ pub struct SampleSummary {
 
 pub fn summarize(samples: &[Sample]) -> SampleSummary {
     SampleSummary {
-        count: samples.len(),
         mem_peak_mib: samples.iter().map(|s| s.mem_mib).fold(0.0, f64::max),
         rss_peak_mib: samples.iter().map(|s| s.rss_mib).fold(0.0, f64::max),
         threads_max: samples.iter().map(|s| s.threads).max().unwrap_or(0),
