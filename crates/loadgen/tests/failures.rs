@@ -8,9 +8,9 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{closed, dead_port, serial, Next, Seen, TestServer};
+use common::{closed, dead_port, open_model, serial, Next, Seen, TestServer};
 use loadgen::{
-    ErrorCounts, LoadConfig, LoadReport, Model, RateRamp, RequestMix, StatusSet, Target,
+    ErrorCounts, LoadReport, StatusSet, Target,
 };
 
 fn only(report: &LoadReport, kind: fn(&ErrorCounts) -> u64) -> u64 {
@@ -45,16 +45,7 @@ fn no_listener_counts_only_connect_errors_and_ends_on_time() {
     assert!(r.status_counts.is_empty());
 
     // Open model: every due request fails with the connection.
-    let mut open = LoadConfig::new(
-        target,
-        RequestMix::single("GET", "/"),
-        Model::Open {
-            rate: RateRamp::constant(100.0),
-            max_connections: 10,
-        },
-    );
-    open.duration = Duration::from_secs(1);
-    open.threads = 1;
+    let open = open_model(target, 100.0, 10, Duration::from_secs(1));
     let r = loadgen::run(&open, None).unwrap();
     let refused = only(&r, |e| e.connect_refused);
     let o = r.open.unwrap();

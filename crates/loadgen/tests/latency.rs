@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{closed, serial, Next, Seen, TestServer};
+use common::{closed, open_model, serial, Next, Seen, TestServer};
 use loadgen::{LoadConfig, Model, RateRamp, RequestMix};
 
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
@@ -91,16 +91,7 @@ fn open_model_shows_a_stall_that_the_closed_model_hides() {
     // it by 1 s down to 0. wrk2's reasoning: a fraction x of all requests waits more than
     // stall - x * duration, so p99 ≈ 1 s - 0.01 * 4 s = 0.96 s, p90 ≈ 0.6 s, max ≈ 1 s.
     let server = stalling_server(Duration::from_millis(1500), stall);
-    let mut open = LoadConfig::new(
-        server.target(),
-        RequestMix::single("GET", "/"),
-        Model::Open {
-            rate: RateRamp::constant(200.0),
-            max_connections: 32,
-        },
-    );
-    open.duration = Duration::from_secs(4);
-    open.threads = 1;
+    let open = open_model(server.target(), 200.0, 32, Duration::from_secs(4));
     let o = loadgen::run(&open, None).unwrap();
     let stats = o.open.expect("open-model stats");
     assert_eq!(o.requests_err, 0);
@@ -220,17 +211,7 @@ fn open_model_waits_for_the_answers_of_requests_due_before_the_end() {
     // Every answer takes 500 ms; 40 req/s for 2 s = 80 requests, the last ~20 unanswered at the
     // deadline. They were due, so they must end as successes, not vanish.
     let server = slow_server(Duration::from_millis(500));
-    let mut config = LoadConfig::new(
-        server.target(),
-        RequestMix::single("GET", "/"),
-        Model::Open {
-            rate: RateRamp::constant(40.0),
-            max_connections: 100,
-        },
-    );
-    config.duration = Duration::from_secs(2);
-    config.request_timeout = Duration::from_secs(10);
-    config.threads = 1;
+    let mut config = open_model(server.target(), 40.0, 100, Duration::from_secs(2));    config.request_timeout = Duration::from_secs(10);
     let t0 = Instant::now();
     let r = loadgen::run(&config, None).unwrap();
     assert_eq!(r.open.unwrap().intended, 80);
@@ -250,17 +231,7 @@ fn open_model_waits_for_the_answers_of_requests_due_before_the_end() {
 fn open_model_wait_for_answers_is_bounded_by_the_request_timeout_and_a_stop() {
     let _serial = serial();
     let server = slow_server(Duration::from_secs(3));
-    let mut config = LoadConfig::new(
-        server.target(),
-        RequestMix::single("GET", "/"),
-        Model::Open {
-            rate: RateRamp::constant(20.0),
-            max_connections: 100,
-        },
-    );
-    config.duration = Duration::from_secs(1);
-    config.request_timeout = Duration::from_millis(1500);
-    config.threads = 1;
+    let mut config = open_model(server.target(), 20.0, 100, Duration::from_secs(1));    config.request_timeout = Duration::from_millis(1500);
     let t0 = Instant::now();
     let r = loadgen::run(&config, None).unwrap();
     // Every request outlived the timeout: all 20 are timeouts, none unaccounted for.

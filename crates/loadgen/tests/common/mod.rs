@@ -187,6 +187,21 @@ pub fn closed(target: Target, connections: usize, duration_ms: u64) -> LoadConfi
     c
 }
 
+/// An open-model config at a constant rate, on one thread (default timeouts).
+pub fn open_model(target: Target, rate: f64, max_connections: usize, duration: Duration) -> LoadConfig {
+    let mut c = LoadConfig::new(
+        target,
+        RequestMix::single("GET", "/"),
+        Model::Open {
+            rate: loadgen::RateRamp::constant(rate),
+            max_connections,
+        },
+    );
+    c.duration = duration;
+    c.threads = 1;
+    c
+}
+
 /// A port with nothing listening on it.
 pub fn dead_port() -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
