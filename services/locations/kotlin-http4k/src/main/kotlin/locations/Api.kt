@@ -10,6 +10,7 @@ import org.http4k.contract.openapi.ApiRenderer
 import org.http4k.contract.openapi.OpenAPIJackson
 import org.http4k.contract.openapi.v3.AutoJsonToJsonSchema
 import org.http4k.contract.openapi.v3.OpenApi3
+import org.http4k.core.Body
 import org.http4k.core.Filter
 import org.http4k.core.HttpHandler
 import org.http4k.core.Method.GET
@@ -37,9 +38,9 @@ import org.slf4j.LoggerFactory
 
 private val log = LoggerFactory.getLogger("locations")
 
-private val cityBody = org.http4k.core.Body.auto<CityResponse>().toLens()
-private val multiCityBody = org.http4k.core.Body.auto<MultiCityResponse>().toLens()
-private val errorBody = org.http4k.core.Body.auto<ErrorResponse>().toLens()
+private val cityBody = Body.auto<CityResponse>().toLens()
+private val multiCityBody = Body.auto<MultiCityResponse>().toLens()
+private val errorBody = Body.auto<ErrorResponse>().toLens()
 
 private val languageQuery = Query.map(Language::fromCode, Language::code)
     .required("language", "Response language: one of cs, de, en, pl, sk.")

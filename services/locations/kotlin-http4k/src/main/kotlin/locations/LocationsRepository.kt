@@ -1,6 +1,7 @@
 package locations
 
 import com.fasterxml.jackson.databind.JsonNode
+import org.http4k.core.ContentType
 import org.http4k.core.HttpHandler
 import org.http4k.core.Method.GET
 import org.http4k.core.Method.POST
@@ -10,7 +11,6 @@ import org.http4k.core.Status
 import org.http4k.core.with
 import org.http4k.format.Jackson
 import org.http4k.lens.Header
-import org.http4k.core.ContentType
 import org.slf4j.LoggerFactory
 import java.util.concurrent.ConcurrentHashMap
 

@@ -2,6 +2,7 @@ package locations
 
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties
 import com.fasterxml.jackson.annotation.JsonProperty
+import org.http4k.core.Status
 
 /** Response language, sent as a two-letter ISO 639-1 code. */
 enum class Language(
@@ -92,4 +93,4 @@ data class MultiCityResponse(val cities: List<CityResponse>)
 data class ErrorResponse(val message: String)
 
 /** A failure with an HTTP status and a message meant for the API caller. */
-class ApiException(val status: org.http4k.core.Status, override val message: String) : RuntimeException(message)
+class ApiException(val status: Status, override val message: String) : RuntimeException(message)
