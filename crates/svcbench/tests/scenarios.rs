@@ -50,6 +50,36 @@ fn upstream_rate_steps_short_runs_spring_mvc_and_vertx() {
     assert_no_leftovers("services/upstream/");
 }
 
+#[test]
+fn slow_upstream_breaks_the_blocking_service_but_not_the_async_one() {
+    // Seed 004's finding: Spring MVC's 200 threads carry 100 req/s at a 2 s upstream delay but not at 4 s
+    // (400 requests waiting for 200 threads); Vert.x keeps answering.
+    let tmp = tempfile::tempdir().unwrap();
+    let dbp = tmp.path().join("slow.db");
+    let out = run(&["upstream/java-spring-mvc", "upstream/java-vertx"], &["--profile", "slow-upstream-short"], &dbp);
+    assert!(out.status.success());
+    let c = db(&dbp);
+    let ratio = |svc: &str, delay: i64| {
+        f64_of(&c, &format!(
+            "SELECT 1.0 * s.requests_ok / s.open_intended FROM step s JOIN run r ON r.id = s.run_id
+             WHERE r.service = 'upstream-{svc}' AND s.upstream_delay_ms = {delay}"
+        ))
+    };
+    assert!(ratio("java-spring-mvc", 2000) >= 0.95, "Spring MVC copes at 2 s: {}", ratio("java-spring-mvc", 2000));
+    assert!(ratio("java-spring-mvc", 4000) < 0.9, "Spring MVC fails at 4 s: {}", ratio("java-spring-mvc", 4000));
+    assert!(ratio("java-vertx", 2000) >= 0.95 && ratio("java-vertx", 4000) >= 0.95, "Vert.x keeps answering");
+    // The report shows it: an X for Spring MVC at 4 s in the per-delay table, none for Vert.x.
+    let md = svcbench(&["report", "--db", dbp.to_str().unwrap(), "-o", "-", "--format", "markdown"], &repo());
+    let text = String::from_utf8_lossy(&md.stdout);
+    let table = text.split("### Average response time (ms) per upstream delay").nth(1).expect("the per-delay table");
+    let row = |svc: &str| table.lines().find(|l| l.starts_with(&format!("| upstream-{svc} |"))).unwrap_or("").to_string();
+    let cells = |svc: &str| row(svc).split('|').map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect::<Vec<_>>();
+    assert_eq!(cells("java-spring-mvc").last().map(String::as_str), Some("**X**"), "{}", row("java-spring-mvc"));
+    assert_eq!(cells("java-vertx").len(), 3, "{}", row("java-vertx"));
+    assert!(!row("java-vertx").contains('X'), "{}", row("java-vertx"));
+    assert_no_leftovers("services/upstream/");
+}
+
 /// docs/outside-implementation.md's worked example, made real: the manifest from the page, in a folder
 /// outside the checkout, pointing at a copy of the bundled Actix binary.
 fn outside_implementation(tmp: &std::path::Path) -> std::path::PathBuf {
