@@ -154,7 +154,8 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
     }
     let tag = format!("{}-{session_id}", std::process::id());
     let results_dir = opts.db.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
-    let work_dir = results_dir.join("work").join(format!("session-{session_id}"));
+    // Absolute: services run in their own folders, and paths handed to them ({dep.sqlite.path}) must hold there.
+    let work_dir = std::path::absolute(results_dir.join("work").join(format!("session-{session_id}")))?;
     std::fs::create_dir_all(&work_dir).with_context(|| format!("cannot create {}", work_dir.display()))?;
     eprintln!(
         "svcbench: session {session_id}: {} service(s) × {} run(s), scenario `{}`, profile `{}` ({} steps, {} per run); store {}",
@@ -385,6 +386,7 @@ pub fn check_service(
     let (services, scenario) = load_services(&[path.to_path_buf()], scenario)?;
     let svc = &services[0];
     std::fs::create_dir_all(work_dir)?;
+    let work_dir = &std::path::absolute(work_dir)?;
     build::build(svc, work_dir, skip_build)?;
     let mut limits = Limits::default();
     let gen = cpu_split(&mut limits, None)?;
