@@ -155,7 +155,9 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
     let tag = format!("{}-{session_id}", std::process::id());
     let results_dir = opts.db.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
     // Absolute: services run in their own folders, and paths handed to them ({dep.sqlite.path}) must hold there.
-    let work_dir = std::path::absolute(results_dir.join("work").join(format!("session-{session_id}")))?;
+    // Named after the store too: session numbers restart in every store, logs must not mix.
+    let store_name = opts.db.file_stem().and_then(|s| s.to_str()).unwrap_or("svcbench");
+    let work_dir = std::path::absolute(results_dir.join("work").join(format!("{store_name}-session-{session_id}")))?;
     std::fs::create_dir_all(&work_dir).with_context(|| format!("cannot create {}", work_dir.display()))?;
     eprintln!(
         "svcbench: session {session_id}: {} service(s) × {} run(s), scenario `{}`, profile `{}` ({} steps, {} per run); store {}",
