@@ -142,6 +142,29 @@ fn lifecycle_refusal_graceful_stop_and_check_command() {
 }
 
 #[test]
+fn fresh_start_steps_restart_the_service() {
+    // Seed 004's third table: each rate after a fresh start of the service.
+    let tmp = tempfile::tempdir().unwrap();
+    let dbp = tmp.path().join("fresh.db");
+    let prof = tmp.path().join("fresh.toml");
+    std::fs::write(&prof, "name = \"fresh\"\n[[step]]\nrate = [20, 40, 60]\nduration = \"1s\"\nfresh_start = true\n").unwrap();
+    let out = svcbench(&["run", fixture("steady").to_str().unwrap(), "--profile", prof.to_str().unwrap(), "--db", dbp.to_str().unwrap()], tmp.path());
+    assert!(out.status.success());
+    let c = db(&dbp);
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE model = 'open' AND requests_ok > 0 AND cpu_s > 0"), 3);
+    // One start for the run and one for each later step, each a process of its own with its own log.
+    let work = tmp.path().join("work/fresh-session-1");
+    for log in ["test-steady-run1.log", "test-steady-run1-step2.log", "test-steady-run1-step3.log"] {
+        let text = std::fs::read_to_string(work.join(log)).unwrap_or_default();
+        assert!(text.contains("listening on"), "{log}: {text:?}");
+    }
+    assert!(!work.join("test-steady-run1-step1.log").exists(), "the first step runs on the run's own start");
+    // The whole run's CPU time covers every instance, so it is at least the steps' sum.
+    assert!(f64_of(&c, "SELECT total_cpu_s FROM run") >= f64_of(&c, "SELECT SUM(cpu_s) FROM step") * 0.99);
+    assert_no_leftovers("fixtures/testservice.py");
+}
+
+#[test]
 fn bad_input_gives_one_line_errors() {
     let tmp = tempfile::tempdir().unwrap();
     let out = svcbench(&["run", "/nonexistent/service"], tmp.path());
