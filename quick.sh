@@ -8,11 +8,6 @@ bin=target/release/svcbench
 services=()
 for m in services/hello/*/svcbench.toml; do services+=("$(dirname "$m")"); done
 $bin run "${services[@]}" --profile quick --runs 2 --db results/svcbench.db
-if $bin report --help >/dev/null 2>&1; then
-  $bin report --db results/svcbench.db -o results/report.html
-  $bin report --db results/svcbench.db --format markdown -o results/report.md
-  echo "report: results/report.html (and results/report.md)"
-else
-  $bin export --db results/svcbench.db > results/svcbench.json
-  echo "figures: results/svcbench.json"
-fi
+$bin report --db results/svcbench.db -o results/report.html
+$bin report --db results/svcbench.db --format markdown -o results/report.md
+echo "report: results/report.html (and results/report.md)"
