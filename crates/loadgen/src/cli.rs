@@ -161,7 +161,9 @@ impl LoadArgs {
                     bail!("-m/--body/--body-file describe a single request: put them in the mix file, or leave out --mix");
                 }
                 let spec = crate::request::MixSpec::from_toml_file(file)?;
-                mix_success = spec.success_set().with_context(|| format!("mix file {}", file.display()))?;
+                mix_success = spec
+                    .success_set()
+                    .with_context(|| format!("mix file {}", file.display()))?;
                 spec.resolve_file(file)?
             }
             None => {
@@ -392,7 +394,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("loadgen-cli-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mix = dir.join("mix.toml");
-        std::fs::write(&mix, "success = \"200-399,409\"\n[[request]]\npath = \"/add?name=x\"\n").unwrap();
+        std::fs::write(
+            &mix,
+            "success = \"200-399,409\"\n[[request]]\npath = \"/add?name=x\"\n",
+        )
+        .unwrap();
         let m = mix.to_str().unwrap();
         let c = config(&["http://h:1", "--mix", m]).unwrap();
         assert!(c.success.contains(409) && c.success.contains(200) && !c.success.contains(404));

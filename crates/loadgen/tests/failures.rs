@@ -9,9 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{closed, dead_port, open_model, serial, Next, Seen, TestServer};
-use loadgen::{
-    ErrorCounts, LoadReport, StatusSet, Target,
-};
+use loadgen::{ErrorCounts, LoadReport, StatusSet, Target};
 
 fn only(report: &LoadReport, kind: fn(&ErrorCounts) -> u64) -> u64 {
     let n = kind(&report.errors);

@@ -211,16 +211,33 @@ fn open_model_waits_for_the_answers_of_requests_due_before_the_end() {
     // Every answer takes 500 ms; 40 req/s for 2 s = 80 requests, the last ~20 unanswered at the
     // deadline. They were due, so they must end as successes, not vanish.
     let server = slow_server(Duration::from_millis(500));
-    let mut config = open_model(server.target(), 40.0, 100, Duration::from_secs(2));    config.request_timeout = Duration::from_secs(10);
+    let mut config = open_model(server.target(), 40.0, 100, Duration::from_secs(2));
+    config.request_timeout = Duration::from_secs(10);
     let t0 = Instant::now();
     let r = loadgen::run(&config, None).unwrap();
     assert_eq!(r.open.unwrap().intended, 80);
-    assert_eq!((r.requests_ok, r.requests_err, r.in_flight_at_end), (80, 0, 0), "{r:?}");
+    assert_eq!(
+        (r.requests_ok, r.requests_err, r.in_flight_at_end),
+        (80, 0, 0),
+        "{r:?}"
+    );
     // The rate is over the scheduled window, not the wait for the last answers.
-    assert!((r.duration_s - 2.0).abs() < 0.05, "duration {}", r.duration_s);
-    assert!(t0.elapsed() >= Duration::from_millis(2400), "the last answers were awaited");
+    assert!(
+        (r.duration_s - 2.0).abs() < 0.05,
+        "duration {}",
+        r.duration_s
+    );
+    assert!(
+        t0.elapsed() >= Duration::from_millis(2400),
+        "the last answers were awaited"
+    );
     assert!((r.success_rps() - 40.0).abs() < 1.0);
-    assert_eq!(r.timeline.iter().map(|s| s.ok).sum::<u64>(), 80, "{:?}", r.timeline);
+    assert_eq!(
+        r.timeline.iter().map(|s| s.ok).sum::<u64>(),
+        80,
+        "{:?}",
+        r.timeline
+    );
 
     // The closed model does not wait (as wrk): its last requests are reported as unanswered.
     let r = loadgen::run(&closed(server.target(), 4, 1200), None).unwrap();
@@ -231,12 +248,21 @@ fn open_model_waits_for_the_answers_of_requests_due_before_the_end() {
 fn open_model_wait_for_answers_is_bounded_by_the_request_timeout_and_a_stop() {
     let _serial = serial();
     let server = slow_server(Duration::from_secs(3));
-    let mut config = open_model(server.target(), 20.0, 100, Duration::from_secs(1));    config.request_timeout = Duration::from_millis(1500);
+    let mut config = open_model(server.target(), 20.0, 100, Duration::from_secs(1));
+    config.request_timeout = Duration::from_millis(1500);
     let t0 = Instant::now();
     let r = loadgen::run(&config, None).unwrap();
     // Every request outlived the timeout: all 20 are timeouts, none unaccounted for.
-    assert_eq!((r.requests_ok, r.errors.request_timeout, r.in_flight_at_end), (0, 20, 0), "{r:?}");
-    assert!(t0.elapsed() < Duration::from_secs(3), "waited {:?}", t0.elapsed());
+    assert_eq!(
+        (r.requests_ok, r.errors.request_timeout, r.in_flight_at_end),
+        (0, 20, 0),
+        "{r:?}"
+    );
+    assert!(
+        t0.elapsed() < Duration::from_secs(3),
+        "waited {:?}",
+        t0.elapsed()
+    );
 
     // A stop ends the wait at once; what is still in flight is reported as such.
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -249,7 +275,15 @@ fn open_model_wait_for_answers_is_bounded_by_the_request_timeout_and_a_stop() {
     let t0 = Instant::now();
     let r = loadgen::run(&config, None).unwrap();
     stopper.join().unwrap();
-    assert!(t0.elapsed() < Duration::from_millis(2900), "waited {:?}", t0.elapsed());
-    assert_eq!(r.requests_ok + r.requests_err + r.in_flight_at_end, 20, "{r:?}");
+    assert!(
+        t0.elapsed() < Duration::from_millis(2900),
+        "waited {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(
+        r.requests_ok + r.requests_err + r.in_flight_at_end,
+        20,
+        "{r:?}"
+    );
     assert!(r.in_flight_at_end >= 15, "{r:?}");
 }

@@ -166,17 +166,28 @@ pub(crate) fn run_loop(core: &mut Core, driver: &mut dyn Driver, clock: &Clock) 
     // Set once sending has stopped at the deadline: the loop only collects answers until then.
     let mut drain_until: Option<Instant> = None;
     loop {
-        let stopped = clock.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed));
+        let stopped = clock
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Relaxed));
         if now >= clock.deadline && drain_until.is_none() {
             driver.stop_sending();
             drain_until = Some(clock.deadline + clock.drain);
         }
         if let Some(until) = drain_until {
             if stopped || now >= until || !core.any_busy() {
-                return Ok(LoopEnd { at: clock.deadline, last: now, in_flight: core.in_flight() });
+                return Ok(LoopEnd {
+                    at: clock.deadline,
+                    last: now,
+                    in_flight: core.in_flight(),
+                });
             }
         } else if stopped || driver.finished(core) {
-            return Ok(LoopEnd { at: now, last: now, in_flight: core.in_flight() });
+            return Ok(LoopEnd {
+                at: now,
+                last: now,
+                in_flight: core.in_flight(),
+            });
         }
         core.stats.close_seconds(now);
         if now >= next_tick {

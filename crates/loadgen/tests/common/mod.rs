@@ -188,7 +188,12 @@ pub fn closed(target: Target, connections: usize, duration_ms: u64) -> LoadConfi
 }
 
 /// An open-model config at a constant rate, on one thread (default timeouts).
-pub fn open_model(target: Target, rate: f64, max_connections: usize, duration: Duration) -> LoadConfig {
+pub fn open_model(
+    target: Target,
+    rate: f64,
+    max_connections: usize,
+    duration: Duration,
+) -> LoadConfig {
     let mut c = LoadConfig::new(
         target,
         RequestMix::single("GET", "/"),
