@@ -11,17 +11,18 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 use std::fmt::Write;
 
-pub struct Metric {
+/// A compared figure of `T`: a run's figures (`RunFigures`) or one step (`Step`).
+pub struct Metric<T> {
     pub key: &'static str,
     pub title: &'static str,
     pub unit: &'static str,
     pub higher_is_better: bool,
     /// Speed metrics say faster/slower; size metrics smaller/larger.
     pub speed: bool,
-    pub value: fn(&RunFigures) -> Option<f64>,
+    pub value: fn(&T) -> Option<f64>,
 }
 
-pub const METRICS: &[Metric] = &[
+pub const METRICS: &[Metric<RunFigures>] = &[
     Metric {
         key: "peak_rps",
         title: "peak success req/s",
@@ -81,14 +82,14 @@ pub const METRICS: &[Metric] = &[
 ];
 
 /// Per-step metrics: one verdict per step both sides ran.
-pub const STEP_METRICS: &[Metric] = &[
+pub const STEP_METRICS: &[Metric<Step>] = &[
     Metric {
         key: "step_rps",
         title: "success req/s",
         unit: "req/s",
         higher_is_better: true,
         speed: true,
-        value: |_| None,
+        value: |s| Some(s.success_rps),
     },
     Metric {
         key: "step_p99_ms",
@@ -96,15 +97,13 @@ pub const STEP_METRICS: &[Metric] = &[
         unit: "ms",
         higher_is_better: false,
         speed: true,
-        value: |_| None,
+        value: |s| s.p99,
     },
 ];
 
-fn step_value(key: &str, s: &Step) -> Option<f64> {
-    match key {
-        "step_rps" => Some(s.success_rps),
-        _ => s.p99,
-    }
+/// Every metric key, whole-run and per step (what `--fail-on` accepts).
+fn metric_keys() -> impl Iterator<Item = &'static str> {
+    METRICS.iter().map(|m| m.key).chain(STEP_METRICS.iter().map(|m| m.key))
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -141,8 +140,8 @@ pub fn parse_fail_on(s: &str) -> Result<FailRule> {
         }
         None => (s.trim(), 0.0),
     };
-    if metric != "all" && !METRICS.iter().chain(STEP_METRICS).any(|m| m.key == metric) {
-        let keys: Vec<&str> = METRICS.iter().chain(STEP_METRICS).map(|m| m.key).collect();
+    if metric != "all" && !metric_keys().any(|k| k == metric) {
+        let keys: Vec<&str> = metric_keys().collect();
         bail!("--fail-on {s:?}: unknown metric {metric:?}; metrics are {} (or all)", keys.join(", "));
     }
     Ok(FailRule { metric: metric.to_string(), threshold_pct: pct })
@@ -178,7 +177,7 @@ fn pairs(base: &Dataset, new: &Dataset) -> Vec<(String, Option<usize>, Option<us
 /// One side's values of a metric, over its runs: None when the side lacks the service.
 type Side = Option<Vec<f64>>;
 
-fn line(service: &str, step: Option<String>, m: &Metric, b: &Side, n: &Side) -> Line {
+fn line<T>(service: &str, step: Option<String>, m: &Metric<T>, b: &Side, n: &Side) -> Line {
     let bs = b.as_ref().and_then(|v| Spread::of(v.iter().copied()));
     let ns = n.as_ref().and_then(|v| Spread::of(v.iter().copied()));
     let (ratio, verdict_text, regression) = match (b, n, bs, ns) {
@@ -245,7 +244,7 @@ pub fn compare(base: &Dataset, new: &Dataset) -> Vec<Line> {
         for (seq, label, bsteps) in steps_by_position(base, bg) {
             let Some((_, _, nsteps)) = new_steps.iter().find(|(s, l, _)| *s == seq && *l == label) else { continue };
             for m in STEP_METRICS {
-                let values = |v: &[&Step]| Some(v.iter().filter_map(|s| step_value(m.key, s)).collect());
+                let values = |v: &[&Step]| Some(v.iter().filter_map(|s| (m.value)(s)).collect());
                 out.push(line(&name, Some(format!("#{seq} {label}")), m, &values(&bsteps), &values(nsteps)));
             }
         }
