@@ -163,18 +163,20 @@ pub(crate) fn run_loop(core: &mut Core, driver: &mut dyn Driver, clock: &Clock) 
     let mut now = Instant::now();
     driver.start(core, now);
     let mut next_tick = now + TICK;
-    // Set once sending has stopped at the deadline: the loop only collects answers until then.
-    let mut drain_until: Option<Instant> = None;
     loop {
         let stopped = clock
             .stop
             .as_ref()
             .is_some_and(|s| s.load(Ordering::Relaxed));
-        if now >= clock.deadline && drain_until.is_none() {
+        // Past the deadline the loop only collects answers, until the drain ends.
+        let draining = now >= clock.deadline;
+        let until = if draining {
+            clock.deadline + clock.drain
+        } else {
+            clock.deadline
+        };
+        if draining {
             driver.stop_sending();
-            drain_until = Some(clock.deadline + clock.drain);
-        }
-        if let Some(until) = drain_until {
             if stopped || now >= until || !core.any_busy() {
                 return Ok(LoopEnd {
                     at: clock.deadline,
@@ -198,10 +200,7 @@ pub(crate) fn run_loop(core: &mut Core, driver: &mut dyn Driver, clock: &Clock) 
         }
         driver.dispatch(core, now);
 
-        let mut wake = drain_until
-            .unwrap_or(clock.deadline)
-            .min(next_tick)
-            .min(core.stats.next_second_at());
+        let mut wake = until.min(next_tick).min(core.stats.next_second_at());
         if let Some(at) = driver.next_wakeup(now) {
             wake = wake.min(at);
         }

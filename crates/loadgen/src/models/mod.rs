@@ -34,6 +34,7 @@ pub(crate) trait Driver {
         None
     }
     /// The run's deadline has passed: send nothing more (requests in flight may still be answered).
+    /// Called on every loop pass of the drain, so it must be idempotent.
     fn stop_sending(&mut self) {}
     /// The model has nothing left to do (request budget spent and every answer in).
     fn finished(&self, core: &Core) -> bool;
