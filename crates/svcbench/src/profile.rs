@@ -89,6 +89,11 @@ pub struct Step {
 }
 
 impl Step {
+    /// The mix this step runs: its own, else the run's `--mix`, else the scenario's `default`.
+    pub fn mix_name<'a>(&'a self, run_mix: Option<&'a str>) -> &'a str {
+        self.mix.as_deref().or(run_mix).unwrap_or("default")
+    }
+
     /// A short label for progress lines and the store: `c=64`, `r=200/s`, `r=100→1000/s`.
     pub fn label(&self) -> String {
         let base = match &self.load {

@@ -65,10 +65,8 @@ fn find_sample(sample: &str, scenario_dir: &Path) -> Result<PathBuf> {
             anyhow::bail!("SVCBENCH_SAMPLE_DIR={}: no city.ndjson there; point it at the locations sample folder", dir.display())
         };
     }
+    // An absolute `sample` replaces the folder in `join`, so it is covered too.
     let rel = Path::new(sample);
-    if rel.is_absolute() && rel.join("city.ndjson").is_file() {
-        return Ok(rel.to_path_buf());
-    }
     for dir in scenario_dir.ancestors() {
         let c = dir.join(rel);
         if c.join("city.ndjson").is_file() {

@@ -121,7 +121,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
         profile = profile.with_step_mixes(&scenario.file.step_mixes);
     }
     for s in &profile.steps {
-        scenario.mix(s.mix.as_deref().or(opts.mix.as_deref()).unwrap_or("default"))?;
+        scenario.mix(s.mix_name(opts.mix.as_deref()))?;
     }
     if opts.runs == 0 {
         bail!("--runs must be at least 1");

@@ -31,7 +31,7 @@ pub fn run_step(
     prefix: &str,
     left_after: std::time::Duration,
 ) -> Result<StepOutcome> {
-    let mix_name = step.mix.clone().or_else(|| ctx.opts.mix.clone()).unwrap_or_else(|| "default".into());
+    let mix_name = step.mix_name(ctx.opts.mix.as_deref()).to_string();
     let mut mix_spec = ctx.scenario.mix(&mix_name)?.clone();
     let success = mix_spec.success_set().with_context(|| format!("mix `{mix_name}`"))?;
     // The mix's seed (else the run's --seed), shifted per step: repeated steps draw other values, and
