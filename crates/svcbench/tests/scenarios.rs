@@ -3,13 +3,18 @@
 mod common;
 use common::*;
 
-fn run(services: &[&str], extra: &[&str], dbp: &std::path::Path) -> std::process::Output {
-    let mut args = vec!["run"];
+/// `svcbench run` from `cwd` of bundled services (`users/go-nethttp`) or service folders given by an
+/// absolute path (joining an absolute path replaces the folder).
+fn run_in(cwd: &std::path::Path, services: &[&str], extra: &[&str]) -> std::process::Output {
     let paths: Vec<String> = services.iter().map(|s| repo().join("services").join(s).display().to_string()).collect();
-    args.extend(paths.iter().map(|s| s.as_str()));
+    let mut args = vec!["run"];
+    args.extend(paths.iter().map(String::as_str));
     args.extend(extra);
-    args.extend(["--db", dbp.to_str().unwrap()]);
-    svcbench(&args, &repo())
+    svcbench(&args, cwd)
+}
+
+fn run(services: &[&str], extra: &[&str], dbp: &std::path::Path) -> std::process::Output {
+    run_in(&repo(), services, &[extra, &["--db", dbp.to_str().unwrap()]].concat())
 }
 
 #[test]
@@ -17,12 +22,11 @@ fn users_replay_gives_seed_002_figures() {
     let tmp = tempfile::tempdir().unwrap();
     let dbp = tmp.path().join("u.db");
     // A relative --db, as users type it: the database path handed to the services must still be absolute.
-    let mut args = vec!["run".to_string()];
-    for s in ["users/go-nethttp", "users/go-nethttp-upx", "users/kotlin-http4k"] {
-        args.push(repo().join("services").join(s).display().to_string());
-    }
-    args.extend(["--profile", "replay", "--step-duration", "3s", "--db", "u.db"].map(String::from));
-    let out = svcbench(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>(), tmp.path());
+    let out = run_in(
+        tmp.path(),
+        &["users/go-nethttp", "users/go-nethttp-upx", "users/kotlin-http4k"],
+        &["--profile", "replay", "--step-duration", "3s", "--db", "u.db"],
+    );
     assert!(out.status.success());
     let c = db(&dbp);
     // Three replays per run: the conflict path, the lookup, the realistic mix.
@@ -113,14 +117,12 @@ fn locations_quick_run_with_opensearch() {
     let tmp = tempfile::tempdir().unwrap();
     let dbp = tmp.path().join("loc.db");
     let outside = outside_implementation(tmp.path());
-    let mut args = vec!["run".to_string()];
-    for s in ["locations/rust-actix", "locations/kotlin-ktor"] {
-        args.push(repo().join("services").join(s).display().to_string());
-    }
-    args.push(outside.display().to_string());
-    args.extend(["--profile", "quick", "--db", dbp.to_str().unwrap()].map(String::from));
     // Run from the outside folder: the bundled scenario and profile are found through SVCBENCH_HOME.
-    let out = svcbench(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>(), &outside);
+    let out = run_in(
+        &outside,
+        &["locations/rust-actix", "locations/kotlin-ktor", outside.to_str().unwrap()],
+        &["--profile", "quick", "--db", dbp.to_str().unwrap()],
+    );
     assert!(out.status.success());
     let c = db(&dbp);
     assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE status = 'completed' AND checks_failed = 0"), 3);
