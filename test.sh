@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Runs every test of svcbench: unit tests, the load generator's tests against purpose-built servers, and
-# the integration tests that build and benchmark the bundled services under real limits.
+# Runs every test of svcbench: the development gate (formatting, lints), unit tests, the load generator's
+# tests against purpose-built servers, and the integration tests that build and benchmark the bundled
+# services under real limits.
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/setup.sh
+# The gate: unformatted code or a lint fails the run before any test.
+cargo fmt --all --check
+cargo clippy --release --locked --workspace --all-targets -- -D warnings
 # One test binary at a time: the integration tests pin services and load to CPUs and must not compete.
 # --no-fail-fast: a failure in one test binary must not hide the results of the others.
 cargo test --release --locked --workspace --no-fail-fast -- --test-threads=1

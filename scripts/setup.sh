@@ -37,4 +37,11 @@ if [ -f crates/svcbench/assets/package.json ] && [ ! -d crates/svcbench/assets/n
   (cd crates/svcbench/assets && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
+# The development gate (test.sh) needs rustfmt and clippy; rustup's default profile has them.
+for c in rustfmt clippy; do
+  if ! cargo "${c/rustfmt/fmt}" --version >/dev/null 2>&1; then
+    rustup component add "$c" >/dev/null 2>&1 || { echo "setup: cargo $c is missing; install it with: rustup component add $c" >&2; exit 1; }
+  fi
+done
+
 cargo build --release --locked -p svcbench 2>&1 | tail -n 3 >&2

@@ -4,10 +4,7 @@
 use clap::Parser;
 
 #[derive(Parser)]
-#[command(
-    name = "load",
-    about = "HTTP/1.1 load generator (closed and open models)"
-)]
+#[command(name = "load", about = "HTTP/1.1 load generator (closed and open models)")]
 struct Cli {
     #[command(flatten)]
     args: loadgen::cli::LoadArgs,

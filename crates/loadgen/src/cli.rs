@@ -121,16 +121,10 @@ pub struct LoadArgs {
 
 fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
     // A bare number is seconds, as wrk reads it.
-    if let Some(secs) = s
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|v| v.is_finite() && *v >= 0.0)
-    {
+    if let Some(secs) = s.trim().parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0) {
         return Ok(Duration::from_secs_f64(secs));
     }
-    humantime::parse_duration(s)
-        .map_err(|_| format!("'{s}' is not a duration: write e.g. 10s, 1m, 500ms"))
+    humantime::parse_duration(s).map_err(|_| format!("'{s}' is not a duration: write e.g. 10s, 1m, 500ms"))
 }
 
 /// Default cap on open-model connections.
@@ -140,9 +134,7 @@ pub const DEFAULT_CONNECTIONS: usize = 10;
 
 fn parse_header(h: &str) -> Result<(String, String)> {
     match h.split_once(':') {
-        Some((name, value)) if !name.trim().is_empty() => {
-            Ok((name.trim().to_string(), value.trim().to_string()))
-        }
+        Some((name, value)) if !name.trim().is_empty() => Ok((name.trim().to_string(), value.trim().to_string())),
         _ => bail!("header '{h}' must be written 'Name: value'"),
     }
 }
@@ -155,30 +147,29 @@ impl LoadArgs {
         let mut mix = match &self.mix {
             Some(file) => {
                 if path != "/" {
-                    bail!("with --mix the paths come from the mix file: give the URL without a path (http://HOST:PORT)");
+                    bail!(
+                        "with --mix the paths come from the mix file: give the URL without a path (http://HOST:PORT)"
+                    );
                 }
                 if self.method.is_some() || self.body.is_some() || self.body_file.is_some() {
-                    bail!("-m/--body/--body-file describe a single request: put them in the mix file, or leave out --mix");
+                    bail!(
+                        "-m/--body/--body-file describe a single request: put them in the mix file, or leave out --mix"
+                    );
                 }
                 let spec = crate::request::MixSpec::from_toml_file(file)?;
-                mix_success = spec
-                    .success_set()
-                    .with_context(|| format!("mix file {}", file.display()))?;
+                mix_success = spec.success_set().with_context(|| format!("mix file {}", file.display()))?;
                 spec.resolve_file(file)?
             }
             None => {
                 let mut t = RequestTemplate::new(self.method.as_deref().unwrap_or("GET"), &path);
                 t.body = match (&self.body, &self.body_file) {
                     (Some(b), _) => b.clone().into_bytes(),
-                    (None, Some(f)) => std::fs::read(f)
-                        .with_context(|| format!("--body-file: cannot read {}", f.display()))?,
+                    (None, Some(f)) => {
+                        std::fs::read(f).with_context(|| format!("--body-file: cannot read {}", f.display()))?
+                    }
                     (None, None) => Vec::new(),
                 };
-                RequestMix {
-                    templates: vec![t],
-                    values: Vec::new(),
-                    seed: crate::request::DEFAULT_SEED,
-                }
+                RequestMix { templates: vec![t], values: Vec::new(), seed: crate::request::DEFAULT_SEED }
             }
         };
         for h in &self.headers {
@@ -194,11 +185,7 @@ impl LoadArgs {
             let Some((name, file)) = v.split_once('=') else {
                 bail!("--values '{v}' must be written NAME=FILE (e.g. --values id=ids.txt)");
             };
-            let list = ValueList::from_file(
-                name.trim(),
-                std::path::Path::new(file.trim()),
-                self.values_order,
-            )?;
+            let list = ValueList::from_file(name.trim(), std::path::Path::new(file.trim()), self.values_order)?;
             mix.values.retain(|l| l.name != list.name);
             mix.values.push(list);
         }
@@ -221,20 +208,13 @@ impl LoadArgs {
                     }
                     ramp.steps = Some(steps);
                 }
-                Model::Open {
-                    rate: ramp,
-                    max_connections: self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
-                }
+                Model::Open { rate: ramp, max_connections: self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS) }
             }
             None => {
                 if self.rate_steps.is_some() || self.max_connections.is_some() {
-                    bail!(
-                        "--rate-steps and --max-connections are for the open model: add --rate R"
-                    );
+                    bail!("--rate-steps and --max-connections are for the open model: add --rate R");
                 }
-                Model::Closed {
-                    connections: self.connections.unwrap_or(DEFAULT_CONNECTIONS),
-                }
+                Model::Closed { connections: self.connections.unwrap_or(DEFAULT_CONNECTIONS) }
             }
         };
         let mut config = LoadConfig::new(target, mix, model);
@@ -259,9 +239,7 @@ impl LoadArgs {
         // Report the thread count that will actually run.
         let pool = match &config.model {
             Model::Closed { connections } => *connections,
-            Model::Open {
-                max_connections, ..
-            } => *max_connections,
+            Model::Open { max_connections, .. } => *max_connections,
         };
         config.threads = config.threads.min(pool.max(1));
         config.validate()?;
@@ -291,12 +269,7 @@ pub fn run_cli(args: &LoadArgs) -> Result<i32> {
     let report = crate::run(&config, None)?;
     if let Some(path) = &args.hdr_out {
         let h = report.histogram()?;
-        histogram::write_interval_log(
-            path,
-            &h,
-            started,
-            Duration::from_secs_f64(report.duration_s),
-        )?;
+        histogram::write_interval_log(path, &h, started, Duration::from_secs_f64(report.duration_s))?;
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -329,26 +302,10 @@ mod tests {
         assert_eq!(c.model, Model::Closed { connections: 64 });
         assert_eq!((c.duration, c.threads), (Duration::from_secs(2), 2));
         assert_eq!(c.mix.templates[0].path, "/x");
-        let c = config(&[
-            "http://h:1/",
-            "--rate",
-            "100:500",
-            "--rate-steps",
-            "4",
-            "--max-connections",
-            "50",
-        ])
-        .unwrap();
+        let c = config(&["http://h:1/", "--rate", "100:500", "--rate-steps", "4", "--max-connections", "50"]).unwrap();
         assert_eq!(
             c.model,
-            Model::Open {
-                rate: RateRamp {
-                    start: 100.0,
-                    end: 500.0,
-                    steps: Some(4)
-                },
-                max_connections: 50
-            }
+            Model::Open { rate: RateRamp { start: 100.0, end: 500.0, steps: Some(4) }, max_connections: 50 }
         );
     }
 
@@ -369,22 +326,9 @@ mod tests {
 
     #[test]
     fn headers_and_body() {
-        let c = config(&[
-            "http://h:1/p",
-            "-m",
-            "POST",
-            "-H",
-            "X-A: 1",
-            "--body",
-            "{}",
-            "--no-keepalive",
-        ])
-        .unwrap();
+        let c = config(&["http://h:1/p", "-m", "POST", "-H", "X-A: 1", "--body", "{}", "--no-keepalive"]).unwrap();
         let t = &c.mix.templates[0];
-        assert_eq!(
-            (t.method.as_str(), t.body.as_slice()),
-            ("POST", b"{}".as_slice())
-        );
+        assert_eq!((t.method.as_str(), t.body.as_slice()), ("POST", b"{}".as_slice()));
         assert_eq!(t.headers, vec![("X-A".to_string(), "1".to_string())]);
         assert!(!c.keepalive);
     }
@@ -394,11 +338,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("loadgen-cli-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mix = dir.join("mix.toml");
-        std::fs::write(
-            &mix,
-            "success = \"200-399,409\"\n[[request]]\npath = \"/add?name=x\"\n",
-        )
-        .unwrap();
+        std::fs::write(&mix, "success = \"200-399,409\"\n[[request]]\npath = \"/add?name=x\"\n").unwrap();
         let m = mix.to_str().unwrap();
         let c = config(&["http://h:1", "--mix", m]).unwrap();
         assert!(c.success.contains(409) && c.success.contains(200) && !c.success.contains(404));

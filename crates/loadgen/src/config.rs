@@ -24,11 +24,7 @@ impl Target {
 
     /// The `Host` header value: the port is left out when it is HTTP's default.
     pub fn host_header(&self) -> String {
-        let host = if self.host.contains(':') {
-            format!("[{}]", self.host)
-        } else {
-            self.host.clone()
-        };
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
         if self.port == 80 {
             host
         } else {
@@ -69,22 +65,15 @@ pub fn split_url(url: &str) -> Result<(Target, String)> {
         None => (rest, "/".to_string()),
     };
     if authority.contains('@') {
-        bail!(
-            "'{url}': user info in the URL is not supported (send an Authorization header with -H)"
-        );
+        bail!("'{url}': user info in the URL is not supported (send an Authorization header with -H)");
     }
     let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
         // IPv6 literal: [::1]:8080
-        let end = bracketed
-            .find(']')
-            .ok_or_else(|| anyhow!("'{url}': missing ']' after the IPv6 address"))?;
+        let end = bracketed.find(']').ok_or_else(|| anyhow!("'{url}': missing ']' after the IPv6 address"))?;
         let host = &bracketed[..end];
         let port = match &bracketed[end + 1..] {
             "" => None,
-            p => Some(
-                p.strip_prefix(':')
-                    .ok_or_else(|| anyhow!("'{url}': expected ':PORT' after ']'"))?,
-            ),
+            p => Some(p.strip_prefix(':').ok_or_else(|| anyhow!("'{url}': expected ':PORT' after ']'"))?),
         };
         (host, port)
     } else {
@@ -96,23 +85,18 @@ pub fn split_url(url: &str) -> Result<(Target, String)> {
     if host.is_empty() {
         bail!("'{url}': the host is missing (e.g. http://127.0.0.1:8080/)");
     }
-    let port =
-        match port {
-            None => 80,
-            Some(p) => p.parse::<u16>().ok().filter(|&p| p != 0).ok_or_else(|| {
-                anyhow!("'{url}': port '{p}' is not a number between 1 and 65535")
-            })?,
-        };
+    let port = match port {
+        None => 80,
+        Some(p) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|&p| p != 0)
+            .ok_or_else(|| anyhow!("'{url}': port '{p}' is not a number between 1 and 65535"))?,
+    };
     if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
         bail!("'{url}': the path contains spaces or control characters; percent-encode them");
     }
-    Ok((
-        Target {
-            host: host.to_string(),
-            port,
-        },
-        path,
-    ))
+    Ok((Target { host: host.to_string(), port }, path))
 }
 
 /// Arrival rate of the open model, in requests per second. Constant when `start == end`;
@@ -126,11 +110,7 @@ pub struct RateRamp {
 
 impl RateRamp {
     pub fn constant(rate: f64) -> RateRamp {
-        RateRamp {
-            start: rate,
-            end: rate,
-            steps: None,
-        }
+        RateRamp { start: rate, end: rate, steps: None }
     }
 
     /// `R` or `A:B` (requests per second).
@@ -140,18 +120,10 @@ impl RateRamp {
                 .parse::<f64>()
                 .ok()
                 .filter(|r| r.is_finite() && *r >= 0.0)
-                .ok_or_else(|| {
-                    anyhow!(
-                        "rate '{v}' is not a number of requests per second (e.g. 1000 or 100:2000)"
-                    )
-                })
+                .ok_or_else(|| anyhow!("rate '{v}' is not a number of requests per second (e.g. 1000 or 100:2000)"))
         };
         let ramp = match s.split_once(':') {
-            Some((a, b)) => RateRamp {
-                start: num(a)?,
-                end: num(b)?,
-                steps: None,
-            },
+            Some((a, b)) => RateRamp { start: num(a)?, end: num(b)?, steps: None },
             None => RateRamp::constant(num(s)?),
         };
         if ramp.start == 0.0 && ramp.end == 0.0 {
@@ -185,10 +157,7 @@ pub enum Model {
     Closed { connections: usize },
     /// Like wrk2 / Gatling / k6's constant-arrival-rate: requests are due at fixed times whatever
     /// the server does; latency is measured from the intended send time.
-    Open {
-        rate: RateRamp,
-        max_connections: usize,
-    },
+    Open { rate: RateRamp, max_connections: usize },
 }
 
 /// Which response statuses count as success (the others are `status` errors).
@@ -201,16 +170,11 @@ pub struct StatusSet {
 impl StatusSet {
     /// A comma-separated list of statuses and inclusive ranges: `200-399,404`.
     pub fn parse(s: &str) -> Result<StatusSet> {
-        let mut set = StatusSet {
-            bits: [0; 16],
-            text: s.trim().to_string(),
-        };
+        let mut set = StatusSet { bits: [0; 16], text: s.trim().to_string() };
         let status = |v: &str| -> Result<u16> {
-            v.trim()
-                .parse::<u16>()
-                .ok()
-                .filter(|c| (100..=999).contains(c))
-                .ok_or_else(|| anyhow!("success statuses '{s}': '{v}' is not an HTTP status (100-999); write e.g. 200-399,404"))
+            v.trim().parse::<u16>().ok().filter(|c| (100..=999).contains(c)).ok_or_else(|| {
+                anyhow!("success statuses '{s}': '{v}' is not an HTTP status (100-999); write e.g. 200-399,404")
+            })
         };
         for part in s.split(',') {
             let (lo, hi) = match part.split_once('-') {
@@ -317,18 +281,13 @@ impl LoadConfig {
             Model::Closed { connections: 0 } => {
                 bail!("connections is 0: use at least 1 connection")
             }
-            Model::Open {
-                max_connections: 0, ..
-            } => bail!("max connections is 0: allow at least 1 connection"),
+            Model::Open { max_connections: 0, .. } => bail!("max connections is 0: allow at least 1 connection"),
             Model::Open { rate, .. } => {
-                if !(rate.start >= 0.0 && rate.end >= 0.0) || (rate.start == 0.0 && rate.end == 0.0)
-                {
+                if !(rate.start >= 0.0 && rate.end >= 0.0) || (rate.start == 0.0 && rate.end == 0.0) {
                     bail!("rate {rate} is not positive: give requests per second, e.g. 1000");
                 }
                 if rate.steps == Some(0) {
-                    bail!(
-                        "rate steps is 0: use at least 1 step, or leave it out for a linear ramp"
-                    );
+                    bail!("rate steps is 0: use at least 1 step, or leave it out for a linear ramp");
                 }
             }
             _ => {}
@@ -349,29 +308,13 @@ mod tests {
     #[test]
     fn urls() {
         let (t, p) = split_url("http://127.0.0.1:8080/a/b?c=d").unwrap();
-        assert_eq!(
-            (t.host.as_str(), t.port, p.as_str()),
-            ("127.0.0.1", 8080, "/a/b?c=d")
-        );
+        assert_eq!((t.host.as_str(), t.port, p.as_str()), ("127.0.0.1", 8080, "/a/b?c=d"));
         let (t, p) = split_url("http://localhost").unwrap();
-        assert_eq!(
-            (t.port, p.as_str(), t.host_header().as_str()),
-            (80, "/", "localhost")
-        );
+        assert_eq!((t.port, p.as_str(), t.host_header().as_str()), (80, "/", "localhost"));
         let (t, p) = split_url("http://[::1]:9000?x=1").unwrap();
-        assert_eq!(
-            (t.host.as_str(), t.port, p.as_str()),
-            ("::1", 9000, "/?x=1")
-        );
+        assert_eq!((t.host.as_str(), t.port, p.as_str()), ("::1", 9000, "/?x=1"));
         assert_eq!(t.host_header(), "[::1]:9000");
-        for bad in [
-            "https://x/",
-            "127.0.0.1:80",
-            "http://:80/",
-            "http://h:99999/",
-            "http://h:x/",
-            "ftp://h/",
-        ] {
+        for bad in ["https://x/", "127.0.0.1:80", "http://:80/", "http://h:99999/", "http://h:x/", "ftp://h/"] {
             assert!(split_url(bad).is_err(), "{bad}");
         }
     }

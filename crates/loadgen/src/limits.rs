@@ -6,20 +6,14 @@ use std::io;
 /// Returns the limit now in force.
 #[allow(clippy::unnecessary_cast)] // rlim_t is not u64 on every target
 pub fn raise_nofile_limit() -> io::Result<u64> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit/setrlimit only read/write the struct we pass.
     unsafe {
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
             return Err(io::Error::last_os_error());
         }
         if lim.rlim_cur < lim.rlim_max {
-            let raised = libc::rlimit {
-                rlim_cur: lim.rlim_max,
-                rlim_max: lim.rlim_max,
-            };
+            let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
             if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) != 0 {
                 return Err(io::Error::last_os_error());
             }
@@ -31,9 +25,7 @@ pub fn raise_nofile_limit() -> io::Result<u64> {
 
 /// CPUs this process may run on (respects taskset / cpusets).
 pub fn available_cpus() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
 /// Pins the calling thread to one CPU.
@@ -42,10 +34,7 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("CPU {cpu} is out of range"),
-            ));
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("CPU {cpu} is out of range")));
         }
         libc::CPU_SET(cpu, &mut set);
         if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
@@ -76,8 +65,7 @@ pub fn parse_cpu_list(s: &str) -> anyhow::Result<Vec<usize>> {
         let part = part.trim();
         match part.split_once('-') {
             Some((a, b)) => {
-                let (a, b): (usize, usize) =
-                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                let (a, b): (usize, usize) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
                 if a > b {
                     return Err(bad());
                 }

@@ -41,15 +41,9 @@ pub fn header(config: &LoadConfig, url: &str) -> String {
     let threads = config.threads;
     match &config.model {
         Model::Closed { connections } => {
-            let _ = writeln!(
-                s,
-                "  {threads} threads and {connections} connections (closed model)"
-            );
+            let _ = writeln!(s, "  {threads} threads and {connections} connections (closed model)");
         }
-        Model::Open {
-            rate,
-            max_connections,
-        } => {
+        Model::Open { rate, max_connections } => {
             let _ = writeln!(
                 s,
                 "  {threads} threads, {rate}, up to {max_connections} connections (open model: latency from the intended send time)"
@@ -68,22 +62,11 @@ pub fn summary(r: &LoadReport) -> String {
     let l = &r.latency;
     let _ = writeln!(s, "  Latency of successful responses");
     let _ = writeln!(s, "    {:>10} {:>10} {:>10}", "Avg", "Stdev", "Max");
-    let _ = writeln!(
-        s,
-        "    {:>10} {:>10} {:>10}",
-        fmt_ms(l.mean),
-        fmt_ms(l.stdev),
-        fmt_ms(l.max)
-    );
+    let _ = writeln!(s, "    {:>10} {:>10} {:>10}", fmt_ms(l.mean), fmt_ms(l.stdev), fmt_ms(l.max));
     let _ = writeln!(s, "  Latency Distribution");
-    for (label, v) in [
-        ("50%", l.p50),
-        ("75%", l.p75),
-        ("90%", l.p90),
-        ("99%", l.p99),
-        ("99.9%", l.p999),
-        ("99.99%", l.p9999),
-    ] {
+    for (label, v) in
+        [("50%", l.p50), ("75%", l.p75), ("90%", l.p90), ("99%", l.p99), ("99.9%", l.p999), ("99.99%", l.p9999)]
+    {
         let _ = writeln!(s, "    {label:>7} {:>10}", fmt_ms(v));
     }
     let total = r.requests_ok + r.requests_err;
@@ -106,24 +89,10 @@ pub fn summary(r: &LoadReport) -> String {
             ("malformed", e.malformed),
             ("status", e.status),
         ];
-        let list: Vec<String> = kinds
-            .iter()
-            .filter(|(_, n)| *n > 0)
-            .map(|(k, n)| format!("{k} {n}"))
-            .collect();
-        let _ = writeln!(
-            s,
-            "  Errors: {} ({:.2}%): {}",
-            e.total(),
-            r.error_ratio() * 100.0,
-            list.join(", ")
-        );
+        let list: Vec<String> = kinds.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
+        let _ = writeln!(s, "  Errors: {} ({:.2}%): {}", e.total(), r.error_ratio() * 100.0, list.join(", "));
     }
-    let statuses: Vec<String> = r
-        .status_counts
-        .iter()
-        .map(|(c, n)| format!("{c}: {n}"))
-        .collect();
+    let statuses: Vec<String> = r.status_counts.iter().map(|(c, n)| format!("{c}: {n}")).collect();
     if !statuses.is_empty() {
         let _ = writeln!(s, "  Status codes: {}", statuses.join(", "));
     }
@@ -138,18 +107,10 @@ pub fn summary(r: &LoadReport) -> String {
         );
     }
     if r.in_flight_at_end > 0 {
-        let _ = writeln!(
-            s,
-            "  Unanswered at the end: {} (sent, neither success nor error)",
-            r.in_flight_at_end
-        );
+        let _ = writeln!(s, "  Unanswered at the end: {} (sent, neither success nor error)", r.in_flight_at_end);
     }
     let _ = writeln!(s, "Requests/sec: {:>10.2}", r.success_rps());
-    let _ = writeln!(
-        s,
-        "Transfer/sec: {:>10}",
-        fmt_bytes(r.bytes_in as f64 / r.duration_s.max(1e-9))
-    );
+    let _ = writeln!(s, "Transfer/sec: {:>10}", fmt_bytes(r.bytes_in as f64 / r.duration_s.max(1e-9)));
     let _ = writeln!(
         s,
         "Connections opened: {}, generator CPU {:.2}s ({:.1}us per request)",

@@ -160,12 +160,10 @@ pub fn merge_reports(reports: &[LoadReport]) -> Result<LoadReport> {
     };
     let mut hist = first.histogram().context("report 1")?;
     let mut merged = first.clone();
-    let mut timeline: BTreeMap<u64, SecondStats> =
-        first.timeline.iter().map(|s| (s.second, *s)).collect();
+    let mut timeline: BTreeMap<u64, SecondStats> = first.timeline.iter().map(|s| (s.second, *s)).collect();
     for (i, r) in reports.iter().enumerate().skip(1) {
         let h = r.histogram().with_context(|| format!("report {}", i + 1))?;
-        hist.add(&h)
-            .map_err(|e| anyhow::anyhow!("report {}: histograms do not merge: {e:?}", i + 1))?;
+        hist.add(&h).map_err(|e| anyhow::anyhow!("report {}: histograms do not merge: {e:?}", i + 1))?;
         merged.duration_s = merged.duration_s.max(r.duration_s);
         merged.requests_ok += r.requests_ok;
         merged.requests_err += r.requests_err;
@@ -180,10 +178,7 @@ pub fn merge_reports(reports: &[LoadReport]) -> Result<LoadReport> {
         merged.threads += r.threads;
         merged.client_cpu_s += r.client_cpu_s;
         for s in &r.timeline {
-            let e = timeline.entry(s.second).or_insert(SecondStats {
-                second: s.second,
-                ..Default::default()
-            });
+            let e = timeline.entry(s.second).or_insert(SecondStats { second: s.second, ..Default::default() });
             e.ok += s.ok;
             e.errors += s.errors;
             e.p50_ms = e.p50_ms.max(s.p50_ms);

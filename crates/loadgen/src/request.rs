@@ -62,19 +62,9 @@ impl ValueList {
     pub fn from_file(name: &str, path: &Path, order: ValueOrder) -> Result<ValueList> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("values '{name}': cannot read {}", path.display()))?;
-        let values: Vec<String> = text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .map(str::to_string)
-            .collect();
-        let list = ValueList {
-            name: name.to_string(),
-            values,
-            order,
-        };
-        list.validate()
-            .with_context(|| format!("values file {}", path.display()))?;
+        let values: Vec<String> = text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string).collect();
+        let list = ValueList { name: name.to_string(), values, order };
+        list.validate().with_context(|| format!("values file {}", path.display()))?;
         Ok(list)
     }
 
@@ -86,20 +76,10 @@ impl ValueList {
             );
         }
         if self.values.is_empty() {
-            bail!(
-                "value list '{}' is empty: give at least one value",
-                self.name
-            );
+            bail!("value list '{}' is empty: give at least one value", self.name);
         }
-        if let Some(v) = self
-            .values
-            .iter()
-            .find(|v| v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0))
-        {
-            bail!(
-                "value list '{}': value {v:?} contains a line break or NUL",
-                self.name
-            );
+        if let Some(v) = self.values.iter().find(|v| v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0)) {
+            bail!("value list '{}': value {v:?} contains a line break or NUL", self.name);
         }
         Ok(())
     }
@@ -145,11 +125,7 @@ pub const DEFAULT_SEED: u64 = 0x5eed;
 impl RequestMix {
     /// One request, sent over and over.
     pub fn single(method: &str, path: &str) -> RequestMix {
-        RequestMix {
-            templates: vec![RequestTemplate::new(method, path)],
-            values: Vec::new(),
-            seed: DEFAULT_SEED,
-        }
+        RequestMix { templates: vec![RequestTemplate::new(method, path)], values: Vec::new(), seed: DEFAULT_SEED }
     }
 
     /// Reads a weighted mix file (format in this module's docs); relative file names in it are
@@ -237,30 +213,20 @@ fn default_method() -> String {
 impl MixSpec {
     /// Parses a mix file (format in this module's docs) without reading the files it names.
     pub fn from_toml_file(path: &Path) -> Result<MixSpec> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read mix file {}", path.display()))?;
-        toml::from_str(&text).map_err(|e| {
-            anyhow::anyhow!(
-                "mix file {}: {}",
-                path.display(),
-                e.to_string().trim().replace('\n', " ")
-            )
-        })
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read mix file {}", path.display()))?;
+        toml::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("mix file {}: {}", path.display(), e.to_string().trim().replace('\n', " ")))
     }
 
     /// `resolve` for a spec read from `path`: its file names are relative to the file's folder.
     pub fn resolve_file(self, path: &Path) -> Result<RequestMix> {
         let dir = path.parent().unwrap_or(Path::new("."));
-        self.resolve(dir)
-            .with_context(|| format!("mix file {}", path.display()))
+        self.resolve(dir).with_context(|| format!("mix file {}", path.display()))
     }
 
     /// The `success` statuses, parsed; None when the mix leaves them to the run.
     pub fn success_set(&self) -> Result<Option<StatusSet>> {
-        self.success
-            .as_deref()
-            .map(|s| StatusSet::parse(s).context("success"))
-            .transpose()
+        self.success.as_deref().map(|s| StatusSet::parse(s).context("success")).transpose()
     }
 
     /// Loads the files the spec names (relative to `base_dir`) and checks the result.
@@ -268,14 +234,8 @@ impl MixSpec {
         let mut values = Vec::new();
         for (name, spec) in self.values {
             let list = match (spec.file, spec.list) {
-                (Some(file), None) => {
-                    ValueList::from_file(&name, &base_dir.join(file), spec.order)?
-                }
-                (None, Some(list)) => ValueList {
-                    name,
-                    values: list,
-                    order: spec.order,
-                },
+                (Some(file), None) => ValueList::from_file(&name, &base_dir.join(file), spec.order)?,
+                (None, Some(list)) => ValueList { name, values: list, order: spec.order },
                 _ => bail!("values '{name}': give exactly one of file = \"...\" or list = [...]"),
             };
             values.push(list);
@@ -286,9 +246,8 @@ impl MixSpec {
                 (Some(b), None) => b.into_bytes(),
                 (None, Some(f)) => {
                     let f = base_dir.join(f);
-                    std::fs::read(&f).with_context(|| {
-                        format!("request {}: cannot read body file {}", i + 1, f.display())
-                    })?
+                    std::fs::read(&f)
+                        .with_context(|| format!("request {}: cannot read body file {}", i + 1, f.display()))?
                 }
                 (None, None) => Vec::new(),
                 (Some(_), Some(_)) => bail!("request {}: give body or body_file, not both", i + 1),
@@ -301,11 +260,7 @@ impl MixSpec {
                 weight: r.weight,
             });
         }
-        let mix = RequestMix {
-            templates,
-            values,
-            seed: self.seed.unwrap_or(DEFAULT_SEED),
-        };
+        let mix = RequestMix { templates, values, seed: self.seed.unwrap_or(DEFAULT_SEED) };
         mix.validate()?;
         Ok(mix)
     }
@@ -352,22 +307,13 @@ lang = { list = ["cs", "de"], order = "round-robin" }
         assert_eq!(mix.templates[0].method, "GET");
         assert_eq!(mix.templates[1].body, b"{\"n\":\"{id}\"}");
         assert_eq!(mix.value_list("id").unwrap().values, ["1", "2", "3"]);
-        assert_eq!(
-            mix.value_list("lang").unwrap().order,
-            ValueOrder::RoundRobin
-        );
+        assert_eq!(mix.value_list("lang").unwrap().order, ValueOrder::RoundRobin);
 
         std::fs::write(dir.join("bad.toml"), "[[request]]\npath = \"/{nope}\"\n").unwrap();
-        let err = format!(
-            "{:#}",
-            RequestMix::from_toml_file(&dir.join("bad.toml")).unwrap_err()
-        );
+        let err = format!("{:#}", RequestMix::from_toml_file(&dir.join("bad.toml")).unwrap_err());
         assert!(err.contains("nope"), "{err}");
         std::fs::write(dir.join("bad2.toml"), "[[request]]\npth = \"/\"\n").unwrap();
-        let err = format!(
-            "{:#}",
-            RequestMix::from_toml_file(&dir.join("bad2.toml")).unwrap_err()
-        );
+        let err = format!("{:#}", RequestMix::from_toml_file(&dir.join("bad2.toml")).unwrap_err());
         assert!(err.contains("pth"), "{err}");
         std::fs::remove_dir_all(&dir).ok();
     }
@@ -375,11 +321,7 @@ lang = { list = ["cs", "de"], order = "round-robin" }
     #[test]
     fn bad_value_lists() {
         let mut mix = RequestMix::single("GET", "/{id}");
-        mix.values.push(ValueList {
-            name: "id".into(),
-            values: vec![],
-            order: ValueOrder::Random,
-        });
+        mix.values.push(ValueList { name: "id".into(), values: vec![], order: ValueOrder::Random });
         assert!(mix.validate().is_err());
         mix.values[0].values.push("a\nb".into());
         assert!(mix.validate().is_err());

@@ -40,20 +40,12 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
     let _ = limits::raise_nofile_limit();
     let pool = match &config.model {
         Model::Closed { connections } => *connections,
-        Model::Open {
-            max_connections, ..
-        } => *max_connections,
+        Model::Open { max_connections, .. } => *max_connections,
     };
     // Never more threads than connections: a worker without connections would idle.
     let workers = config.threads.min(pool).max(1);
     // Compile once up front so template errors surface before any thread starts.
-    RequestFactory::new(
-        &config.mix,
-        &config.target.host_header(),
-        config.keepalive,
-        0,
-        workers,
-    )?;
+    RequestFactory::new(&config.mix, &config.target.host_header(), config.keepalive, 0, workers)?;
 
     let timeline = Arc::new(Timeline::new(workers, live.clone()));
     let budget = match (&config.model, config.max_requests) {
@@ -75,8 +67,7 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
     let results: Vec<Result<WorkerResult>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|i| {
-                let (timeline, live, budget, clock) =
-                    (timeline.clone(), live.clone(), budget.clone(), &clock);
+                let (timeline, live, budget, clock) = (timeline.clone(), live.clone(), budget.clone(), &clock);
                 std::thread::Builder::new()
                     .name(format!("loadgen-{i}"))
                     .spawn_scoped(scope, move || -> Result<WorkerResult> {
@@ -106,10 +97,7 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
                             Model::Closed { connections } => {
                                 Box::new(ClosedDriver::new(share(*connections, workers, i), budget))
                             }
-                            Model::Open {
-                                rate,
-                                max_connections,
-                            } => Box::new(OpenDriver::new(
+                            Model::Open { rate, max_connections } => Box::new(OpenDriver::new(
                                 Schedule::new(*rate, config.duration),
                                 start,
                                 i,
@@ -136,10 +124,7 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
             .collect();
         handles
             .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow!("a load worker thread panicked")))
-            })
+            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("a load worker thread panicked"))))
             .collect()
     });
     let results = results.into_iter().collect::<Result<Vec<_>>>()?;
@@ -160,8 +145,7 @@ fn build_report(
     let mut open: Option<OpenStats> = None;
     let mut ended = start;
     for r in &results {
-        hist.add(&r.stats.hist)
-            .map_err(|e| anyhow!("cannot merge worker histograms: {e:?}"))?;
+        hist.add(&r.stats.hist).map_err(|e| anyhow!("cannot merge worker histograms: {e:?}"))?;
         errors.add(&r.stats.errors);
         for (total, n) in statuses.iter_mut().zip(&r.stats.statuses) {
             *total += n;
@@ -182,10 +166,7 @@ fn build_report(
         }
     }
     Ok(LoadReport {
-        duration_s: ended
-            .duration_since(start)
-            .max(Duration::from_micros(1))
-            .as_secs_f64(),
+        duration_s: ended.duration_since(start).max(Duration::from_micros(1)).as_secs_f64(),
         requests_ok: ok,
         requests_err: errors.total(),
         errors,

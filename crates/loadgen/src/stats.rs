@@ -111,12 +111,7 @@ impl Recorder {
     }
 
     fn submit_second(&mut self) {
-        self.timeline.submit(
-            self.second,
-            self.second_ok,
-            self.second_errors,
-            &self.second_hist,
-        );
+        self.timeline.submit(self.second, self.second_ok, self.second_errors, &self.second_hist);
         self.second_ok = 0;
         self.second_errors = 0;
         self.second_hist.reset();

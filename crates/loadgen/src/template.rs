@@ -38,29 +38,18 @@ impl CompiledTemplate {
         keepalive: bool,
     ) -> Result<CompiledTemplate> {
         let method = t.method.trim();
-        if method.is_empty()
-            || !method
-                .bytes()
-                .all(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_')
-        {
-            bail!(
-                "method '{}' is not an HTTP method (e.g. GET, POST)",
-                t.method
-            );
+        if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_') {
+            bail!("method '{}' is not an HTTP method (e.g. GET, POST)", t.method);
         }
         if !t.path.starts_with('/') {
             bail!("path '{}' must start with '/'", t.path);
         }
         if t.path.bytes().any(|b| b <= b' ' || b == 0x7f) {
-            bail!(
-                "path '{}' contains spaces or control characters; percent-encode them",
-                t.path
-            );
+            bail!("path '{}' contains spaces or control characters; percent-encode them", t.path);
         }
         let mut head = Vec::new();
         push_lit(&mut head, format!("{method} ").as_bytes());
-        split_pieces(&t.path, lists, &mut head)
-            .map_err(|e| anyhow::anyhow!("path '{}': {e}", t.path))?;
+        split_pieces(&t.path, lists, &mut head).map_err(|e| anyhow::anyhow!("path '{}': {e}", t.path))?;
         push_lit(&mut head, b" HTTP/1.1\r\n");
         let has = |name: &str| t.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
         if !has("host") {
@@ -70,17 +59,14 @@ impl CompiledTemplate {
             if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
                 bail!("header name '{name}' is not valid: use letters, digits and '-'");
             }
-            if name.eq_ignore_ascii_case("content-length")
-                || name.eq_ignore_ascii_case("transfer-encoding")
-            {
+            if name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding") {
                 bail!("header '{name}' is set by the generator from the body; leave it out");
             }
             if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
                 bail!("header '{name}': the value contains a line break");
             }
             push_lit(&mut head, format!("{name}: ").as_bytes());
-            split_pieces(value, lists, &mut head)
-                .map_err(|e| anyhow::anyhow!("header '{name}': {e}"))?;
+            split_pieces(value, lists, &mut head).map_err(|e| anyhow::anyhow!("header '{name}': {e}"))?;
             push_lit(&mut head, b"\r\n");
         }
         if !keepalive && !has("connection") {
@@ -96,29 +82,13 @@ impl CompiledTemplate {
             body.push(Piece::Lit(t.body.clone()));
         }
         let dynamic_length = body.iter().any(|p| !matches!(p, Piece::Lit(_)));
-        let wants_length = !t.body.is_empty()
-            || METHODS_WITH_BODY
-                .iter()
-                .any(|m| method.eq_ignore_ascii_case(m));
+        let wants_length = !t.body.is_empty() || METHODS_WITH_BODY.iter().any(|m| method.eq_ignore_ascii_case(m));
         if wants_length && !dynamic_length {
-            push_lit(
-                &mut head,
-                format!("Content-Length: {}\r\n", t.body.len()).as_bytes(),
-            );
+            push_lit(&mut head, format!("Content-Length: {}\r\n", t.body.len()).as_bytes());
         }
-        let mut compiled = CompiledTemplate {
-            head,
-            body,
-            fixed: None,
-            dynamic_length,
-            is_head: method.eq_ignore_ascii_case("HEAD"),
-        };
-        if compiled
-            .head
-            .iter()
-            .chain(&compiled.body)
-            .all(|p| matches!(p, Piece::Lit(_)))
-        {
+        let mut compiled =
+            CompiledTemplate { head, body, fixed: None, dynamic_length, is_head: method.eq_ignore_ascii_case("HEAD") };
+        if compiled.head.iter().chain(&compiled.body).all(|p| matches!(p, Piece::Lit(_))) {
             let mut bytes = Vec::new();
             compiled.render(&mut bytes, &mut |_, _| unreachable!(), 0);
             compiled.fixed = Some(bytes.into());
@@ -231,12 +201,7 @@ impl RequestFactory {
         let mut cumulative = Vec::new();
         let mut total = 0u64;
         for t in &mix.templates {
-            templates.push(CompiledTemplate::compile(
-                t,
-                &lists,
-                host_header,
-                keepalive,
-            )?);
+            templates.push(CompiledTemplate::compile(t, &lists, host_header, keepalive)?);
             total += u64::from(t.weight);
             cumulative.push(total);
         }
@@ -248,10 +213,7 @@ impl RequestFactory {
         Ok(RequestFactory {
             templates,
             cumulative,
-            values: lists
-                .into_iter()
-                .map(|list| ValueCursor { list, next: 0 })
-                .collect(),
+            values: lists.into_iter().map(|list| ValueCursor { list, next: 0 }).collect(),
             rng: fastrand::Rng::with_seed(seed),
             worker: worker as u64,
             workers: workers.max(1) as u64,
@@ -277,8 +239,7 @@ impl RequestFactory {
         // Unique across the run's workers: worker w uses w, w + W, w + 2W, ...
         let unique = self.unique_next * self.workers + self.worker;
         self.unique_next += 1;
-        let (values, rng, worker, workers) =
-            (&mut self.values, &mut self.rng, self.worker, self.workers);
+        let (values, rng, worker, workers) = (&mut self.values, &mut self.rng, self.worker, self.workers);
         t.render(
             buf,
             &mut |i, out| {
@@ -315,11 +276,7 @@ mod tests {
     }
 
     fn list(name: &str, values: &[&str], order: ValueOrder) -> ValueList {
-        ValueList {
-            name: name.into(),
-            values: values.iter().map(|s| s.to_string()).collect(),
-            order,
-        }
+        ValueList { name: name.into(), values: values.iter().map(|s| s.to_string()).collect(), order }
     }
 
     #[test]
@@ -327,11 +284,7 @@ mod tests {
         let mut t = RequestTemplate::new("POST", "/echo?x={");
         t.headers.push(("X-A".into(), "b".into()));
         t.body = b"{\"a\":1}".to_vec();
-        let mix = RequestMix {
-            templates: vec![t],
-            values: vec![],
-            seed: 1,
-        };
+        let mix = RequestMix { templates: vec![t], values: vec![], seed: 1 };
         let mut f = RequestFactory::new(&mix, "h:1", true, 0, 1).unwrap();
         assert!(f.templates[0].fixed.is_some());
         assert_eq!(
@@ -347,10 +300,7 @@ mod tests {
         t.body = b"{\"id\":\"{id}\"}".to_vec();
         let mix = RequestMix {
             templates: vec![t],
-            values: vec![
-                list("id", &["a", "bb"], ValueOrder::RoundRobin),
-                list("lang", &["cs"], ValueOrder::Random),
-            ],
+            values: vec![list("id", &["a", "bb"], ValueOrder::RoundRobin), list("lang", &["cs"], ValueOrder::Random)],
             seed: 1,
         };
         let mut f = RequestFactory::new(&mix, "h", false, 1, 2).unwrap();
@@ -366,11 +316,7 @@ mod tests {
     fn round_robin_workers_cover_the_list_in_turn() {
         let mix = RequestMix {
             templates: vec![RequestTemplate::new("GET", "/{v}")],
-            values: vec![list(
-                "v",
-                &["0", "1", "2", "3", "4"],
-                ValueOrder::RoundRobin,
-            )],
+            values: vec![list("v", &["0", "1", "2", "3", "4"], ValueOrder::RoundRobin)],
             seed: 1,
         };
         let mut a = RequestFactory::new(&mix, "h", true, 0, 2).unwrap();
@@ -394,9 +340,7 @@ mod tests {
         };
         let draw = || {
             let mut f = RequestFactory::new(&mix, "h", true, 0, 1).unwrap();
-            (0..4000)
-                .map(|_| render_one(&mut f).as_bytes()[5])
-                .collect::<Vec<u8>>()
+            (0..4000).map(|_| render_one(&mut f).as_bytes()[5]).collect::<Vec<u8>>()
         };
         let (x, y) = (draw(), draw());
         assert_eq!(x, y);
@@ -413,11 +357,7 @@ mod tests {
         let b = RequestTemplate::new("GET", "/b");
         let mut never = RequestTemplate::new("GET", "/never");
         never.weight = 0;
-        let mix = RequestMix {
-            templates: vec![a, never, b],
-            values: vec![],
-            seed: 3,
-        };
+        let mix = RequestMix { templates: vec![a, never, b], values: vec![], seed: 3 };
         let mut f = RequestFactory::new(&mix, "h", true, 0, 1).unwrap();
         let mut counts = [0; 3];
         for _ in 0..8000 {
@@ -434,15 +374,8 @@ mod tests {
     #[test]
     fn template_errors_name_the_problem() {
         let bad = |t: RequestTemplate| {
-            let mix = RequestMix {
-                templates: vec![t],
-                values: vec![],
-                seed: 0,
-            };
-            RequestFactory::new(&mix, "h", true, 0, 1)
-                .err()
-                .map(|e| e.to_string())
-                .unwrap_or_default()
+            let mix = RequestMix { templates: vec![t], values: vec![], seed: 0 };
+            RequestFactory::new(&mix, "h", true, 0, 1).err().map(|e| e.to_string()).unwrap_or_default()
         };
         assert!(bad(RequestTemplate::new("GET", "/{city}")).contains("--values city=FILE"));
         assert!(bad(RequestTemplate::new("GET", "nope")).contains("must start with '/'"));

@@ -71,22 +71,12 @@ fn summarize(second: u64, p: &Pending) -> SecondStats {
             p.hist.value_at_quantile(x) as f64 / 1000.0
         }
     };
-    SecondStats {
-        second,
-        ok: p.ok,
-        errors: p.errors,
-        p50_ms: q(0.5),
-        p99_ms: q(0.99),
-    }
+    SecondStats { second, ok: p.ok, errors: p.errors, p50_ms: q(0.5), p99_ms: q(0.99) }
 }
 
 impl Timeline {
     pub(crate) fn new(workers: usize, live: Option<Arc<LiveStats>>) -> Timeline {
-        Timeline {
-            workers,
-            live,
-            inner: Mutex::new((BTreeMap::new(), Vec::new())),
-        }
+        Timeline { workers, live, inner: Mutex::new((BTreeMap::new(), Vec::new())) }
     }
 
     /// One worker's figures for one second.
@@ -120,11 +110,7 @@ impl Timeline {
         let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let (pending, done) = &mut *guard;
         let mut all: Vec<SecondStats> = std::mem::take(done);
-        all.extend(
-            std::mem::take(pending)
-                .iter()
-                .map(|(s, p)| summarize(*s, p)),
-        );
+        all.extend(std::mem::take(pending).iter().map(|(s, p)| summarize(*s, p)));
         all.sort_by_key(|s| s.second);
         all
     }

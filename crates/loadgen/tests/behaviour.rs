@@ -9,9 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{closed, serial, Next, Seen, TestServer};
-use loadgen::{
-    LiveStats, LoadConfig, Model, RateRamp, RequestMix, RequestTemplate, ValueList, ValueOrder,
-};
+use loadgen::{LiveStats, LoadConfig, Model, RateRamp, RequestMix, RequestTemplate, ValueList, ValueOrder};
 
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
@@ -31,10 +29,7 @@ fn request_count_ends_the_run() {
     let mut open = LoadConfig::new(
         server.target(),
         RequestMix::single("GET", "/"),
-        Model::Open {
-            rate: RateRamp::constant(1000.0),
-            max_connections: 8,
-        },
+        Model::Open { rate: RateRamp::constant(1000.0), max_connections: 8 },
     );
     open.max_requests = Some(300);
     open.threads = 2;
@@ -67,10 +62,7 @@ fn stop_flag_ends_the_run_promptly() {
     assert!(r.duration_s < 1.6);
     assert!(r.requests_ok > 0);
     // Live progress was visible during the run, and the last second was complete.
-    assert!(
-        snap.requests_ok > 0 && snap.requests_ok <= r.requests_ok,
-        "{snap:?}"
-    );
+    assert!(snap.requests_ok > 0 && snap.requests_ok <= r.requests_ok, "{snap:?}");
     let second = snap.last_second.expect("second 0 was complete");
     assert_eq!(second.second, 0);
     assert!(second.ok > 0 && second.p50_ms > 0.0, "{second:?}");
@@ -94,11 +86,7 @@ fn no_keepalive_opens_a_connection_per_request() {
     let r = loadgen::run(&config, None).unwrap();
     assert_eq!(r.requests_ok, 200);
     assert_eq!(r.requests_err, 0);
-    assert!(
-        (200..=202).contains(&r.connections_opened),
-        "{}",
-        r.connections_opened
-    );
+    assert!((200..=202).contains(&r.connections_opened), "{}", r.connections_opened);
 }
 
 #[test]
@@ -117,23 +105,14 @@ fn templates_and_values_reach_the_server() {
     let mut get = RequestTemplate::new("GET", "/city/{id}?lang={lang}");
     get.weight = 3;
     let mut post = RequestTemplate::new("POST", "/users");
-    post.headers
-        .push(("Content-Type".into(), "application/json".into()));
+    post.headers.push(("Content-Type".into(), "application/json".into()));
     post.body = br#"{"name":"user-{unique}"}"#.to_vec();
     let ids: Vec<String> = (1..=5).map(|i| i.to_string()).collect();
     let mix = RequestMix {
         templates: vec![get, post],
         values: vec![
-            ValueList {
-                name: "id".into(),
-                values: ids,
-                order: ValueOrder::RoundRobin,
-            },
-            ValueList {
-                name: "lang".into(),
-                values: vec!["cs".into(), "de".into()],
-                order: ValueOrder::Random,
-            },
+            ValueList { name: "id".into(), values: ids, order: ValueOrder::RoundRobin },
+            ValueList { name: "lang".into(), values: vec!["cs".into(), "de".into()], order: ValueOrder::Random },
         ],
         seed: 11,
     };
@@ -147,36 +126,18 @@ fn templates_and_values_reach_the_server() {
     let host = format!("Host: {}\r\n", server.addr);
     assert!(seen.iter().all(|s| s.head.contains(&host)));
     let gets: Vec<&Seen> = seen.iter().filter(|s| s.head.starts_with("GET ")).collect();
-    let posts: Vec<&Seen> = seen
-        .iter()
-        .filter(|s| s.head.starts_with("POST "))
-        .collect();
-    assert!(
-        (260..=340).contains(&gets.len()),
-        "{} GETs of 400",
-        gets.len()
-    );
+    let posts: Vec<&Seen> = seen.iter().filter(|s| s.head.starts_with("POST ")).collect();
+    assert!((260..=340).contains(&gets.len()), "{} GETs of 400", gets.len());
     // Round-robin ids: 1, 2, 3, 4, 5, 1, ... in order.
     for (i, g) in gets.iter().enumerate() {
         let want = format!("GET /city/{}?lang=", i % 5 + 1);
         assert!(g.head.starts_with(&want), "{} (want {want})", g.head);
     }
-    assert!(
-        gets.iter().any(|g| g.head.contains("lang=cs"))
-            && gets.iter().any(|g| g.head.contains("lang=de"))
-    );
+    assert!(gets.iter().any(|g| g.head.contains("lang=cs")) && gets.iter().any(|g| g.head.contains("lang=de")));
     // Unique numbers are unique, and Content-Length matches each rendered body.
-    let mut names: Vec<String> = posts
-        .iter()
-        .map(|p| String::from_utf8(p.body.clone()).unwrap())
-        .collect();
+    let mut names: Vec<String> = posts.iter().map(|p| String::from_utf8(p.body.clone()).unwrap()).collect();
     for p in &posts {
-        assert!(
-            p.head
-                .contains(&format!("Content-Length: {}\r\n", p.body.len())),
-            "{}",
-            p.head
-        );
+        assert!(p.head.contains(&format!("Content-Length: {}\r\n", p.body.len())), "{}", p.head);
         assert!(p.head.contains("Content-Type: application/json\r\n"));
     }
     let n = names.len();
@@ -196,10 +157,7 @@ fn timeline_adds_up() {
     let seconds: Vec<u64> = r.timeline.iter().map(|s| s.second).collect();
     assert_eq!(seconds, [0, 1, 2]);
     assert_eq!(r.timeline.iter().map(|s| s.ok).sum::<u64>(), r.requests_ok);
-    assert!(r
-        .timeline
-        .iter()
-        .all(|s| s.ok > 0 && s.p99_ms >= s.p50_ms && s.p50_ms > 0.0));
+    assert!(r.timeline.iter().all(|s| s.ok > 0 && s.p99_ms >= s.p50_ms && s.p50_ms > 0.0));
     assert_eq!(r.threads, 2);
     assert!(r.client_cpu_s > 0.0);
     assert!((r.duration_s - 2.5).abs() < 0.05, "{}", r.duration_s);

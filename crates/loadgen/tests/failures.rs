@@ -13,11 +13,7 @@ use loadgen::{ErrorCounts, LoadReport, StatusSet, Target};
 
 fn only(report: &LoadReport, kind: fn(&ErrorCounts) -> u64) -> u64 {
     let n = kind(&report.errors);
-    assert_eq!(
-        report.requests_err, n,
-        "other error kinds were counted: {:?}",
-        report.errors
-    );
+    assert_eq!(report.requests_err, n, "other error kinds were counted: {:?}", report.errors);
     assert_eq!(report.requests_err, report.errors.total());
     n
 }
@@ -26,10 +22,7 @@ fn only(report: &LoadReport, kind: fn(&ErrorCounts) -> u64) -> u64 {
 fn no_listener_counts_only_connect_errors_and_ends_on_time() {
     let _serial = serial();
     let addr = dead_port();
-    let target = Target {
-        host: "127.0.0.1".into(),
-        port: addr.port(),
-    };
+    let target = Target { host: "127.0.0.1".into(), port: addr.port() };
 
     let started = Instant::now();
     let r = loadgen::run(&closed(target.clone(), 4, 1000), None).unwrap();
@@ -48,10 +41,7 @@ fn no_listener_counts_only_connect_errors_and_ends_on_time() {
     let refused = only(&r, |e| e.connect_refused);
     let o = r.open.unwrap();
     assert_eq!(o.intended, 100);
-    assert!(
-        refused + o.unsent >= 99 && refused <= 100,
-        "{refused} refused, {o:?}"
-    );
+    assert!(refused + o.unsent >= 99 && refused <= 100, "{refused} refused, {o:?}");
 }
 
 #[test]
@@ -69,16 +59,9 @@ fn server_closing_after_the_headers_is_a_read_error() {
     let closed = only(&r, |e| e.read_closed);
     assert!(closed >= 20, "{closed}");
     // Every failure cost a connection, re-established and counted.
-    assert!(
-        r.connections_opened >= closed,
-        "{} opened, {closed} closed",
-        r.connections_opened
-    );
+    assert!(r.connections_opened >= closed, "{} opened, {closed} closed", r.connections_opened);
     assert!(r.connections_opened <= closed + 2);
-    assert!(
-        r.status_counts.is_empty(),
-        "incomplete responses are not counted by status"
-    );
+    assert!(r.status_counts.is_empty(), "incomplete responses are not counted by status");
 }
 
 #[test]
@@ -109,14 +92,8 @@ fn status_503_is_a_status_error_unless_declared_success() {
     assert!(status >= 100, "{status}");
     assert_eq!(r.status_counts.get(&503), Some(&status));
     assert_eq!(r.status_counts.len(), 1);
-    assert_eq!(
-        r.connections_opened, 2,
-        "503 with keep-alive reuses the connection"
-    );
-    assert_eq!(
-        r.latency.max, 0.0,
-        "failed responses are not in the latency histogram"
-    );
+    assert_eq!(r.connections_opened, 2, "503 with keep-alive reuses the connection");
+    assert_eq!(r.latency.max, 0.0, "failed responses are not in the latency histogram");
 
     let mut config = closed(server.target(), 2, 300);
     config.success = StatusSet::parse("200-399,503").unwrap();
@@ -149,16 +126,8 @@ fn chunked_bodies_are_read_to_the_end() {
     assert_eq!(r.connections_opened, 2);
     assert_eq!(r.status_counts.get(&200), Some(&r.requests_ok));
     // Whole responses, plus at most a part of one per connection cut off by the end of the run.
-    assert!(
-        r.bytes_in >= r.requests_ok * per_response,
-        "{} bytes",
-        r.bytes_in
-    );
-    assert!(
-        r.bytes_in < (r.requests_ok + 2) * per_response,
-        "{} bytes",
-        r.bytes_in
-    );
+    assert!(r.bytes_in >= r.requests_ok * per_response, "{} bytes", r.bytes_in);
+    assert!(r.bytes_in < (r.requests_ok + 2) * per_response, "{} bytes", r.bytes_in);
 }
 
 #[test]
@@ -182,10 +151,7 @@ fn server_accepting_100_of_1000_connections() {
     let r = loadgen::run(&config, None).unwrap();
     let took = started.elapsed();
     assert!(took < Duration::from_millis(2600), "took {took:?}");
-    assert_eq!(
-        server.accepted.load(std::sync::atomic::Ordering::SeqCst),
-        100
-    );
+    assert_eq!(server.accepted.load(std::sync::atomic::Ordering::SeqCst), 100);
     // The accepted 100 carry the load.
     assert!(r.requests_ok >= 1000, "{} ok", r.requests_ok);
     let e = r.errors;
@@ -193,10 +159,7 @@ fn server_accepting_100_of_1000_connections() {
     // full), or the handshake completed into the backlog and the request times out.
     assert!(e.connect_timeout > 0, "{e:?}");
     assert_eq!(e.malformed + e.status + e.read_closed, 0, "{e:?}");
-    assert_eq!(
-        r.requests_err,
-        e.connect_timeout + e.connect_refused + e.request_timeout
-    );
+    assert_eq!(r.requests_err, e.connect_timeout + e.connect_refused + e.request_timeout);
     // Over 2 s with 400 ms timeouts, each of the ~900 waiting connections fails a few times.
     assert!(r.requests_err >= 900, "{e:?}");
     assert!(e.connect_timeout > e.request_timeout, "{e:?}");

@@ -19,10 +19,7 @@ fn report_of(latencies_us: &[u64], errors: u64) -> LoadReport {
         duration_s: 10.0,
         requests_ok: latencies_us.len() as u64,
         requests_err: errors,
-        errors: ErrorCounts {
-            status: errors,
-            ..Default::default()
-        },
+        errors: ErrorCounts { status: errors, ..Default::default() },
         status_counts: BTreeMap::from([(200, latencies_us.len() as u64)]),
         latency: percentiles(&h),
         latency_hdr: encode(&h).unwrap(),
@@ -43,26 +40,12 @@ fn export_import_merge_equals_one_combined_run() {
     let mut rng = fastrand::Rng::with_seed(7);
     let a: Vec<u64> = (0..50_000).map(|_| 200 + rng.u64(..800)).collect();
     let b: Vec<u64> = (0..20_000).map(|_| 5_000 + rng.u64(..20_000)).collect();
-    let c: Vec<u64> = (0..10_000)
-        .map(|i| {
-            if i % 100 == 0 {
-                1_000_000 + rng.u64(..500_000)
-            } else {
-                900
-            }
-        })
-        .collect();
+    let c: Vec<u64> = (0..10_000).map(|i| if i % 100 == 0 { 1_000_000 + rng.u64(..500_000) } else { 900 }).collect();
 
     // Export as JSON (what --json writes and the store keeps), import, merge.
-    let exported: Vec<String> = [&a, &b, &c]
-        .iter()
-        .enumerate()
-        .map(|(i, v)| serde_json::to_string(&report_of(v, i as u64)).unwrap())
-        .collect();
-    let imported: Vec<LoadReport> = exported
-        .iter()
-        .map(|s| serde_json::from_str(s).unwrap())
-        .collect();
+    let exported: Vec<String> =
+        [&a, &b, &c].iter().enumerate().map(|(i, v)| serde_json::to_string(&report_of(v, i as u64)).unwrap()).collect();
+    let imported: Vec<LoadReport> = exported.iter().map(|s| serde_json::from_str(s).unwrap()).collect();
     let merged = merge_reports(&imported).unwrap();
 
     let all: Vec<u64> = a.iter().chain(&b).chain(&c).copied().collect();
@@ -73,10 +56,7 @@ fn export_import_merge_equals_one_combined_run() {
     assert_eq!(merged.requests_err, 3, "errors 0 + 1 + 2");
     assert_eq!(merged.errors.status, 3);
     assert_eq!(merged.status_counts[&200], 80_000);
-    assert_eq!(
-        (merged.bytes_in, merged.connections_opened, merged.threads),
-        (300, 12, 3)
-    );
+    assert_eq!((merged.bytes_in, merged.connections_opened, merged.threads), (300, 12, 3));
     assert_eq!(merged.duration_s, 10.0);
     assert!((merged.client_cpu_s - 1.5).abs() < 1e-9);
     // The tail of `c` dominates p99.9 only when merged correctly (not by averaging).
@@ -118,11 +98,7 @@ fn interval_log_is_readable_by_hdr_tools() {
         .collect();
     assert_eq!(intervals.len(), 1);
     assert_eq!(intervals[0].duration(), std::time::Duration::from_secs(10));
-    assert!(
-        (intervals[0].max() - 400.0).abs() < 1.0,
-        "max column in ms: {}",
-        intervals[0].max()
-    );
+    assert!((intervals[0].max() - 400.0).abs() < 1.0, "max column in ms: {}", intervals[0].max());
     let back = decode(intervals[0].encoded_histogram()).unwrap();
     assert_eq!(back, h);
 }

@@ -36,18 +36,11 @@ fn fixed_20ms_server_measures_20ms() {
     // the test checks what the generator adds, not how busy the machine is.
     let upper = 21.5 + (server_p50_ms - 20.0).max(0.0);
     let p50 = report.latency.p50;
-    assert!(
-        p50 >= 20.0 && p50 <= upper,
-        "p50 {p50} ms (server's own p50 {server_p50_ms} ms)"
-    );
+    assert!(p50 >= 20.0 && p50 <= upper, "p50 {p50} ms (server's own p50 {server_p50_ms} ms)");
     assert!(report.latency.max >= 20.0);
     assert_eq!(report.requests_err, 0);
     // One connection, one request at a time: at most 2 s / 20 ms (fewer on a busy machine).
-    assert!(
-        (1..=100).contains(&report.requests_ok),
-        "{} requests",
-        report.requests_ok
-    );
+    assert!((1..=100).contains(&report.requests_ok), "{} requests", report.requests_ok);
 }
 
 /// A server that answers at once, except that it stalls every request for `stall` once,
@@ -57,10 +50,7 @@ fn stalling_server(after: Duration, stall: Duration) -> TestServer {
         first: Option<Instant>,
         until: Option<Instant>,
     }
-    let state = Arc::new(Mutex::new(State {
-        first: None,
-        until: None,
-    }));
+    let state = Arc::new(Mutex::new(State { first: None, until: None }));
     TestServer::start(
         None,
         Arc::new(move |_: &Seen, s: &mut TcpStream| {
@@ -95,32 +85,16 @@ fn open_model_shows_a_stall_that_the_closed_model_hides() {
     let o = loadgen::run(&open, None).unwrap();
     let stats = o.open.expect("open-model stats");
     assert_eq!(o.requests_err, 0);
-    assert!(
-        o.requests_ok >= 780,
-        "{} ok, {stats:?}, p99 {} ms",
-        o.requests_ok,
-        o.latency.p99
-    );
+    assert!(o.requests_ok >= 780, "{} ok, {stats:?}, p99 {} ms", o.requests_ok, o.latency.p99);
     // Upper bounds are loose: a busy machine adds its own delays on top of the stall.
-    assert!(
-        o.latency.p99 >= 850.0 && o.latency.p99 <= 2000.0,
-        "open p99 {} ms",
-        o.latency.p99
-    );
-    assert!(
-        o.latency.p90 >= 450.0 && o.latency.p90 <= 1500.0,
-        "open p90 {} ms",
-        o.latency.p90
-    );
+    assert!(o.latency.p99 >= 850.0 && o.latency.p99 <= 2000.0, "open p99 {} ms", o.latency.p99);
+    assert!(o.latency.p90 >= 450.0 && o.latency.p90 <= 1500.0, "open p90 {} ms", o.latency.p90);
     assert!(o.latency.max >= 950.0, "open max {} ms", o.latency.max);
     assert!(o.latency.p50 < 50.0, "open p50 {} ms", o.latency.p50);
     // 32 connections cannot carry the ~200 requests due during the stall: the rest waited.
     assert!(stats.sent_late >= 100, "{stats:?}");
     assert!(stats.max_lateness_ms >= 500.0, "{stats:?}");
-    assert!(
-        stats.intended >= o.requests_ok + stats.unsent && stats.intended <= 801,
-        "{stats:?}"
-    );
+    assert!(stats.intended >= o.requests_ok + stats.unsent && stats.intended <= 801, "{stats:?}");
     assert!(stats.unsent <= 2, "{stats:?}");
 
     // Closed model, same stall: only the requests in flight see it (one per connection),
@@ -140,10 +114,7 @@ fn open_model_keeps_the_rate() {
     let mut config = LoadConfig::new(
         server.target(),
         RequestMix::single("GET", "/"),
-        Model::Open {
-            rate: RateRamp::constant(500.0),
-            max_connections: 1000,
-        },
+        Model::Open { rate: RateRamp::constant(500.0), max_connections: 1000 },
     );
     config.duration = Duration::from_secs(2);
     config.threads = 2;
@@ -156,10 +127,7 @@ fn open_model_keeps_the_rate() {
     assert_eq!(o.unsent, 0, "{o:?}");
     // Requests are spread over the run, not sent in a burst.
     let per_second: Vec<u64> = r.timeline.iter().map(|s| s.ok).collect();
-    assert!(
-        per_second.len() >= 2 && per_second[..2].iter().all(|&n| (450..=550).contains(&n)),
-        "{per_second:?}"
-    );
+    assert!(per_second.len() >= 2 && per_second[..2].iter().all(|&n| (450..=550).contains(&n)), "{per_second:?}");
 }
 
 #[test]
@@ -169,14 +137,7 @@ fn open_model_ramps_in_steps() {
     let mut config = LoadConfig::new(
         server.target(),
         RequestMix::single("GET", "/"),
-        Model::Open {
-            rate: RateRamp {
-                start: 100.0,
-                end: 300.0,
-                steps: Some(3),
-            },
-            max_connections: 100,
-        },
+        Model::Open { rate: RateRamp { start: 100.0, end: 300.0, steps: Some(3) }, max_connections: 100 },
     );
     config.duration = Duration::from_secs(3);
     config.threads = 1;
@@ -186,10 +147,7 @@ fn open_model_ramps_in_steps() {
     for (i, want) in [100u64, 200, 300].iter().enumerate() {
         let got = per_second.get(i).copied().unwrap_or(0);
         // Completions, not sends: some may cross into the next second (or past the end).
-        assert!(
-            got.abs_diff(*want) <= want / 10,
-            "second {i}: {got} (want {want}); {per_second:?}"
-        );
+        assert!(got.abs_diff(*want) <= want / 10, "second {i}: {got} (want {want}); {per_second:?}");
     }
 }
 
@@ -216,28 +174,12 @@ fn open_model_waits_for_the_answers_of_requests_due_before_the_end() {
     let t0 = Instant::now();
     let r = loadgen::run(&config, None).unwrap();
     assert_eq!(r.open.unwrap().intended, 80);
-    assert_eq!(
-        (r.requests_ok, r.requests_err, r.in_flight_at_end),
-        (80, 0, 0),
-        "{r:?}"
-    );
+    assert_eq!((r.requests_ok, r.requests_err, r.in_flight_at_end), (80, 0, 0), "{r:?}");
     // The rate is over the scheduled window, not the wait for the last answers.
-    assert!(
-        (r.duration_s - 2.0).abs() < 0.05,
-        "duration {}",
-        r.duration_s
-    );
-    assert!(
-        t0.elapsed() >= Duration::from_millis(2400),
-        "the last answers were awaited"
-    );
+    assert!((r.duration_s - 2.0).abs() < 0.05, "duration {}", r.duration_s);
+    assert!(t0.elapsed() >= Duration::from_millis(2400), "the last answers were awaited");
     assert!((r.success_rps() - 40.0).abs() < 1.0);
-    assert_eq!(
-        r.timeline.iter().map(|s| s.ok).sum::<u64>(),
-        80,
-        "{:?}",
-        r.timeline
-    );
+    assert_eq!(r.timeline.iter().map(|s| s.ok).sum::<u64>(), 80, "{:?}", r.timeline);
 
     // The closed model does not wait (as wrk): its last requests are reported as unanswered.
     let r = loadgen::run(&closed(server.target(), 4, 1200), None).unwrap();
@@ -253,16 +195,8 @@ fn open_model_wait_for_answers_is_bounded_by_the_request_timeout_and_a_stop() {
     let t0 = Instant::now();
     let r = loadgen::run(&config, None).unwrap();
     // Every request outlived the timeout: all 20 are timeouts, none unaccounted for.
-    assert_eq!(
-        (r.requests_ok, r.errors.request_timeout, r.in_flight_at_end),
-        (0, 20, 0),
-        "{r:?}"
-    );
-    assert!(
-        t0.elapsed() < Duration::from_secs(3),
-        "waited {:?}",
-        t0.elapsed()
-    );
+    assert_eq!((r.requests_ok, r.errors.request_timeout, r.in_flight_at_end), (0, 20, 0), "{r:?}");
+    assert!(t0.elapsed() < Duration::from_secs(3), "waited {:?}", t0.elapsed());
 
     // A stop ends the wait at once; what is still in flight is reported as such.
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -275,15 +209,7 @@ fn open_model_wait_for_answers_is_bounded_by_the_request_timeout_and_a_stop() {
     let t0 = Instant::now();
     let r = loadgen::run(&config, None).unwrap();
     stopper.join().unwrap();
-    assert!(
-        t0.elapsed() < Duration::from_millis(2900),
-        "waited {:?}",
-        t0.elapsed()
-    );
-    assert_eq!(
-        r.requests_ok + r.requests_err + r.in_flight_at_end,
-        20,
-        "{r:?}"
-    );
+    assert!(t0.elapsed() < Duration::from_millis(2900), "waited {:?}", t0.elapsed());
+    assert_eq!(r.requests_ok + r.requests_err + r.in_flight_at_end, 20, "{r:?}");
     assert!(r.in_flight_at_end >= 15, "{r:?}");
 }

@@ -78,6 +78,10 @@ pub struct RunArgs {
     /// Expose the current step's figures in the Prometheus text format at http://ADDR/metrics.
     #[arg(long)]
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Machine-speed drift, in percent, beyond which a step is flagged (the probe is a fixed CPU-bound loop
+    /// timed on the step's CPUs before and after its load, against the session's median).
+    #[arg(long, default_value_t = 10.0, value_name = "PCT")]
+    pub probe_tolerance: f64,
     /// Seed of the request value draws (runs are repeatable).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

@@ -3,6 +3,8 @@
 mod cli;
 mod cpus;
 mod deps;
+mod figures;
+mod guard;
 mod host;
 mod manifest;
 mod metrics;
@@ -13,6 +15,7 @@ mod report;
 mod runner;
 mod sandbox;
 mod scenario;
+mod speed_probe;
 mod store;
 mod toml_file;
 mod upstream;
@@ -20,8 +23,6 @@ mod upstream;
 use anyhow::Result;
 use clap::Parser;
 use cli::{Cli, Command};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 fn main() {
     let cli = Cli::parse();
@@ -35,23 +36,14 @@ fn main() {
     }
 }
 
-/// SIGINT/SIGTERM set the flag (the run tears down and keeps what it measured); a second one exits at once.
-fn stop_flag() -> Result<Arc<AtomicBool>> {
-    let flag = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone())?;
-        signal_hook::flag::register(sig, flag.clone())?;
-    }
-    Ok(flag)
-}
-
 fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Run(a) => {
-            let stop = stop_flag()?;
-            let mut limits = sandbox::Limits { cpus: a.cpus, memory_bytes: cli::parse_memory(&a.memory)?, cpuset: a.cpuset.clone() };
+            let stop = guard::signals::stop_flag()?;
+            let mut limits =
+                sandbox::Limits { cpus: a.cpus, memory_bytes: cli::parse_memory(&a.memory)?, cpuset: a.cpuset.clone() };
             if let Some(c) = limits.cpus {
-                if !(c > 0.0) {
+                if c.is_nan() || c <= 0.0 {
                     anyhow::bail!("--cpus {c}: must be above 0 (e.g. 1.5)");
                 }
             }
@@ -76,6 +68,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 seed: a.seed,
                 command_line: std::env::args().collect::<Vec<_>>().join(" "),
                 metrics_listen: a.metrics_listen,
+                probe_tolerance: a.probe_tolerance / 100.0,
             };
             let db = opts.db.clone();
             let s = runner::run_session(opts, stop)?;
@@ -87,11 +80,24 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 s.runs_failed,
                 db.display()
             );
-            Ok(if s.interrupted { 130 } else if s.runs_failed > 0 { 1 } else { 0 })
+            Ok(if s.interrupted {
+                130
+            } else if s.runs_failed > 0 {
+                1
+            } else {
+                0
+            })
         }
         Command::Check(a) => {
-            let stop = stop_flag()?;
-            let results = runner::check_service(&a.service, a.scenario.as_deref(), a.no_build, a.cgroup.into(), &a.work_dir, stop)?;
+            let stop = guard::signals::stop_flag()?;
+            let results = runner::check_service(
+                &a.service,
+                a.scenario.as_deref(),
+                a.no_build,
+                a.cgroup.into(),
+                &a.work_dir,
+                stop,
+            )?;
             let failed = results.iter().filter(|r| !r.passed).count();
             for r in &results {
                 if r.passed {
@@ -105,7 +111,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
         }
         Command::Load(a) => loadgen::cli::run_cli(&a),
         Command::Export(a) => {
-            let st = store::Store::open_existing(&a.db)?;
+            let st = store::Reader::open(&a.db)?;
             println!("{}", serde_json::to_string_pretty(&store::export::export(&st, a.session, a.samples)?)?);
             Ok(0)
         }

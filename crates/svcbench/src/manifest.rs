@@ -54,10 +54,16 @@ impl Service {
     pub fn load(path: &Path) -> Result<Service> {
         let file = if path.is_dir() { path.join("svcbench.toml") } else { path.to_path_buf() };
         if !file.exists() {
-            bail!("{}: no svcbench.toml here; a service folder needs a manifest (see docs/manifest.md)", path.display());
+            bail!(
+                "{}: no svcbench.toml here; a service folder needs a manifest (see docs/manifest.md)",
+                path.display()
+            );
         }
         let manifest: Manifest = crate::toml_file::read(&file)?;
-        let dir = file.parent().unwrap_or(Path::new(".")).canonicalize()
+        let dir = file
+            .parent()
+            .unwrap_or(Path::new("."))
+            .canonicalize()
             .with_context(|| format!("cannot resolve folder of {}", file.display()))?;
         if manifest.name.trim().is_empty() {
             bail!("{}: key `name` is empty; give the service a unique name", file.display());
@@ -79,8 +85,11 @@ impl Service {
         for a in &self.manifest.artifacts {
             let p = self.dir.join(a);
             total += path_size(&p).with_context(|| {
-                format!("{}: artifact {:?} not found after the build; fix `artifacts` or the build command",
-                    self.dir.join("svcbench.toml").display(), a)
+                format!(
+                    "{}: artifact {:?} not found after the build; fix `artifacts` or the build command",
+                    self.dir.join("svcbench.toml").display(),
+                    a
+                )
             })?;
         }
         Ok(total)

@@ -19,7 +19,8 @@ pub struct Current {
 pub type Shared = Arc<Mutex<Current>>;
 
 pub fn serve(addr: SocketAddr) -> anyhow::Result<Shared> {
-    let listener = TcpListener::bind(addr).map_err(|e| anyhow::anyhow!("--metrics-listen {addr}: cannot listen: {e}"))?;
+    let listener =
+        TcpListener::bind(addr).map_err(|e| anyhow::anyhow!("--metrics-listen {addr}: cannot listen: {e}"))?;
     eprintln!("svcbench: live metrics on http://{}/metrics", listener.local_addr()?);
     let shared: Shared = Arc::default();
     let s2 = shared.clone();
@@ -70,7 +71,11 @@ pub fn render(c: &Current) -> String {
             gauge("svcbench_last_second_requests_ok", "successful requests in the last complete second", sec.ok as f64);
             gauge("svcbench_last_second_errors", "failed requests in the last complete second", sec.errors as f64);
             gauge("svcbench_latency_p50_seconds", "median latency in the last complete second", sec.p50_ms / 1e3);
-            gauge("svcbench_latency_p99_seconds", "99th percentile latency in the last complete second", sec.p99_ms / 1e3);
+            gauge(
+                "svcbench_latency_p99_seconds",
+                "99th percentile latency in the last complete second",
+                sec.p99_ms / 1e3,
+            );
         }
     }
     if let Some(p) = &c.probe {

@@ -14,7 +14,8 @@ pub fn get_status(port: u16, path: &str, timeout: Duration) -> Option<u16> {
     let mut s = TcpStream::connect_timeout(&addr, timeout).ok()?;
     s.set_read_timeout(Some(timeout)).ok()?;
     s.set_nodelay(true).ok()?;
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n").as_bytes()).ok()?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n").as_bytes())
+        .ok()?;
     let mut buf = [0u8; 64];
     let mut n = 0;
     while n < 12 {

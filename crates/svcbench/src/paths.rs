@@ -23,5 +23,8 @@ pub fn project_dir(name: &str) -> Result<PathBuf> {
             }
         }
     }
-    bail!("no `{name}/` folder found above {}; run svcbench from the project checkout or set SVCBENCH_HOME", cwd.display())
+    bail!(
+        "no `{name}/` folder found above {}; run svcbench from the project checkout or set SVCBENCH_HOME",
+        cwd.display()
+    )
 }

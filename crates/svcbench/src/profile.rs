@@ -281,7 +281,10 @@ mod tests {
 
     #[test]
     fn open_steps_and_ranges() {
-        let p = load("name='o'\n[[step]]\nrate_range=[100,300,100]\nduration='3m'\n[[step]]\nrate='10:20'\nduration='1s'\n").unwrap();
+        let p = load(
+            "name='o'\n[[step]]\nrate_range=[100,300,100]\nduration='3m'\n[[step]]\nrate='10:20'\nduration='1s'\n",
+        )
+        .unwrap();
         assert_eq!(p.steps.len(), 4);
         assert!(matches!(p.steps[2].load, StepLoad::Open { start, .. } if start == 300.0));
         assert!(matches!(p.steps[3].load, StepLoad::Open { start, end, .. } if start == 10.0 && end == 20.0));
@@ -296,7 +299,9 @@ mod tests {
 
     #[test]
     fn step_mixes_multiply_steps_without_a_mix() {
-        let p = load("name='m'\n[[step]]\nconnections=1\nduration='1s'\n[[step]]\nconnections=2\nduration='1s'\nmix='x'\n").unwrap();
+        let p =
+            load("name='m'\n[[step]]\nconnections=1\nduration='1s'\n[[step]]\nconnections=2\nduration='1s'\nmix='x'\n")
+                .unwrap();
         let p = p.with_step_mixes(&["a".into(), "b".into()]);
         let mixes: Vec<_> = p.steps.iter().map(|s| s.mix.clone().unwrap()).collect();
         assert_eq!(mixes, ["a", "b", "x"]);

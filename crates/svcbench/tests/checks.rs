@@ -20,7 +20,11 @@ fn check_all(scenario: &str, at_least: usize) {
         let out = svcbench(&["check", s.to_str().unwrap(), "--work-dir", tmp.path().to_str().unwrap()], &repo());
         let stdout = String::from_utf8_lossy(&out.stdout);
         if !out.status.success() || stdout.contains("FAIL") {
-            failed.push(format!("{}: {}", s.display(), stdout.lines().filter(|l| l.starts_with("FAIL")).collect::<Vec<_>>().join("; ")));
+            failed.push(format!(
+                "{}: {}",
+                s.display(),
+                stdout.lines().filter(|l| l.starts_with("FAIL")).collect::<Vec<_>>().join("; ")
+            ));
         }
     }
     assert!(failed.is_empty(), "failing services:\n{}", failed.join("\n"));

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 fn quick_profile(dir: &std::path::Path, steps: usize, secs: u32) -> std::path::PathBuf {
     let p = dir.join("p.toml");
-    std::fs::write(&p, format!("name = \"t\"\n[[step]]\nconnections = 2\nduration = \"{secs}s\"\nrepeat = {steps}\n")).unwrap();
+    std::fs::write(&p, format!("name = \"t\"\n[[step]]\nconnections = 2\nduration = \"{secs}s\"\nrepeat = {steps}\n"))
+        .unwrap();
     p
 }
 
@@ -15,8 +16,19 @@ fn cpu_quota_holds_a_burner_to_half_a_cpu() {
     let tmp = tempfile::tempdir().unwrap();
     let dbp = tmp.path().join("s.db");
     let prof = quick_profile(tmp.path(), 2, 2);
-    let out = svcbench(&["run", fixture("burner").to_str().unwrap(), "--profile", prof.to_str().unwrap(),
-        "--cpus", "0.5", "--db", dbp.to_str().unwrap()], tmp.path());
+    let out = svcbench(
+        &[
+            "run",
+            fixture("burner").to_str().unwrap(),
+            "--profile",
+            prof.to_str().unwrap(),
+            "--cpus",
+            "0.5",
+            "--db",
+            dbp.to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
     assert!(out.status.success());
     let c = db(&dbp);
     let per_wall = f64_of(&c, "SELECT MAX(cpu_s / duration_s) FROM step");
@@ -33,16 +45,34 @@ fn memory_cap_oom_kill_is_recorded_and_the_next_run_works() {
     let tmp = tempfile::tempdir().unwrap();
     let dbp = tmp.path().join("s.db");
     let prof = quick_profile(tmp.path(), 2, 3);
-    let out = svcbench(&["run", fixture("hog").to_str().unwrap(), fixture("steady").to_str().unwrap(),
-        "--profile", prof.to_str().unwrap(), "--memory", "64M", "--db", dbp.to_str().unwrap()], tmp.path());
+    let out = svcbench(
+        &[
+            "run",
+            fixture("hog").to_str().unwrap(),
+            fixture("steady").to_str().unwrap(),
+            "--profile",
+            prof.to_str().unwrap(),
+            "--memory",
+            "64M",
+            "--db",
+            dbp.to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
     assert_eq!(out.status.code(), Some(1), "a failed run makes the exit code 1");
     let c = db(&dbp);
     assert_eq!(i64_of(&c, "SELECT oom_killed FROM run WHERE service = 'test-hog'"), 1);
     assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step s JOIN run r ON r.id = s.run_id WHERE r.service = 'test-hog' AND s.oom_killed = 1"), 1);
     assert!(text_of(&c, "SELECT error FROM run WHERE service = 'test-hog'").contains("OOM"));
     assert_eq!(text_of(&c, "SELECT status FROM run WHERE service = 'test-steady'"), "completed");
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step s JOIN run r ON r.id = s.run_id WHERE r.service = 'test-steady'"), 2);
-    assert!(f64_of(&c, "SELECT MIN(success_rps) FROM step s JOIN run r ON r.id = s.run_id WHERE r.service = 'test-steady'") > 0.0);
+    assert_eq!(
+        i64_of(&c, "SELECT COUNT(*) FROM step s JOIN run r ON r.id = s.run_id WHERE r.service = 'test-steady'"),
+        2
+    );
+    assert!(
+        f64_of(&c, "SELECT MIN(success_rps) FROM step s JOIN run r ON r.id = s.run_id WHERE r.service = 'test-steady'")
+            > 0.0
+    );
     assert_no_leftovers("fixtures/testservice.py");
 }
 
@@ -52,7 +82,14 @@ fn sigint_mid_step_tears_down_and_keeps_finished_steps() {
     let dbp = tmp.path().join("s.db");
     let prof = quick_profile(tmp.path(), 10, 2);
     let mut child = std::process::Command::new(bin())
-        .args(["run", fixture("steady").to_str().unwrap(), "--profile", prof.to_str().unwrap(), "--db", dbp.to_str().unwrap()])
+        .args([
+            "run",
+            fixture("steady").to_str().unwrap(),
+            "--profile",
+            prof.to_str().unwrap(),
+            "--db",
+            dbp.to_str().unwrap(),
+        ])
         .env("SVCBENCH_HOME", repo())
         .current_dir(tmp.path())
         .spawn()
@@ -93,14 +130,26 @@ fn without_cgroup_write_access_the_run_completes_with_a_warning() {
     std::fs::set_permissions(&prof, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
     // As an unprivileged user (nobody), svcbench cannot create cgroups. Binary and fixtures are copied into
     // the world-readable temporary folder: the checkout itself may sit where nobody cannot enter.
-    let copy = std::process::Command::new("cp").arg("-r").arg(fixture("steady").join("../..")).arg(tmp.path().join("fixtures")).status().unwrap();
+    let copy = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(fixture("steady").join("../.."))
+        .arg(tmp.path().join("fixtures"))
+        .status()
+        .unwrap();
     assert!(copy.success());
     std::fs::copy(bin(), tmp.path().join("svcbench")).unwrap();
     let _ = std::process::Command::new("chmod").args(["-R", "a+rX"]).arg(tmp.path()).status();
     let out = std::process::Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(tmp.path().join("svcbench"))
-        .args(["run", tmp.path().join("fixtures/services/steady").to_str().unwrap(), "--profile", prof.to_str().unwrap(), "--db", dbp.to_str().unwrap()])
+        .args([
+            "run",
+            tmp.path().join("fixtures/services/steady").to_str().unwrap(),
+            "--profile",
+            prof.to_str().unwrap(),
+            "--db",
+            dbp.to_str().unwrap(),
+        ])
         .env("SVCBENCH_HOME", repo())
         .env("HOME", tmp.path())
         .current_dir(tmp.path())
@@ -123,10 +172,25 @@ fn lifecycle_refusal_graceful_stop_and_check_command() {
     let tmp = tempfile::tempdir().unwrap();
     let dbp = tmp.path().join("s.db");
     let prof = quick_profile(tmp.path(), 1, 1);
-    let out = svcbench(&["run", fixture("steady").to_str().unwrap(), "--profile", prof.to_str().unwrap(), "--db", dbp.to_str().unwrap()], tmp.path());
+    let out = svcbench(
+        &[
+            "run",
+            fixture("steady").to_str().unwrap(),
+            "--profile",
+            prof.to_str().unwrap(),
+            "--db",
+            dbp.to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
     assert!(out.status.success());
     let c = db(&dbp);
-    assert_eq!(i64_of(&c, "SELECT refuses_bad_dependency FROM service"), 1, "{}", text_of(&c, "SELECT refuse_detail FROM service"));
+    assert_eq!(
+        i64_of(&c, "SELECT refuses_bad_dependency FROM service"),
+        1,
+        "{}",
+        text_of(&c, "SELECT refuse_detail FROM service")
+    );
     assert_eq!(i64_of(&c, "SELECT stopped_gracefully FROM run"), 1);
     assert_eq!(i64_of(&c, "SELECT exit_code FROM run"), 0);
     let startup = f64_of(&c, "SELECT startup_ms FROM run");
@@ -135,7 +199,10 @@ fn lifecycle_refusal_graceful_stop_and_check_command() {
     assert_eq!(i64_of(&c, "SELECT checks_passed FROM run"), 2);
     assert!(i64_of(&c, "SELECT COUNT(*) FROM sample") >= 10, "a 1 s step has at least 10 samples");
 
-    let out = svcbench(&["check", fixture("steady").to_str().unwrap(), "--work-dir", tmp.path().join("w").to_str().unwrap()], tmp.path());
+    let out = svcbench(
+        &["check", fixture("steady").to_str().unwrap(), "--work-dir", tmp.path().join("w").to_str().unwrap()],
+        tmp.path(),
+    );
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("2 of 2 checks passed"));
     assert_no_leftovers("fixtures/testservice.py");
@@ -147,8 +214,19 @@ fn fresh_start_steps_restart_the_service() {
     let tmp = tempfile::tempdir().unwrap();
     let dbp = tmp.path().join("fresh.db");
     let prof = tmp.path().join("fresh.toml");
-    std::fs::write(&prof, "name = \"fresh\"\n[[step]]\nrate = [20, 40, 60]\nduration = \"1s\"\nfresh_start = true\n").unwrap();
-    let out = svcbench(&["run", fixture("steady").to_str().unwrap(), "--profile", prof.to_str().unwrap(), "--db", dbp.to_str().unwrap()], tmp.path());
+    std::fs::write(&prof, "name = \"fresh\"\n[[step]]\nrate = [20, 40, 60]\nduration = \"1s\"\nfresh_start = true\n")
+        .unwrap();
+    let out = svcbench(
+        &[
+            "run",
+            fixture("steady").to_str().unwrap(),
+            "--profile",
+            prof.to_str().unwrap(),
+            "--db",
+            dbp.to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
     assert!(out.status.success());
     let c = db(&dbp);
     assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE model = 'open' AND requests_ok > 0 AND cpu_s > 0"), 3);

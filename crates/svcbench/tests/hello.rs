@@ -32,13 +32,22 @@ fn quick_run_of_hello_services_stores_sane_figures() {
     let n = services.len() as i64;
     assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE status = 'completed'"), 2 * n);
     // Interleaved: A1 B1 C1 A2 B2 C2.
-    let order: Vec<i64> = c.prepare("SELECT run_index FROM run ORDER BY id").unwrap()
-        .query_map([], |r| r.get(0)).unwrap().map(|x| x.unwrap()).collect();
+    let order: Vec<i64> = c
+        .prepare("SELECT run_index FROM run ORDER BY id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(|x| x.unwrap())
+        .collect();
     assert_eq!(order, [vec![1; services.len()], vec![2; services.len()]].concat());
-    let mut stmt = c.prepare("SELECT service, startup_ms, checks_passed, checks_failed, idle_mem_mib, total_cpu_s FROM run").unwrap();
+    let mut stmt = c
+        .prepare("SELECT service, startup_ms, checks_passed, checks_failed, idle_mem_mib, total_cpu_s FROM run")
+        .unwrap();
     let rows: Vec<(String, f64, i64, i64, f64, f64)> = stmt
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
-        .unwrap().map(|x| x.unwrap()).collect();
+        .unwrap()
+        .map(|x| x.unwrap())
+        .collect();
     for (svc, startup, passed, failed, idle, cpu) in rows {
         assert!(startup > 0.0 && startup < 10_000.0, "{svc}: startup {startup} ms");
         assert_eq!(failed, 0, "{svc}: failed checks");
@@ -53,6 +62,10 @@ fn quick_run_of_hello_services_stores_sane_figures() {
     assert!(f64_of(&c, "SELECT MIN(p50) FROM step") > 0.0);
     assert_eq!(i64_of(&c, "SELECT SUM(requests_err) FROM step"), 0, "hello services answer every request");
     assert!(i64_of(&c, "SELECT MIN(artifact_bytes) FROM service") > 0);
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE stopped_gracefully = 1"), 2 * n, "every hello service stops on SIGTERM");
+    assert_eq!(
+        i64_of(&c, "SELECT COUNT(*) FROM run WHERE stopped_gracefully = 1"),
+        2 * n,
+        "every hello service stops on SIGTERM"
+    );
     assert_no_leftovers("services/hello/");
 }

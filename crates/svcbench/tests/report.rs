@@ -1,6 +1,6 @@
 //! `svcbench report` and `svcbench compare` on stores made by real runs: two `hello` services (quick
 //! profile, 2 runs each) rendered and opened in headless Chromium, and the steady fixture under a CPU quota
-//! and half of it for compare's verdicts.
+//! and half of it (5 runs each) for compare's verdicts.
 mod common;
 use common::*;
 use serde_json::Value;
@@ -38,7 +38,8 @@ fn hello_store() -> &'static Path {
 }
 
 /// The steady fixture at a CPU quota where it is CPU-bound (0.1 CPU), then at half of it, in one store
-/// with labels `full` and `half`. (At 0.5 CPU this Python service is not CPU-bound, so halving that
+/// with labels `full` and `half`, 5 runs each: CPU quotas on this machine spread runs by 15–35 %, and at 3
+/// runs a side that is too noisy for a verdict corrected over the 15 lines of a comparison. (At 0.5 CPU this Python service is not CPU-bound, so halving that
 /// quota would not halve its throughput: the test would measure nothing.)
 fn quota_store() -> &'static Path {
     static STORE: OnceLock<PathBuf> = OnceLock::new();
@@ -55,7 +56,7 @@ fn quota_store() -> &'static Path {
                     "--profile",
                     "quick",
                     "--runs",
-                    "2",
+                    "5",
                     "--cpus",
                     cpus,
                     "--label",
@@ -190,7 +191,10 @@ fn html_report_of_two_hello_services_in_chromium() {
                 "bang" => steps + 1,
                 _ => {
                     let positive = if id.starts_with('p') { " AND {f} > 0" } else { "" }.replace("{f}", figure);
-                    i64_of(&c, &format!("SELECT COUNT(*) FROM step WHERE run_id = {run} AND {figure} IS NOT NULL{positive}"))
+                    i64_of(
+                        &c,
+                        &format!("SELECT COUNT(*) FROM step WHERE run_id = {run} AND {figure} IS NOT NULL{positive}"),
+                    )
                 }
             };
             assert_eq!(s["points"].as_i64().unwrap(), want, "chart {id}, series {label}");
@@ -204,7 +208,8 @@ fn html_report_of_two_hello_services_in_chromium() {
     let tip = hover["tooltip"].as_str().unwrap();
     assert!(tip.contains(hover["run"].as_str().unwrap()), "tooltip {tip:?} does not name the run");
     let y = hover["y"].as_f64().unwrap();
-    let shown = tip.lines().find(|l| l.starts_with("Successful requests per second:")).map(first_number).unwrap_or(f64::NAN);
+    let shown =
+        tip.lines().find(|l| l.starts_with("Successful requests per second:")).map(first_number).unwrap_or(f64::NAN);
     assert!(close(shown, y, 0.01), "tooltip shows {shown}, the point is {y}");
     let legend = &v["legend"];
     for (id, sel) in legend["afterFirstClick"].as_object().unwrap() {
@@ -315,7 +320,8 @@ fn compare_json(args: &[&str]) -> (i32, Value) {
 }
 
 #[test]
-fn compare_a_store_with_itself_is_within_noise() {
+fn compare_a_store_with_itself_is_within_noise_or_too_few_runs() {
+    // 2 runs a side: no verdict, and so nothing for --fail-on, but the ratio and the advice are there.
     let dbp = hello_store().to_str().unwrap().to_string();
     let (code, v) = compare_json(&[&dbp, &dbp, "--fail-on", "all"]);
     assert_eq!(code, 0);
@@ -323,9 +329,25 @@ fn compare_a_store_with_itself_is_within_noise() {
     let whole_run = lines.iter().filter(|l| l["step"].is_null()).count();
     assert_eq!(whole_run, 2 * 7, "two services × seven metrics");
     assert_eq!(lines.len() - whole_run, 2 * 4 * 2, "two services × four quick steps × two step metrics");
+    assert_eq!(v["tested"], 0);
+    for l in lines {
+        assert_eq!(l["verdict"], "too few runs", "{l}");
+        assert_eq!(l["ratio"].as_f64(), Some(1.0), "{l}");
+        assert!(l["p"].is_null(), "{l}");
+    }
+    let peak = lines.iter().find(|l| l["metric"] == "peak_rps").unwrap();
+    assert!(peak["advice"]["runs_for_5pct"].as_u64().unwrap() >= peak["advice"]["runs_for_10pct"].as_u64().unwrap());
+    assert!(v["warnings"].as_array().unwrap().is_empty() && v["left_out"].as_array().unwrap().is_empty());
+
+    // Enough runs a side: tested, and identical sides are within noise everywhere.
+    let dbp = quota_store().to_str().unwrap().to_string();
+    let (code, v) = compare_json(&["--db", &dbp, "--base", "label=full", "--new", "label=full", "--fail-on", "all"]);
+    assert_eq!(code, 0);
+    let lines = v["lines"].as_array().unwrap();
+    assert_eq!(v["tested"].as_u64(), Some(lines.len() as u64));
     for l in lines {
         assert_eq!(l["verdict"], "within noise", "{l}");
-        assert_eq!(l["ratio"].as_f64(), Some(1.0), "{l}");
+        assert_eq!(l["p"].as_f64(), Some(1.0), "{l}");
     }
 }
 
@@ -338,6 +360,9 @@ fn compare_sees_half_the_cpu_quota_as_slower_and_fails_ci() {
     assert_eq!(peak["service"], "test-steady");
     assert_eq!(peak["verdict"], "slower", "{peak}");
     assert!(peak["ratio"].as_f64().unwrap() < 0.8, "half the CPU should cost far more than 20 % of peak req/s: {peak}");
+    let ci = peak["ci"].as_array().unwrap();
+    assert!(ci[0].as_f64().unwrap() <= peak["ratio"].as_f64().unwrap() && ci[1].as_f64().unwrap() < 1.0, "{peak}");
+    assert!(peak["p_adjusted"].as_f64().unwrap() <= 0.05 && peak["p"].as_f64() <= peak["p_adjusted"].as_f64());
     assert_eq!(code, 1, "--fail-on peak_rps:10% must fail on that regression");
     assert_eq!(v["failures"].as_array().unwrap().len(), 1);
 
@@ -348,13 +373,35 @@ fn compare_sees_half_the_cpu_quota_as_slower_and_fails_ci() {
         compare_json(&["--db", &dbp, "--base", "label=half", "--new", "label=full", "--fail-on", "peak_rps"]);
     assert_eq!(code, 0);
     assert!(v["lines"].as_array().unwrap().iter().any(|l| l["metric"] == "peak_rps" && l["verdict"] == "faster"));
+    // --metric: only the metrics asked for, a family of that size.
+    let (_, v) = compare_json(&["--db", &dbp, "--base", "label=full", "--new", "label=half", "--metric", "peak_rps"]);
+    assert_eq!(v["lines"].as_array().unwrap().len(), 1);
+    assert_eq!(v["tested"], 1);
 
-    // Markdown (the default) says it in words; a bad rule is a usage error.
+    // Markdown (the default) says it in words; a bad rule, metric or α is a usage error.
     let out = svcbench(&["compare", "--db", &dbp, "--base", "label=full", "--new", "label=half"], &repo());
-    assert!(String::from_utf8_lossy(&out.stdout).contains("**slower**"));
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("**slower**") && md.contains("### Runs needed"), "{md}");
+    for bad in [["--fail-on", "speed:x"], ["--metric", "speed"], ["--alpha", "1.5"]] {
+        let mut args = vec!["compare", "--db", &dbp, "--base", "label=full", "--new", "label=half"];
+        args.extend(bad);
+        assert_eq!(svcbench(&args, &repo()).status.code(), Some(2), "{bad:?}");
+    }
     let out = svcbench(
-        &["compare", "--db", &dbp, "--base", "label=full", "--new", "label=half", "--fail-on", "speed:x"],
+        &[
+            "compare",
+            "--db",
+            &dbp,
+            "--base",
+            "label=full",
+            "--new",
+            "label=half",
+            "--metric",
+            "p99_ms",
+            "--fail-on",
+            "peak_rps",
+        ],
         &repo(),
     );
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(2), "--fail-on a metric left out by --metric");
 }

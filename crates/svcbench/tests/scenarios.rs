@@ -31,12 +31,25 @@ fn users_replay_gives_seed_002_figures() {
     let c = db(&dbp);
     // Three replays per run: the conflict path, the lookup, the realistic mix.
     assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step"), 9);
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE mix = 'add-conflict' AND requests_err = 0 AND requests_ok > 100"), 3, "409s count as served in the conflict replay");
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE mix = 'add-conflict' AND json_extract(status_counts, '$.\"409\"') > 0"), 3);
+    assert_eq!(
+        i64_of(&c, "SELECT COUNT(*) FROM step WHERE mix = 'add-conflict' AND requests_err = 0 AND requests_ok > 100"),
+        3,
+        "409s count as served in the conflict replay"
+    );
+    assert_eq!(
+        i64_of(
+            &c,
+            "SELECT COUNT(*) FROM step WHERE mix = 'add-conflict' AND json_extract(status_counts, '$.\"409\"') > 0"
+        ),
+        3
+    );
     assert!(f64_of(&c, "SELECT MIN(rss_peak_mib) FROM step") > 0.0);
     assert!(i64_of(&c, "SELECT MIN(artifact_bytes) FROM service") > 0);
     // The UPX variant is smaller than the plain binary it compresses.
-    assert!(i64_of(&c, "SELECT artifact_bytes FROM service WHERE name LIKE '%upx%'") < i64_of(&c, "SELECT artifact_bytes FROM service WHERE name = 'users-go-nethttp'"));
+    assert!(
+        i64_of(&c, "SELECT artifact_bytes FROM service WHERE name LIKE '%upx%'")
+            < i64_of(&c, "SELECT artifact_bytes FROM service WHERE name = 'users-go-nethttp'")
+    );
     assert!(f64_of(&c, "SELECT MIN(value) FROM run_figure WHERE name = 'db_bytes'") > 0.0, "database size recorded");
     assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM service WHERE refuses_bad_dependency = 1"), 3);
     assert_no_leftovers("services/users/");
@@ -46,7 +59,11 @@ fn users_replay_gives_seed_002_figures() {
 fn upstream_rate_steps_short_runs_spring_mvc_and_vertx() {
     let tmp = tempfile::tempdir().unwrap();
     let dbp = tmp.path().join("up.db");
-    let out = run(&["upstream/java-spring-mvc", "upstream/java-vertx"], &["--profile", "rate-steps-short", "--step-duration", "5s"], &dbp);
+    let out = run(
+        &["upstream/java-spring-mvc", "upstream/java-vertx"],
+        &["--profile", "rate-steps-short", "--step-duration", "5s"],
+        &dbp,
+    );
     assert!(out.status.success());
     let c = db(&dbp);
     assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE status = 'completed'"), 2);
@@ -70,10 +87,13 @@ fn slow_upstream_breaks_the_blocking_service_but_not_the_async_one() {
     assert!(out.status.success());
     let c = db(&dbp);
     let ratio = |svc: &str, delay: i64| {
-        f64_of(&c, &format!(
-            "SELECT 1.0 * s.requests_ok / s.open_intended FROM step s JOIN run r ON r.id = s.run_id
+        f64_of(
+            &c,
+            &format!(
+                "SELECT 1.0 * s.requests_ok / s.open_intended FROM step s JOIN run r ON r.id = s.run_id
              WHERE r.service = 'upstream-{svc}' AND s.upstream_delay_ms = {delay}"
-        ))
+            ),
+        )
     };
     assert!(ratio("java-spring-mvc", 2000) >= 0.95, "Spring MVC copes at 2 s: {}", ratio("java-spring-mvc", 2000));
     assert!(ratio("java-spring-mvc", 4000) < 0.9, "Spring MVC fails at 4 s: {}", ratio("java-spring-mvc", 4000));
@@ -82,8 +102,10 @@ fn slow_upstream_breaks_the_blocking_service_but_not_the_async_one() {
     let md = svcbench(&["report", "--db", dbp.to_str().unwrap(), "-o", "-", "--format", "markdown"], &repo());
     let text = String::from_utf8_lossy(&md.stdout);
     let table = text.split("### Average response time (ms) per upstream delay").nth(1).expect("the per-delay table");
-    let row = |svc: &str| table.lines().find(|l| l.starts_with(&format!("| upstream-{svc} |"))).unwrap_or("").to_string();
-    let cells = |svc: &str| row(svc).split('|').map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect::<Vec<_>>();
+    let row =
+        |svc: &str| table.lines().find(|l| l.starts_with(&format!("| upstream-{svc} |"))).unwrap_or("").to_string();
+    let cells =
+        |svc: &str| row(svc).split('|').map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect::<Vec<_>>();
     assert_eq!(cells("java-spring-mvc").last().map(String::as_str), Some("**X**"), "{}", row("java-spring-mvc"));
     assert_eq!(cells("java-vertx").len(), 3, "{}", row("java-vertx"));
     assert!(!row("java-vertx").contains('X'), "{}", row("java-vertx"));
@@ -108,7 +130,11 @@ fn outside_implementation(tmp: &std::path::Path) -> std::path::PathBuf {
     assert!(manifest.contains("/opt/fast-locations/bin/locations-server"));
     let dir = tmp.join("bench/fast-locations");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("svcbench.toml"), manifest.replace("/opt/fast-locations/bin/locations-server", bin.to_str().unwrap())).unwrap();
+    std::fs::write(
+        dir.join("svcbench.toml"),
+        manifest.replace("/opt/fast-locations/bin/locations-server", bin.to_str().unwrap()),
+    )
+    .unwrap();
     dir
 }
 
@@ -136,6 +162,14 @@ fn locations_quick_run_with_opensearch() {
         i64_of(&c, "SELECT s.dep_saturated FROM step s JOIN run r ON r.id = s.run_id WHERE r.service = 'locations-rust-actix' AND s.connections = 64"),
         1
     );
+    assert!(
+        text_of(&c, "SELECT flags FROM step s JOIN run r ON r.id = s.run_id WHERE r.service = 'locations-rust-actix' AND s.connections = 64")
+            .contains("dependency_saturated"),
+        "the saturated step carries its reason"
+    );
+    // The store was warmed through the first service before any run, and that is on record.
+    let warmup = text_of(&c, "SELECT warmup FROM session");
+    assert!(warmup.contains("\"windows\":["), "{warmup}");
     assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM service WHERE refuses_bad_dependency = 1"), 3);
     assert_no_leftovers("opensearch");
     assert_no_leftovers("services/locations/");

@@ -101,13 +101,7 @@ impl Connection {
     }
 
     /// Starts a non-blocking connect. Loopback refusals often fail right here.
-    pub(crate) fn connect(
-        &mut self,
-        addr: SocketAddr,
-        registry: &Registry,
-        token: Token,
-        now: Instant,
-    ) -> Outcome {
+    pub(crate) fn connect(&mut self, addr: SocketAddr, registry: &Registry, token: Token, now: Instant) -> Outcome {
         self.close();
         self.since = now;
         let mut stream = match TcpStream::connect(addr) {
@@ -115,10 +109,7 @@ impl Connection {
             Err(_) => return Outcome::Failed(Failure::ConnectRefused),
         };
         // Readable and writable once, edge-triggered: no re-registration per request.
-        if registry
-            .register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)
-            .is_err()
-        {
+        if registry.register(&mut stream, token, Interest::READABLE | Interest::WRITABLE).is_err() {
             return Outcome::Failed(Failure::ConnectRefused);
         }
         // Requests are single small writes; don't let Nagle hold them back.
@@ -209,12 +200,7 @@ impl Connection {
 
     /// Reads what arrived and parses it. `buf` is the worker's shared read buffer.
     /// `peer_closed`: the event said the peer shut down, so read on to the end of the stream.
-    pub(crate) fn read(
-        &mut self,
-        buf: &mut [u8],
-        peer_closed: bool,
-        traffic: &mut Traffic,
-    ) -> Outcome {
+    pub(crate) fn read(&mut self, buf: &mut [u8], peer_closed: bool, traffic: &mut Traffic) -> Outcome {
         let Some(stream) = &mut self.stream else {
             return Outcome::Nothing;
         };
@@ -284,10 +270,7 @@ impl Connection {
             State::Awaiting if self.parser.on_eof() => {
                 let status = self.parser.status();
                 self.close();
-                Outcome::Response {
-                    status,
-                    reusable: false,
-                }
+                Outcome::Response { status, reusable: false }
             }
             State::Awaiting | State::Sending => self.fail(Failure::ReadClosed),
             _ => {
@@ -308,17 +291,8 @@ impl Connection {
     }
 
     /// Handles a readiness event.
-    pub(crate) fn on_event(
-        &mut self,
-        ready: Ready,
-        buf: &mut [u8],
-        traffic: &mut Traffic,
-    ) -> Outcome {
-        let Ready {
-            readable,
-            writable,
-            peer_closed,
-        } = ready;
+    pub(crate) fn on_event(&mut self, ready: Ready, buf: &mut [u8], traffic: &mut Traffic) -> Outcome {
+        let Ready { readable, writable, peer_closed } = ready;
         match self.state {
             State::Closed => Outcome::Nothing,
             State::Connecting => self.finish_connect(),

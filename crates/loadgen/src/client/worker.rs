@@ -104,9 +104,7 @@ impl Core {
     }
 
     pub(crate) fn any_busy(&self) -> bool {
-        self.conns
-            .iter()
-            .any(|c| c.is_busy() || c.state == State::Connecting)
+        self.conns.iter().any(|c| c.is_busy() || c.state == State::Connecting)
     }
 
     /// Requests sent and not yet answered.
@@ -119,12 +117,8 @@ impl Core {
         for idx in 0..self.conns.len() {
             let c = &self.conns[idx];
             let why = match c.state {
-                State::Connecting if now.duration_since(c.since) >= self.connect_timeout => {
-                    Failure::ConnectTimeout
-                }
-                State::Sending | State::Awaiting
-                    if now.duration_since(c.since) >= self.request_timeout =>
-                {
+                State::Connecting if now.duration_since(c.since) >= self.connect_timeout => Failure::ConnectTimeout,
+                State::Sending | State::Awaiting if now.duration_since(c.since) >= self.request_timeout => {
                     Failure::RequestTimeout
                 }
                 _ => continue,
@@ -164,32 +158,17 @@ pub(crate) fn run_loop(core: &mut Core, driver: &mut dyn Driver, clock: &Clock) 
     driver.start(core, now);
     let mut next_tick = now + TICK;
     loop {
-        let stopped = clock
-            .stop
-            .as_ref()
-            .is_some_and(|s| s.load(Ordering::Relaxed));
+        let stopped = clock.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed));
         // Past the deadline the loop only collects answers, until the drain ends.
         let draining = now >= clock.deadline;
-        let until = if draining {
-            clock.deadline + clock.drain
-        } else {
-            clock.deadline
-        };
+        let until = if draining { clock.deadline + clock.drain } else { clock.deadline };
         if draining {
             driver.stop_sending();
             if stopped || now >= until || !core.any_busy() {
-                return Ok(LoopEnd {
-                    at: clock.deadline,
-                    last: now,
-                    in_flight: core.in_flight(),
-                });
+                return Ok(LoopEnd { at: clock.deadline, last: now, in_flight: core.in_flight() });
             }
         } else if stopped || driver.finished(core) {
-            return Ok(LoopEnd {
-                at: now,
-                last: now,
-                in_flight: core.in_flight(),
-            });
+            return Ok(LoopEnd { at: now, last: now, in_flight: core.in_flight() });
         }
         core.stats.close_seconds(now);
         if now >= next_tick {

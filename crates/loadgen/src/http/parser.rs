@@ -72,22 +72,14 @@ pub struct ResponseParser {
 
 impl Default for ResponseParser {
     fn default() -> Self {
-        ResponseParser {
-            state: State::Head,
-            status: 0,
-            keep_alive: true,
-            head_request: false,
-        }
+        ResponseParser { state: State::Head, status: 0, keep_alive: true, head_request: false }
     }
 }
 
 impl ResponseParser {
     /// Expect a new response; a HEAD request's response has no body whatever its headers say.
     pub fn start(&mut self, head_request: bool) {
-        *self = ResponseParser {
-            head_request,
-            ..ResponseParser::default()
-        };
+        *self = ResponseParser { head_request, ..ResponseParser::default() };
     }
 
     /// Status of the response (valid once the head is parsed).
@@ -138,11 +130,7 @@ impl ResponseParser {
                         return Ok(Parsed::Partial { consumed: pos });
                     }
                 }
-                State::UntilClose => {
-                    return Ok(Parsed::Partial {
-                        consumed: buf.len(),
-                    })
-                }
+                State::UntilClose => return Ok(Parsed::Partial { consumed: buf.len() }),
                 State::Done => return Ok(Parsed::Complete { consumed: pos }),
             }
         }
@@ -165,19 +153,11 @@ impl ResponseParser {
         let head_len = match response.parse(buf) {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => {
-                return if buf.len() > MAX_HEAD {
-                    Err(ParseError::HeadTooLarge)
-                } else {
-                    Ok(None)
-                };
+                return if buf.len() > MAX_HEAD { Err(ParseError::HeadTooLarge) } else { Ok(None) };
             }
-            Err(httparse::Error::TooManyHeaders) => {
-                return Err(ParseError::Invalid("too many headers"))
-            }
+            Err(httparse::Error::TooManyHeaders) => return Err(ParseError::Invalid("too many headers")),
             Err(httparse::Error::Status) => return Err(ParseError::Invalid("bad status line")),
-            Err(httparse::Error::Version) => {
-                return Err(ParseError::Invalid("not an HTTP/1.x response"))
-            }
+            Err(httparse::Error::Version) => return Err(ParseError::Invalid("not an HTTP/1.x response")),
             Err(_) => return Err(ParseError::Invalid("bad header")),
         };
         if head_len > MAX_HEAD {
@@ -223,10 +203,7 @@ impl ResponseParser {
         self.state = if self.head_request || status == 204 || status == 304 || status == 101 {
             State::Done
         } else if chunked {
-            State::Chunked(Chunk::Size {
-                value: 0,
-                digits: 0,
-            })
+            State::Chunked(Chunk::Size { value: 0, digits: 0 })
         } else if let Some(len) = length {
             if len == 0 {
                 State::Done
@@ -259,11 +236,7 @@ fn chunked_step(mut state: Chunk, buf: &[u8]) -> Result<(Option<Chunk>, usize), 
         if let Chunk::Data { left } = state {
             let take = left.min((buf.len() - i) as u64);
             i += take as usize;
-            state = if take == left {
-                Chunk::DataCr
-            } else {
-                Chunk::Data { left: left - take }
-            };
+            state = if take == left { Chunk::DataCr } else { Chunk::Data { left: left - take } };
             continue;
         }
         let b = buf[i];
@@ -275,10 +248,7 @@ fn chunked_step(mut state: Chunk, buf: &[u8]) -> Result<(Option<Chunk>, usize), 
                         return Err(ParseError::Invalid("chunk size too large"));
                     }
                     let d = (b as char).to_digit(16).expect("hex digit") as u64;
-                    Chunk::Size {
-                        value: value * 16 + d,
-                        digits: digits + 1,
-                    }
+                    Chunk::Size { value: value * 16 + d, digits: digits + 1 }
                 }
                 b';' | b' ' | b'\t' if digits > 0 => Chunk::Extension { value },
                 b'\r' if digits > 0 => Chunk::SizeLf { value },
@@ -300,10 +270,7 @@ fn chunked_step(mut state: Chunk, buf: &[u8]) -> Result<(Option<Chunk>, usize), 
                 _ => return Err(ParseError::Invalid("chunk data longer than its size")),
             },
             Chunk::DataLf => match b {
-                b'\n' => Chunk::Size {
-                    value: 0,
-                    digits: 0,
-                },
+                b'\n' => Chunk::Size { value: 0, digits: 0 },
                 _ => return Err(ParseError::Invalid("chunk data not ended by CRLF")),
             },
             Chunk::TrailerLineStart => match b {
@@ -329,11 +296,7 @@ mod tests {
 
     /// Feeds `wire` in two parts split at `cut`, the way a connection accumulates bytes:
     /// unconsumed bytes stay in the buffer and more are appended.
-    fn parse_split(
-        wire: &[u8],
-        cut: usize,
-        head_request: bool,
-    ) -> Result<(u16, bool, usize), ParseError> {
+    fn parse_split(wire: &[u8], cut: usize, head_request: bool) -> Result<(u16, bool, usize), ParseError> {
         let mut p = ResponseParser::default();
         p.start(head_request);
         let mut buf: Vec<u8> = Vec::new();
@@ -345,9 +308,7 @@ mod tests {
                     total += consumed;
                     buf.drain(..consumed);
                 }
-                Parsed::Complete { consumed } => {
-                    return Ok((p.status(), p.keep_alive(), total + consumed))
-                }
+                Parsed::Complete { consumed } => return Ok((p.status(), p.keep_alive(), total + consumed)),
             }
         }
         if p.on_eof() {
@@ -359,11 +320,7 @@ mod tests {
     fn every_split(wire: &[u8], head_request: bool) -> (u16, bool, usize) {
         let whole = parse_split(wire, wire.len(), head_request).unwrap();
         for cut in 0..=wire.len() {
-            assert_eq!(
-                parse_split(wire, cut, head_request).unwrap(),
-                whole,
-                "split at {cut}"
-            );
+            assert_eq!(parse_split(wire, cut, head_request).unwrap(), whole, "split at {cut}");
         }
         // Byte by byte, too.
         let mut p = ResponseParser::default();
@@ -400,8 +357,7 @@ mod tests {
 
     #[test]
     fn connection_close_and_http10() {
-        let wire =
-            b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 2\r\n\r\nno";
+        let wire = b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 2\r\n\r\nno";
         assert_eq!(every_split(wire, false), (503, false, wire.len()));
         let wire = b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok";
         assert_eq!(every_split(wire, false), (200, false, wire.len()));
@@ -421,8 +377,7 @@ mod tests {
         assert_eq!(every_split(wire, false), (204, true, wire.len()));
         let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n";
         assert_eq!(every_split(wire, true), (200, true, wire.len()));
-        let wire =
-            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n";
+        let wire = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n";
         assert_eq!(every_split(wire, false), (201, true, wire.len()));
     }
 
@@ -432,14 +387,8 @@ mod tests {
         let two = b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\naHTTP/1.1 200 OK\r\n";
         assert_eq!(p.parse(two), Ok(Parsed::Complete { consumed: 39 }));
         let mut p = ResponseParser::default();
-        let chunked =
-            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n\r\nextra";
-        assert_eq!(
-            p.parse(chunked),
-            Ok(Parsed::Complete {
-                consumed: chunked.len() - 5
-            })
-        );
+        let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n\r\nextra";
+        assert_eq!(p.parse(chunked), Ok(Parsed::Complete { consumed: chunked.len() - 5 }));
     }
 
     #[test]
@@ -459,11 +408,7 @@ mod tests {
             assert!(p.parse(wire).is_err(), "{}", String::from_utf8_lossy(wire));
         }
         let mut p = ResponseParser::default();
-        let huge = [
-            b"HTTP/1.1 200 OK\r\nX: ".as_slice(),
-            &vec![b'a'; MAX_HEAD + 10],
-        ]
-        .concat();
+        let huge = [b"HTTP/1.1 200 OK\r\nX: ".as_slice(), &vec![b'a'; MAX_HEAD + 10]].concat();
         assert_eq!(p.parse(&huge), Err(ParseError::HeadTooLarge));
     }
 }

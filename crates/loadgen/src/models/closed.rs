@@ -24,13 +24,7 @@ pub(crate) struct ClosedDriver {
 
 impl ClosedDriver {
     pub(crate) fn new(connections: usize, budget: Option<Arc<Budget>>) -> ClosedDriver {
-        ClosedDriver {
-            connections,
-            budget,
-            spent: false,
-            retry_at: vec![None; connections],
-            waiting: 0,
-        }
+        ClosedDriver { connections, budget, spent: false, retry_at: vec![None; connections], waiting: 0 }
     }
 
     fn connect(&mut self, core: &mut Core, idx: usize, now: Instant) {
@@ -74,22 +68,12 @@ impl Driver for ClosedDriver {
         self.send(core, idx, now);
     }
 
-    fn on_closed(
-        &mut self,
-        core: &mut Core,
-        idx: usize,
-        now: Instant,
-        failure: Option<Failure>,
-        was_connecting: bool,
-    ) {
+    fn on_closed(&mut self, core: &mut Core, idx: usize, now: Instant, failure: Option<Failure>, was_connecting: bool) {
         if self.spent {
             return;
         }
-        let connect_failed = was_connecting
-            || matches!(
-                failure,
-                Some(Failure::ConnectRefused | Failure::ConnectTimeout)
-            );
+        let connect_failed =
+            was_connecting || matches!(failure, Some(Failure::ConnectRefused | Failure::ConnectTimeout));
         if connect_failed {
             self.retry_later(idx, now);
         } else {

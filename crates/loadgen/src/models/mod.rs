@@ -17,14 +17,7 @@ pub(crate) trait Driver {
     fn on_idle(&mut self, core: &mut Core, idx: usize, now: Instant, fresh: bool);
     /// Connection `idx` was closed: by the server, after an error (`failure`, already counted),
     /// or a timeout. `was_connecting`: it never got connected.
-    fn on_closed(
-        &mut self,
-        core: &mut Core,
-        idx: usize,
-        now: Instant,
-        failure: Option<Failure>,
-        was_connecting: bool,
-    );
+    fn on_closed(&mut self, core: &mut Core, idx: usize, now: Instant, failure: Option<Failure>, was_connecting: bool);
     /// Every tick (about 10 ms): retries and other slow timers.
     fn on_tick(&mut self, _core: &mut Core, _now: Instant) {}
     /// Every loop iteration: send what is due.
@@ -52,17 +45,12 @@ pub(crate) struct Budget {
 
 impl Budget {
     pub(crate) fn new(max: u64) -> Budget {
-        Budget {
-            max,
-            issued: std::sync::atomic::AtomicU64::new(0),
-        }
+        Budget { max, issued: std::sync::atomic::AtomicU64::new(0) }
     }
 
     /// Claims one request; false once the budget is spent.
     pub(crate) fn take(&self) -> bool {
         // Relaxed: only the count matters, not ordering with other memory.
-        self.issued
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            < self.max
+        self.issued.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < self.max
     }
 }

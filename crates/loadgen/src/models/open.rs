@@ -20,10 +20,7 @@ pub(crate) struct Schedule {
 
 impl Schedule {
     pub(crate) fn new(ramp: RateRamp, duration: Duration) -> Schedule {
-        Schedule {
-            ramp,
-            duration: duration.as_secs_f64(),
-        }
+        Schedule { ramp, duration: duration.as_secs_f64() }
     }
 
     fn steps(&self) -> Option<u32> {
@@ -196,14 +193,8 @@ impl OpenDriver {
 
     /// This worker's requests due by `now` (capped by the request limit).
     fn due_count(&self, now: Instant) -> u64 {
-        let global = self
-            .schedule
-            .due_by(now.saturating_duration_since(self.start).as_secs_f64());
-        let mine = if global > self.worker {
-            (global - self.worker).div_ceil(self.workers)
-        } else {
-            0
-        };
+        let global = self.schedule.due_by(now.saturating_duration_since(self.start).as_secs_f64());
+        let mine = if global > self.worker { (global - self.worker).div_ceil(self.workers) } else { 0 };
         mine.min(self.limit)
     }
 
@@ -276,12 +267,7 @@ impl Driver for OpenDriver {
         was_connecting: bool,
     ) {
         self.release(idx, was_connecting);
-        if was_connecting
-            || matches!(
-                failure,
-                Some(Failure::ConnectRefused | Failure::ConnectTimeout)
-            )
-        {
+        if was_connecting || matches!(failure, Some(Failure::ConnectRefused | Failure::ConnectTimeout)) {
             self.consume_one(now);
         }
     }
@@ -336,14 +322,7 @@ mod tests {
     use super::*;
 
     fn schedule(a: f64, b: f64, steps: Option<u32>, secs: u64) -> Schedule {
-        Schedule::new(
-            RateRamp {
-                start: a,
-                end: b,
-                steps,
-            },
-            Duration::from_secs(secs),
-        )
+        Schedule::new(RateRamp { start: a, end: b, steps }, Duration::from_secs(secs))
     }
 
     #[test]
@@ -389,13 +368,9 @@ mod tests {
         let s = schedule(1000.0, 1000.0, None, 1);
         let start = Instant::now();
         let end = start + Duration::from_secs(1);
-        let total: u64 = (0..3)
-            .map(|w| OpenDriver::new(s, start, w, 3, 10, None).due_count(end))
-            .sum();
+        let total: u64 = (0..3).map(|w| OpenDriver::new(s, start, w, 3, 10, None).due_count(end)).sum();
         assert_eq!(total, 1000);
-        let limited: u64 = (0..3)
-            .map(|w| OpenDriver::new(s, start, w, 3, 10, Some(100)).due_count(end))
-            .sum();
+        let limited: u64 = (0..3).map(|w| OpenDriver::new(s, start, w, 3, 10, Some(100)).due_count(end)).sum();
         assert_eq!(limited, 100);
     }
 }

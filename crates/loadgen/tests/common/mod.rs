@@ -49,11 +49,7 @@ impl TestServer {
 
     /// Like [`TestServer::start`], with the listen backlog given (connections the kernel
     /// completes before they are accepted; beyond it, SYNs are dropped).
-    pub fn with_backlog(
-        max_accept: Option<usize>,
-        backlog: i32,
-        handler: Arc<Handler>,
-    ) -> TestServer {
+    pub fn with_backlog(max_accept: Option<usize>, backlog: i32, handler: Arc<Handler>) -> TestServer {
         let listener = listen(backlog);
         let addr = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
@@ -77,12 +73,7 @@ impl TestServer {
                 }
             }
         });
-        TestServer {
-            addr,
-            accepted,
-            stop,
-            acceptor: Some(acceptor),
-        }
+        TestServer { addr, accepted, stop, acceptor: Some(acceptor) }
     }
 
     /// Answers every request with `response`, keeping the connection open.
@@ -120,9 +111,7 @@ fn listen(backlog: i32) -> TcpListener {
     use socket2::{Domain, Socket, Type};
     let socket = Socket::new(Domain::IPV4, Type::STREAM, None).expect("socket");
     socket.set_reuse_address(true).unwrap();
-    socket
-        .bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
-        .expect("bind test server");
+    socket.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into()).expect("bind test server");
     socket.listen(backlog).expect("listen");
     socket.into()
 }
@@ -147,8 +136,7 @@ fn serve_connection(mut conn: TcpStream, handler: &Handler) {
             .lines()
             .find_map(|l| {
                 let (n, v) = l.split_once(':')?;
-                n.eq_ignore_ascii_case("content-length")
-                    .then(|| v.trim().parse::<usize>().ok())?
+                n.eq_ignore_ascii_case("content-length").then(|| v.trim().parse::<usize>().ok())?
             })
             .unwrap_or(0);
         while buf.len() < head_end + len {
@@ -157,10 +145,7 @@ fn serve_connection(mut conn: TcpStream, handler: &Handler) {
                 Ok(n) => buf.extend_from_slice(&chunk[..n]),
             }
         }
-        let seen = Seen {
-            head,
-            body: buf[head_end..head_end + len].to_vec(),
-        };
+        let seen = Seen { head, body: buf[head_end..head_end + len].to_vec() };
         buf.drain(..head_end + len);
         match handler(&seen, &mut conn) {
             Ok(Next::KeepOpen) => {}
@@ -175,11 +160,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// A closed-model config with test-friendly timeouts.
 pub fn closed(target: Target, connections: usize, duration_ms: u64) -> LoadConfig {
-    let mut c = LoadConfig::new(
-        target,
-        RequestMix::single("GET", "/"),
-        Model::Closed { connections },
-    );
+    let mut c = LoadConfig::new(target, RequestMix::single("GET", "/"), Model::Closed { connections });
     c.duration = Duration::from_millis(duration_ms);
     c.threads = 1;
     c.connect_timeout = Duration::from_millis(500);
@@ -188,19 +169,11 @@ pub fn closed(target: Target, connections: usize, duration_ms: u64) -> LoadConfi
 }
 
 /// An open-model config at a constant rate, on one thread (default timeouts).
-pub fn open_model(
-    target: Target,
-    rate: f64,
-    max_connections: usize,
-    duration: Duration,
-) -> LoadConfig {
+pub fn open_model(target: Target, rate: f64, max_connections: usize, duration: Duration) -> LoadConfig {
     let mut c = LoadConfig::new(
         target,
         RequestMix::single("GET", "/"),
-        Model::Open {
-            rate: loadgen::RateRamp::constant(rate),
-            max_connections,
-        },
+        Model::Open { rate: loadgen::RateRamp::constant(rate), max_connections },
     );
     c.duration = duration;
     c.threads = 1;

@@ -90,6 +90,12 @@ impl Dependencies {
         (!probes.is_empty()).then(|| probes.iter().map(|p| p.sample().cpu_s).sum())
     }
 
+    /// Combined seconds the dependency processes' threads have waited for a CPU (None when unreadable).
+    pub fn wait_s(&self) -> Option<f64> {
+        let probes: Vec<_> = self.items.iter().filter_map(|d| d.probe()).collect();
+        (!probes.is_empty()).then(|| probes.iter().filter_map(|p| p.runqueue_wait_s()).sum())
+    }
+
     pub fn cpus(&self) -> usize {
         self.items.iter().filter(|d| d.probe().is_some()).map(|d| d.cpus()).sum::<usize>().max(1)
     }

@@ -103,6 +103,16 @@ impl OpenSearch {
             .stdout(log.try_clone()?)
             .stderr(log)
             .process_group(0);
+        // Dies with svcbench (set after the change of user, so the kernel keeps it across exec).
+        unsafe {
+            use std::os::unix::process::CommandExt as _;
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
         if let Some((uid, gid)) = owner {
             cmd.uid(uid).gid(gid);
         }

@@ -25,7 +25,10 @@ impl OpenSearchDependency {
             version: text("version").unwrap_or_else(|| "3.6.0".into()),
             heap_mb: opt_u64(options, "heap_mb", 512)? as u32,
             port: crate::net::free_port()?,
-            cache_dir: std::env::var("SVCBENCH_CACHE").map(PathBuf::from).unwrap_or_else(|_| PathBuf::from("/var/cache/svcbench")).join("opensearch"),
+            cache_dir: std::env::var("SVCBENCH_CACHE")
+                .map(PathBuf::from)
+                .unwrap_or_else(|_| PathBuf::from("/var/cache/svcbench"))
+                .join("opensearch"),
             scenario_dir: ctx.scenario_dir.to_path_buf(),
             sample_dir,
             load_dataset: ctx.for_load && options.get("load_dataset").and_then(|v| v.as_bool()).unwrap_or(true),
@@ -62,7 +65,10 @@ fn find_sample(sample: &str, scenario_dir: &Path) -> Result<PathBuf> {
         return if dir.join("city.ndjson").is_file() {
             Ok(dir)
         } else {
-            anyhow::bail!("SVCBENCH_SAMPLE_DIR={}: no city.ndjson there; point it at the locations sample folder", dir.display())
+            anyhow::bail!(
+                "SVCBENCH_SAMPLE_DIR={}: no city.ndjson there; point it at the locations sample folder",
+                dir.display()
+            )
         };
     }
     // An absolute `sample` replaces the folder in `join`, so it is covered too.

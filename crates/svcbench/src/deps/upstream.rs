@@ -24,14 +24,21 @@ impl Upstream {
         let cpus = ctx.cpuset.as_deref().map(crate::cpus::count).unwrap_or(1);
         let log = std::fs::File::create(ctx.work_dir.join("upstream.log"))?;
         sandbox.start(
-            &format!("{} upstream --listen 127.0.0.1:{port} --delay-ms {delay} --threads {cpus}", shell_quote(&exe.display().to_string())),
+            &format!(
+                "{} upstream --listen 127.0.0.1:{port} --delay-ms {delay} --threads {cpus}",
+                shell_quote(&exe.display().to_string())
+            ),
             ctx.work_dir,
             &[],
             log,
         )?;
         let up = Upstream { sandbox, port, cpus };
-        crate::net::wait_http(port, "/_svcbench/calls", Duration::from_secs(10))
-            .with_context(|| format!("the mock upstream did not answer on port {port}; see {}", ctx.work_dir.join("upstream.log").display()))?;
+        crate::net::wait_http(port, "/_svcbench/calls", Duration::from_secs(10)).with_context(|| {
+            format!(
+                "the mock upstream did not answer on port {port}; see {}",
+                ctx.work_dir.join("upstream.log").display()
+            )
+        })?;
         Ok(up)
     }
 

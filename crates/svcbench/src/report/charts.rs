@@ -61,20 +61,8 @@ pub struct Point {
 }
 
 fn flag(s: &Step) -> Option<String> {
-    let mut f = Vec::new();
-    if s.client_saturated {
-        f.push("load generator saturated");
-    }
-    if s.dep_saturated {
-        f.push("dependencies saturated");
-    }
-    if s.oom_killed {
-        f.push("OOM-killed");
-    }
-    if s.crashed {
-        f.push("crashed");
-    }
-    (!f.is_empty()).then(|| f.join(", "))
+    let v = s.validity();
+    (!v.valid()).then(|| v.summary())
 }
 
 /// The x axis of step charts for one load model.

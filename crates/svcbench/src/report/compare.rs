@@ -1,13 +1,18 @@
-//! `svcbench compare BASE NEW`: per service and metric, the ratio NEW/BASE of the medians over runs and a
-//! verdict (faster/slower, smaller/larger, or within noise; the statistic is in stats.rs and docs/report.md),
-//! and `--fail-on` to turn a regression into exit code 1 for CI. Besides the whole-run metrics, every step
-//! both sides ran (same position, same load) gets its own verdict: the three identical attempts of seed 003
-//! show whether a JIT-compiled service caught up attempt by attempt.
-use super::data::{Dataset, Step};
-use super::stats::{verdict, Change, Spread};
+//! `svcbench compare BASE NEW`: per service and metric, the ratio NEW/BASE of the geometric means over runs
+//! with its confidence interval, and a verdict (faster/slower, smaller/larger, within noise, or too few runs)
+//! from Welch's t-test on the logs, corrected by Holm–Bonferroni over every line of the comparison (the
+//! statistic is in stats.rs and docs/report.md); how many runs a side the measured noise calls for; and
+//! `--fail-on` to turn a regression into exit code 1 for CI. Besides the whole-run metrics, every step both
+//! sides ran (same position, same load) gets its own verdict: the three identical attempts of seed 003 show
+//! whether a JIT-compiled service caught up attempt by attempt. Only completed runs enter; the others are
+//! listed apart, and BASE and NEW recorded on other hosts or far apart in time get a warning.
+use super::data::{Dataset, Run, Step};
+use super::quality::steps_by_position;
+use super::stats::{self, Change, LogTest, Spread, Untestable, MIN_RUNS, POWER};
 use super::summary::{run_figures, RunFigures};
 use super::table::{num, spread};
 use anyhow::{bail, Result};
+use chrono::DateTime;
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -101,9 +106,51 @@ pub const STEP_METRICS: &[Metric<Step>] = &[
     },
 ];
 
-/// Every metric key, whole-run and per step (what `--fail-on` accepts).
+/// Every metric key, whole-run and per step (what `--fail-on` and `--metric` accept).
 fn metric_keys() -> impl Iterator<Item = &'static str> {
     METRICS.iter().map(|m| m.key).chain(STEP_METRICS.iter().map(|m| m.key))
+}
+
+fn check_metric(option: &str, given: &str, metric: &str) -> Result<()> {
+    if metric != "all" && !metric_keys().any(|k| k == metric) {
+        let keys: Vec<&str> = metric_keys().collect();
+        bail!("{option} {given:?}: unknown metric {metric:?}; metrics are {} (or all)", keys.join(", "));
+    }
+    Ok(())
+}
+
+/// `--metric` terms: the metrics to compare (every one when empty). Fewer lines make a smaller family to
+/// correct for, so each line needs less evidence: a CI gate on peak_rps alone decides with fewer runs.
+pub fn parse_metrics(terms: &[String]) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for t in terms.iter().flat_map(|t| t.split(',')).map(str::trim).filter(|t| !t.is_empty()) {
+        check_metric("--metric", t, t)?;
+        if t == "all" {
+            return Ok(Vec::new());
+        }
+        out.push(t.to_string());
+    }
+    Ok(out)
+}
+
+/// Sessions of BASE and NEW further apart than this get a warning: on a shared machine the speed of the
+/// host drifts over hours, so runs of different days are not interchangeable.
+pub const SESSION_GAP_HOURS: f64 = 12.0;
+
+/// How many runs the measured noise calls for (see `stats::runs_needed`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Advice {
+    /// Standard deviation of the logs of the runs, pooled over both sides: their noise, about their CV.
+    pub log_sd: f64,
+    /// Runs a side that would call a change of 5 % (10 %) with 80 % power at `alpha_per_line`.
+    pub runs_for_5pct: Option<usize>,
+    pub runs_for_10pct: Option<usize>,
+    /// The runs at hand (the smaller side) call NEW/BASE beyond this factor either way (above it, or below its
+    /// inverse) with 80 % power; None below the minimum, where nothing is called. Cautious at 3–5 runs (see
+    /// `stats::detectable_change`).
+    pub detectable_ratio: Option<f64>,
+    /// α over the number of lines with values on both sides: Holm's strictest step in this comparison.
+    pub alpha_per_line: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -113,12 +160,47 @@ pub struct Line {
     pub step: Option<String>,
     pub metric: &'static str,
     pub unit: &'static str,
+    /// Median and range over the completed runs of each side.
     pub base: Option<Spread>,
     pub new: Option<Spread>,
+    /// NEW/BASE, the ratio of the geometric means over runs (also where there are too few runs to test).
     pub ratio: Option<f64>,
+    /// The ratio's confidence interval at 1 − α, for this line alone (not corrected for the others).
+    pub ci: Option<[f64; 2]>,
+    /// Welch's two-sided p on the logs, and the same after Holm–Bonferroni over every line tested in this
+    /// comparison: the verdict is a change when `p_adjusted` ≤ α.
+    pub p: Option<f64>,
+    pub p_adjusted: Option<f64>,
     pub verdict: String,
+    /// Why there is no verdict, when there is none.
+    pub note: Option<String>,
+    pub advice: Option<Advice>,
     /// How much worse NEW is, in percent, when the verdict is a regression (or no data in NEW).
     pub regression_pct: Option<f64>,
+}
+
+/// Runs that did not complete: they never enter a comparison (a run cut short has a lower peak and fewer
+/// requests for its CPU time, which would read as a slowdown).
+#[derive(Debug, Clone, Serialize)]
+pub struct LeftOut {
+    pub side: &'static str,
+    pub service: String,
+    /// The run's status: interrupted, failed, …
+    pub status: String,
+    pub runs: Vec<String>,
+}
+
+/// Everything `svcbench compare` prints, as Markdown or JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    /// Family-wise error rate of the verdicts.
+    pub alpha: f64,
+    /// Lines with a p value: the family Holm–Bonferroni corrects over.
+    pub tested: usize,
+    /// Different hosts or sessions far apart in time: reasons to doubt any verdict.
+    pub warnings: Vec<String>,
+    pub left_out: Vec<LeftOut>,
+    pub lines: Vec<Line>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -140,15 +222,17 @@ pub fn parse_fail_on(s: &str) -> Result<FailRule> {
         }
         None => (s.trim(), 0.0),
     };
-    if metric != "all" && !metric_keys().any(|k| k == metric) {
-        let keys: Vec<&str> = metric_keys().collect();
-        bail!("--fail-on {s:?}: unknown metric {metric:?}; metrics are {} (or all)", keys.join(", "));
-    }
+    check_metric("--fail-on", s, metric)?;
     Ok(FailRule { metric: metric.to_string(), threshold_pct: pct })
 }
 
+/// Runs that enter a verdict: completed under the limits asked (store::read::Run::counts).
+fn completed(r: &Run) -> bool {
+    r.counts()
+}
+
 fn figures(d: &Dataset, g: usize, vcpu_hour_price: f64) -> Vec<RunFigures> {
-    d.group_runs(g).map(|r| run_figures(r, vcpu_hour_price)).collect()
+    d.counted_runs(g).map(|r| run_figures(r, vcpu_hour_price, d.include_invalid)).collect()
 }
 
 /// Who is compared with whom: services of the same name; or, when each side selects exactly one service
@@ -174,85 +258,264 @@ fn pairs(base: &Dataset, new: &Dataset) -> Vec<(String, Option<usize>, Option<us
         .collect()
 }
 
-/// One side's values of a metric, over its runs: None when the side lacks the service.
-type Side = Option<Vec<f64>>;
+/// One line's values before the family is known: a metric over each side's completed runs.
+#[derive(Debug, Clone)]
+pub struct Values {
+    pub service: String,
+    pub step: Option<String>,
+    pub metric: &'static str,
+    pub unit: &'static str,
+    pub higher_is_better: bool,
+    pub speed: bool,
+    /// None when the side lacks the service.
+    pub base: Option<Vec<f64>>,
+    pub new: Option<Vec<f64>>,
+}
 
-fn line<T>(service: &str, step: Option<String>, m: &Metric<T>, b: &Side, n: &Side) -> Line {
-    let bs = b.as_ref().and_then(|v| Spread::of(v.iter().copied()));
-    let ns = n.as_ref().and_then(|v| Spread::of(v.iter().copied()));
-    let (ratio, verdict_text, regression) = match (b, n, bs, ns) {
-        (None, ..) => (None, "only in NEW".to_string(), None),
-        (_, None, ..) => (None, "only in BASE".to_string(), None),
-        (_, _, None, None) => (None, "no data".to_string(), None),
-        (_, _, None, Some(_)) => (None, "no data in BASE".to_string(), None),
-        (_, _, Some(_), None) => (None, "no data in NEW".to_string(), Some(100.0)),
-        (_, _, Some(bs), Some(ns)) => {
-            let (ratio, change) = verdict(&bs, &ns, m.higher_is_better);
-            let word = match (change, m.speed) {
-                (Change::WithinNoise, _) => "within noise",
-                (Change::Better, true) => "faster",
-                (Change::Worse, true) => "slower",
-                (Change::Better, false) => "smaller",
-                (Change::Worse, false) => "larger",
-            };
-            let worse_by = if m.higher_is_better { (1.0 - ratio) * 100.0 } else { (ratio - 1.0) * 100.0 };
-            (Some(ratio), word.to_string(), (change == Change::Worse).then_some(worse_by))
+impl Values {
+    fn of<T>(
+        service: &str,
+        step: Option<String>,
+        m: &Metric<T>,
+        base: Option<Vec<f64>>,
+        new: Option<Vec<f64>>,
+    ) -> Self {
+        Values {
+            service: service.to_string(),
+            step,
+            metric: m.key,
+            unit: m.unit,
+            higher_is_better: m.higher_is_better,
+            speed: m.speed,
+            base,
+            new,
         }
-    };
-    Line {
-        service: service.to_string(),
-        step,
-        metric: m.key,
-        unit: m.unit,
-        base: bs,
-        new: ns,
-        ratio,
-        verdict: verdict_text,
-        regression_pct: regression,
     }
 }
 
-/// The steps of a group's runs by position: label and the steps at that position, one per run.
-fn steps_by_position(d: &Dataset, g: usize) -> Vec<(i64, String, Vec<&Step>)> {
-    let mut out: Vec<(i64, String, Vec<&Step>)> = Vec::new();
-    for r in d.group_runs(g) {
-        for s in &r.steps {
-            match out.iter_mut().find(|(seq, label, _)| *seq == s.seq && *label == s.label) {
-                Some(e) => e.2.push(s),
-                None => out.push((s.seq, s.label.clone(), vec![s])),
+fn verdict_word(change: Change, speed: bool) -> &'static str {
+    match (change, speed) {
+        (Change::WithinNoise, _) => "within noise",
+        (Change::Better, true) => "faster",
+        (Change::Worse, true) => "slower",
+        (Change::Better, false) => "smaller",
+        (Change::Worse, false) => "larger",
+    }
+}
+
+/// Tests every line, corrects over all of them together (Holm–Bonferroni at family-wise `alpha`) and words
+/// the verdicts. Returns the lines and the number tested.
+pub fn judge(values: &[Values], alpha: f64) -> (Vec<Line>, usize) {
+    let spreads: Vec<(Option<Spread>, Option<Spread>)> = values
+        .iter()
+        .map(|v| {
+            let s = |x: &Option<Vec<f64>>| x.as_ref().and_then(|x| Spread::of(x.iter().copied()));
+            (s(&v.base), s(&v.new))
+        })
+        .collect();
+    let tests: Vec<Option<Result<LogTest, Untestable>>> = values
+        .iter()
+        .zip(&spreads)
+        .map(|(v, s)| match (&v.base, &v.new, s) {
+            (Some(b), Some(n), (Some(_), Some(_))) => Some(stats::log_welch(b, n, 1.0 - alpha)),
+            _ => None,
+        })
+        .collect();
+    let (tested, raw): (Vec<usize>, Vec<f64>) = tests
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| match t {
+            Some(Ok(t)) => Some((i, t.p)),
+            _ => None,
+        })
+        .unzip();
+    let mut adjusted: Vec<Option<f64>> = vec![None; values.len()];
+    for (&i, a) in tested.iter().zip(stats::holm(&raw)) {
+        adjusted[i] = Some(a);
+    }
+    // The advice is sized for the strictest Holm step over every line that could be tested with enough runs.
+    let comparable = tests.iter().filter(|t| t.is_some()).count().max(1);
+    let alpha_per_line = alpha / comparable as f64;
+
+    let mut lines = Vec::with_capacity(values.len());
+    for (i, v) in values.iter().enumerate() {
+        let (bs, ns) = spreads[i];
+        let mut l = Line {
+            service: v.service.clone(),
+            step: v.step.clone(),
+            metric: v.metric,
+            unit: v.unit,
+            base: bs,
+            new: ns,
+            ratio: None,
+            ci: None,
+            p: None,
+            p_adjusted: adjusted[i],
+            verdict: String::new(),
+            note: None,
+            advice: None,
+            regression_pct: None,
+        };
+        let (b, n) = match (&v.base, &v.new, bs, ns) {
+            (None, ..) => ("only in NEW", None),
+            (_, None, ..) => ("only in BASE", None),
+            (_, _, None, None) => ("no data", None),
+            (_, _, None, Some(_)) => ("no data in BASE", None),
+            (_, _, Some(_), None) => {
+                l.regression_pct = Some(100.0);
+                ("no data in NEW", None)
+            }
+            (Some(b), Some(n), Some(_), Some(_)) => ("", Some((b, n))),
+        };
+        l.verdict = b.to_string();
+        if let Some((b, n)) = n {
+            l.ratio = stats::geometric_ratio(b, n);
+            l.advice = stats::pooled_log_sd(b, n).map(|sd| {
+                let runs = bs.map_or(0, |s| s.n).min(ns.map_or(0, |s| s.n));
+                let needed = |change: f64| stats::runs_needed(sd, change, alpha_per_line, POWER);
+                Advice {
+                    log_sd: sd,
+                    runs_for_5pct: needed(0.05),
+                    runs_for_10pct: needed(0.10),
+                    detectable_ratio: (runs >= MIN_RUNS)
+                        .then(|| stats::detectable_change(sd, runs, alpha_per_line, POWER))
+                        .flatten()
+                        .map(|d| 1.0 + d),
+                    alpha_per_line,
+                }
+            });
+            match tests[i] {
+                Some(Ok(t)) => {
+                    let change = Change::of(t.ratio, adjusted[i].is_some_and(|a| a <= alpha), v.higher_is_better);
+                    l.verdict = verdict_word(change, v.speed).to_string();
+                    l.ci = Some(t.ci);
+                    l.p = Some(t.p);
+                    let worse_by = if v.higher_is_better { 1.0 - t.ratio } else { t.ratio - 1.0 } * 100.0;
+                    l.regression_pct = (change == Change::Worse).then_some(worse_by);
+                }
+                Some(Err(Untestable::TooFewRuns)) => {
+                    l.verdict = "too few runs".into();
+                    let count = |s: Option<Spread>| s.map_or(0, |s| s.n);
+                    l.note = Some(format!(
+                        "{} run(s) in BASE, {} in NEW; the test needs {MIN_RUNS} a side",
+                        count(bs),
+                        count(ns)
+                    ));
+                }
+                Some(Err(Untestable::NoSpread)) => {
+                    l.verdict = "no spread".into();
+                    l.note = Some("every run of each side gave the same value and the sides differ".into());
+                }
+                Some(Err(Untestable::NotPositive)) => {
+                    l.verdict = "not tested".into();
+                    l.note = Some("a zero or negative value has no logarithm".into());
+                }
+                None => {}
+            }
+        }
+        lines.push(l);
+    }
+    (lines, tested.len())
+}
+
+fn left_out(d: &Dataset, side: &'static str) -> Vec<LeftOut> {
+    let mut out: Vec<LeftOut> = Vec::new();
+    for (g, group) in d.groups.iter().enumerate() {
+        for r in d.group_runs(g).filter(|r| !completed(r)) {
+            match out.iter_mut().find(|o| o.service == group.name && o.status == r.status) {
+                Some(o) => o.runs.push(r.label.clone()),
+                None => out.push(LeftOut {
+                    side,
+                    service: group.name.clone(),
+                    status: r.status.clone(),
+                    runs: vec![r.label.clone()],
+                }),
             }
         }
     }
-    out.sort_by_key(|e| e.0);
     out
 }
 
-pub fn compare(base: &Dataset, new: &Dataset) -> Vec<Line> {
+/// Hosts of a side, as "host (CPU model)", sorted and without repeats.
+fn hosts(d: &Dataset) -> Vec<String> {
+    let mut v: Vec<String> = d
+        .sessions
+        .iter()
+        .map(|s| {
+            let host = s.host_name.as_deref().unwrap_or("unknown host");
+            format!("{host} ({})", s.cpu_model.as_deref().unwrap_or("unknown CPU"))
+        })
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Reasons the two sides may differ for other causes than the code: other hosts, other times.
+fn setting_warnings(base: &Dataset, new: &Dataset) -> Vec<String> {
+    let mut out = Vec::new();
+    let (hb, hn) = (hosts(base), hosts(new));
+    if hb != hn {
+        out.push(format!(
+            "BASE and NEW were recorded on different hosts (BASE: {}; NEW: {}): a difference may be the machine's, \
+             not the code's.",
+            hb.join(", "),
+            hn.join(", ")
+        ));
+    }
+    let starts = |d: &Dataset| -> Vec<i64> {
+        d.sessions
+            .iter()
+            .filter_map(|s| DateTime::parse_from_rfc3339(&s.started_at).ok())
+            .map(|t| t.timestamp())
+            .collect()
+    };
+    let (sb, sn) = (starts(base), starts(new));
+    let gap = sb.iter().flat_map(|b| sn.iter().map(move |n| (n - b).abs())).max().unwrap_or(0) as f64 / 3600.0;
+    if gap > SESSION_GAP_HOURS {
+        let apart = if gap < 48.0 { format!("{gap:.0} hours") } else { format!("{:.1} days", gap / 24.0) };
+        out.push(format!(
+            "BASE and NEW sessions started up to {apart} apart: the speed of a shared machine drifts over hours, so \
+             a difference may be the time's, not the code's; compare sessions recorded together (interleaved runs)."
+        ));
+    }
+    out
+}
+
+/// Compares the completed runs of BASE and NEW: every service both sides name, every metric in `metrics`
+/// (all when empty), with verdicts at family-wise `alpha`.
+pub fn compare(base: &Dataset, new: &Dataset, alpha: f64, metrics: &[String]) -> Comparison {
+    let wanted = |key: &str| metrics.is_empty() || metrics.iter().any(|m| m == key);
     // The price cancels out in ratios; any value will do.
     let price = 1.0;
-    let mut out = Vec::new();
+    let mut values = Vec::new();
     for (name, bg, ng) in pairs(base, new) {
         let b = bg.map(|g| figures(base, g, price));
         let n = ng.map(|g| figures(new, g, price));
-        for m in METRICS {
-            let values = |f: &Option<Vec<RunFigures>>| f.as_ref().map(|f| f.iter().filter_map(m.value).collect());
-            out.push(line(&name, None, m, &values(&b), &values(&n)));
+        for m in METRICS.iter().filter(|m| wanted(m.key)) {
+            let side = |f: &Option<Vec<RunFigures>>| f.as_ref().map(|f| f.iter().filter_map(m.value).collect());
+            values.push(Values::of(&name, None, m, side(&b), side(&n)));
         }
         // Per step: only positions both sides ran with the same load.
         let (Some(bg), Some(ng)) = (bg, ng) else { continue };
         let new_steps = steps_by_position(new, ng);
         for (seq, label, bsteps) in steps_by_position(base, bg) {
             let Some((_, _, nsteps)) = new_steps.iter().find(|(s, l, _)| *s == seq && *l == label) else { continue };
-            for m in STEP_METRICS {
-                let values = |v: &[&Step]| Some(v.iter().filter_map(|s| (m.value)(s)).collect());
-                out.push(line(&name, Some(format!("#{seq} {label}")), m, &values(&bsteps), &values(nsteps)));
+            for m in STEP_METRICS.iter().filter(|m| wanted(m.key)) {
+                let side =
+                    |v: &[&Step]| Some(v.iter().filter(|s| base.quotable(s)).filter_map(|s| (m.value)(s)).collect());
+                values.push(Values::of(&name, Some(format!("#{seq} {label}")), m, side(&bsteps), side(nsteps)));
             }
         }
     }
-    out
+    let (lines, tested) = judge(&values, alpha);
+    let mut out = left_out(base, "BASE");
+    out.extend(left_out(new, "NEW"));
+    Comparison { alpha, tested, warnings: setting_warnings(base, new), left_out: out, lines }
 }
 
-/// The lines that break a `--fail-on` rule, as messages.
+/// The lines that break a `--fail-on` rule, as messages: a corrected slower/larger verdict whose ratio of
+/// geometric means is worse than the threshold (or no data in NEW).
 pub fn failures(lines: &[Line], rules: &[FailRule]) -> Vec<String> {
     let mut out = Vec::new();
     for l in lines {
@@ -260,13 +523,14 @@ pub fn failures(lines: &[Line], rules: &[FailRule]) -> Vec<String> {
         for r in rules {
             if (r.metric == "all" || r.metric == l.metric) && pct > r.threshold_pct {
                 out.push(format!(
-                    "{}{} {}: {} by {:.1} % (NEW/BASE {}; --fail-on threshold {} %)",
+                    "{}{} {}: {} by {:.1} % (NEW/BASE {}{}; --fail-on threshold {} %)",
                     l.service,
                     l.step.as_ref().map(|s| format!(" step {s}")).unwrap_or_default(),
                     l.metric,
                     l.verdict,
                     pct,
                     l.ratio.map(|r| format!("{r:.3}")).unwrap_or_else(|| "–".into()),
+                    l.p_adjusted.map(|p| format!(", Holm p {}", p_value(p))).unwrap_or_default(),
                     r.threshold_pct
                 ));
                 break;
@@ -276,12 +540,56 @@ pub fn failures(lines: &[Line], rules: &[FailRule]) -> Vec<String> {
     out
 }
 
-/// BASE, NEW, ratio and verdict cells of a Markdown row.
+fn p_value(p: f64) -> String {
+    if p < 0.001 {
+        "< 0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+fn ratio_text(r: f64) -> String {
+    if r >= 10.0 {
+        num(r)
+    } else {
+        format!("{r:.2}")
+    }
+}
+
+/// Runs, BASE, NEW, ratio, p, verdict and advice cells of a Markdown row.
 fn cells(l: &Line) -> String {
-    let fmt = |x: &Option<Spread>| x.as_ref().map(|v| format!("{} {}", spread(v), l.unit)).unwrap_or_else(|| "–".into());
+    let fmt =
+        |x: &Option<Spread>| x.as_ref().map(|v| format!("{} {}", spread(v), l.unit)).unwrap_or_else(|| "–".into());
+    let count = |x: &Option<Spread>| x.map_or("–".to_string(), |s| s.n.to_string());
     let verdict = if l.regression_pct.is_some() { format!("**{}**", l.verdict) } else { l.verdict.clone() };
-    let ratio = l.ratio.map(|r| format!("{}×", num(r))).unwrap_or_else(|| "–".into());
-    format!("{} | {} | {} | {}", fmt(&l.base), fmt(&l.new), ratio, verdict)
+    let ratio = match (l.ratio, l.ci) {
+        (Some(r), Some([lo, hi])) => format!("{}× [{}, {}]", ratio_text(r), ratio_text(lo), ratio_text(hi)),
+        (Some(r), None) => format!("{}×", ratio_text(r)),
+        _ => "–".into(),
+    };
+    let p = match (l.p, l.p_adjusted) {
+        (Some(p), Some(a)) => format!("{} ({})", p_value(p), p_value(a)),
+        _ => "–".into(),
+    };
+    let advice = l
+        .advice
+        .as_ref()
+        .map(|a| {
+            let n = |x: Option<usize>| x.map_or("–".to_string(), |n| n.to_string());
+            format!("{} / {}", n(a.runs_for_5pct), n(a.runs_for_10pct))
+        })
+        .unwrap_or_else(|| "–".into());
+    format!(
+        "{} / {} | {} | {} | {} | {} | {} | {}",
+        count(&l.base),
+        count(&l.new),
+        fmt(&l.base),
+        fmt(&l.new),
+        ratio,
+        p,
+        verdict,
+        advice
+    )
 }
 
 fn side(d: &Dataset) -> String {
@@ -289,21 +597,61 @@ fn side(d: &Dataset) -> String {
     format!("`{}` sessions {} (filter: {})", d.source, ids.join(", "), d.filter)
 }
 
-pub fn markdown(base: &Dataset, new: &Dataset, lines: &[Line], failed: &[String]) -> String {
+/// "1 interrupted run of go-nethttp in NEW (go-nethttp #3)".
+fn left_out_text(o: &LeftOut) -> String {
+    let runs = if o.runs.len() == 1 { "run" } else { "runs" };
+    format!("{} {} {runs} of {} in {} ({})", o.runs.len(), o.status, o.service, o.side, o.runs.join(", "))
+}
+
+/// One sentence of advice: can the runs at hand decide, and how many runs would.
+fn advice_text(l: &Line, a: &Advice) -> Option<String> {
+    let runs = l.base?.n.min(l.new?.n);
+    let (n5, n10) = (a.runs_for_5pct?, a.runs_for_10pct?);
+    let now = match a.detectable_ratio {
+        Some(r) => format!(" ({runs} a side are 80 % sure to call only changes beyond ×/÷ {})", ratio_text(r)),
+        _ => String::new(),
+    };
+    let text = if runs < MIN_RUNS {
+        format!("too few runs to decide ({runs} a side); about {n5} needed for 5 %, {n10} for 10 %")
+    } else if runs >= n5 {
+        format!("{runs} runs a side are enough for 5 %")
+    } else if runs >= n10 {
+        format!("{runs} runs a side are enough for 10 %; about {n5} needed for 5 %")
+    } else {
+        format!(
+            "too noisy to call a 5 % or 10 % change with {runs} runs a side; about {n5} needed for 5 %, {n10} for 10 %"
+        )
+    };
+    Some(format!("noise {:.1} % (log SD): {text}{now}", a.log_sd * 100.0))
+}
+
+pub fn markdown(base: &Dataset, new: &Dataset, c: &Comparison, failed: &[String]) -> String {
+    let lines = &c.lines;
     let mut s = String::new();
     let _ = writeln!(s, "## svcbench compare\n");
+    for w in &c.warnings {
+        let _ = writeln!(s, "> **Warning:** {w}\n");
+    }
     let _ = writeln!(s, "- BASE: {}", side(base));
-    let _ = writeln!(s, "- NEW: {}\n", side(new));
-    let _ = writeln!(s, "| service | metric | BASE median (min–max) | NEW median (min–max) | NEW/BASE | verdict |");
-    let _ = writeln!(s, "|---|---|--:|--:|--:|---|");
+    let _ = writeln!(s, "- NEW: {}", side(new));
+    for o in &c.left_out {
+        let _ = writeln!(s, "- left out (did not complete): {}", left_out_text(o));
+    }
+    let level = format!("{:.0} %", (1.0 - c.alpha) * 100.0);
+    let head = format!(
+        "runs B / N | BASE median (min–max) | NEW median (min–max) | NEW/BASE [{level} CI] | p (Holm) | verdict | \
+         runs a side for 5 % / 10 %"
+    );
+    let _ = writeln!(s, "\n| service | metric | {head} |");
+    let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|---|--:|");
     for l in lines.iter().filter(|l| l.step.is_none()) {
         let title = METRICS.iter().find(|m| m.key == l.metric).map(|m| m.title).unwrap_or(l.metric);
         let _ = writeln!(s, "| {} | {} (`{}`) | {} |", l.service, title, l.metric, cells(l));
     }
     if lines.iter().any(|l| l.step.is_some()) {
         let _ = writeln!(s, "\n### Per step\n");
-        let _ = writeln!(s, "| service | step | metric | BASE median (min–max) | NEW median (min–max) | NEW/BASE | verdict |");
-        let _ = writeln!(s, "|---|---|---|--:|--:|--:|---|");
+        let _ = writeln!(s, "| service | step | metric | {head} |");
+        let _ = writeln!(s, "|---|---|---|--:|--:|--:|--:|--:|---|--:|");
         for l in lines.iter().filter(|l| l.step.is_some()) {
             let title = STEP_METRICS.iter().find(|m| m.key == l.metric).map(|m| m.title).unwrap_or(l.metric);
             let step = l.step.as_deref().unwrap_or("");
@@ -313,14 +661,41 @@ pub fn markdown(base: &Dataset, new: &Dataset, lines: &[Line], failed: &[String]
     let count = |w: &[&str]| lines.iter().filter(|l| w.contains(&l.verdict.as_str())).count();
     let _ = writeln!(
         s,
-        "\n{} better, {} worse, {} within noise. A verdict needs the two sides' min–max ranges over runs not to \
-         overlap and the ratio of medians to move further than the larger relative spread of either side and at \
-         least {:.0} % (docs/report.md).",
+        "\n{} better, {} worse, {} within noise, {} with too few runs. Verdicts: Welch's t-test on the logs of the \
+         per-run values (NEW/BASE is the ratio of geometric means), Holm–Bonferroni over the {} lines tested at \
+         family-wise α = {}; fewer than {MIN_RUNS} completed runs a side is too few (docs/report.md).",
         count(&["faster", "smaller"]),
         count(&["slower", "larger"]),
         count(&["within noise"]),
-        super::stats::NOISE_FLOOR * 100.0
+        count(&["too few runs"]),
+        c.tested,
+        c.alpha
     );
+    let advice: Vec<String> = lines
+        .iter()
+        .filter(|l| l.step.is_none() && ["peak_rps", "cpu_per_req"].contains(&l.metric))
+        .filter_map(|l| {
+            let a = l.advice.as_ref()?;
+            let title = METRICS.iter().find(|m| m.key == l.metric).map(|m| m.title).unwrap_or(l.metric);
+            Some(format!("- {}, {title}: {}", l.service, advice_text(l, a)?))
+        })
+        .collect();
+    if !advice.is_empty() {
+        let alpha_per_line = lines.iter().find_map(|l| l.advice.as_ref()).map_or(c.alpha, |a| a.alpha_per_line);
+        let _ = writeln!(s, "\n### Runs needed\n");
+        let _ = writeln!(
+            s,
+            "From the runs' spread on both sides: runs a side to call a change with {:.0} % power at α = {} / {} \
+             per line, the {} lines compared (`--metric` narrows them).\n",
+            POWER * 100.0,
+            c.alpha,
+            (c.alpha / alpha_per_line).round(),
+            (c.alpha / alpha_per_line).round()
+        );
+        for a in advice {
+            let _ = writeln!(s, "{a}");
+        }
+    }
     if !failed.is_empty() {
         let _ = writeln!(s, "\n**--fail-on: regression beyond the threshold**\n");
         for f in failed {
@@ -328,4 +703,145 @@ pub fn markdown(base: &Dataset, new: &Dataset, lines: &[Line], failed: &[String]
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::stats::tests::{lognormal_runs, rng};
+    use rand::rngs::StdRng;
+
+    /// The lines of one service in a compare of a three-step profile: 7 whole-run and 3 × 2 per-step
+    /// metrics, 13 in all, each drawn from a log-normal with coefficient of variation `cv`; NEW's first
+    /// line (peak req/s, higher is better) is `shift` times BASE's.
+    fn family(r: &mut StdRng, runs: usize, cv: f64, shift: f64) -> Vec<Values> {
+        let mut out = Vec::new();
+        for (i, m) in METRICS.iter().enumerate() {
+            let base = lognormal_runs(r, runs, 1000.0, cv);
+            let new = lognormal_runs(r, runs, if i == 0 { 1000.0 * shift } else { 1000.0 }, cv);
+            out.push(Values::of("svc", None, m, Some(base), Some(new)));
+        }
+        for step in 1..=3 {
+            for m in STEP_METRICS {
+                let (base, new) = (lognormal_runs(r, runs, 50.0, cv), lognormal_runs(r, runs, 50.0, cv));
+                out.push(Values::of("svc", Some(format!("#{step}")), m, Some(base), Some(new)));
+            }
+        }
+        out
+    }
+
+    fn called(l: &Line) -> bool {
+        ["faster", "slower", "smaller", "larger"].contains(&l.verdict.as_str())
+    }
+
+    #[test]
+    fn calibration_a_a_family_wise_false_verdicts_stay_within_alpha() {
+        let (alpha, reps) = (0.05, 2000);
+        for runs in [3, 5, 10] {
+            let mut r = rng(100 + runs as u64);
+            let (mut families, mut lines, mut total) = (0, 0, 0);
+            for _ in 0..reps {
+                let (judged, tested) = judge(&family(&mut r, runs, 0.10, 1.0), alpha);
+                assert_eq!(tested, judged.len());
+                let false_calls = judged.iter().filter(|l| called(l)).count();
+                families += usize::from(false_calls > 0);
+                lines += false_calls;
+                total += judged.len();
+            }
+            let fwer = families as f64 / reps as f64;
+            let per_line = lines as f64 / total as f64;
+            eprintln!(
+                "A/A, {runs} runs a side, CV 10 %, 13 lines with Holm: {:.2} % of comparisons and {:.3} % of lines \
+                 with a false verdict",
+                fwer * 100.0,
+                per_line * 100.0
+            );
+            assert!(fwer <= alpha, "{runs} runs a side: family-wise {fwer}");
+            assert!(per_line <= alpha / 13.0, "{runs} runs a side: per line {per_line}");
+            // It still says "changed" sometimes: the correction is not a switch that turns verdicts off.
+            assert!(fwer >= alpha / 2.0, "{runs} runs a side: family-wise {fwer}");
+        }
+    }
+
+    #[test]
+    fn calibration_a_b_detects_a_shift_at_the_advised_run_count() {
+        let (alpha, reps, cv) = (0.05, 2000, 0.05f64);
+        let log_sd = (1.0 + cv * cv).ln().sqrt();
+        for (shift, seed) in [(0.20, 7), (0.10, 8)] {
+            let runs = stats::runs_needed(log_sd, shift, alpha / 13.0, POWER).unwrap();
+            let mut r = rng(seed);
+            let mut hits = 0;
+            for _ in 0..reps {
+                let (judged, _) = judge(&family(&mut r, runs, cv, 1.0 + shift), alpha);
+                hits += usize::from(judged[0].verdict == "faster");
+                // The advice read from the runs themselves asks for about as many.
+                assert!(judged[0].advice.as_ref().unwrap().alpha_per_line == alpha / 13.0);
+            }
+            let power = hits as f64 / reps as f64;
+            eprintln!(
+                "A/B, +{:.0} % at CV 5 %, {runs} runs a side (the advice), 13 lines with Holm: detected {:.1} %",
+                shift * 100.0,
+                power * 100.0
+            );
+            assert!(power >= POWER, "+{shift}: {power} at {runs} runs a side");
+            // Nor is it padded wholesale: half as many runs fall well short.
+            let half = (runs / 2).max(MIN_RUNS);
+            let hits = (0..reps)
+                .filter(|_| judge(&family(&mut r, half, cv, 1.0 + shift), alpha).0[0].verdict == "faster")
+                .count();
+            assert!((hits as f64 / reps as f64) < POWER, "+{shift}: {half} runs a side did as well");
+        }
+    }
+
+    #[test]
+    fn below_the_minimum_the_verdict_is_too_few_runs() {
+        let mut r = rng(3);
+        // A 50 % drop with 2 runs a side: a ratio and advice, but no verdict, no p, and not in the family.
+        let mut values = family(&mut r, 2, 0.05, 0.5);
+        let (lines, tested) = judge(&values, 0.05);
+        assert_eq!(tested, 0);
+        for l in &lines {
+            assert_eq!(l.verdict, "too few runs", "{l:?}");
+            assert!(l.p.is_none() && l.p_adjusted.is_none() && l.regression_pct.is_none());
+            assert!(l.note.as_deref().unwrap().contains("2 run(s) in BASE, 2 in NEW"));
+        }
+        assert!((lines[0].ratio.unwrap() - 0.5).abs() < 0.15, "{:?}", lines[0].ratio);
+        let advice = lines[0].advice.as_ref().unwrap();
+        assert!(advice.runs_for_5pct.unwrap() >= advice.runs_for_10pct.unwrap());
+        assert!(advice_text(&lines[0], advice).unwrap().contains("too few runs to decide (2 a side)"));
+        // Three a side on one line only: that line alone is tested, against a family of one.
+        values[0].base.as_mut().unwrap().push(1000.0);
+        values[0].new.as_mut().unwrap().push(500.0);
+        let (lines, tested) = judge(&values, 0.05);
+        assert_eq!(tested, 1);
+        assert_eq!(lines[0].p, lines[0].p_adjusted);
+        assert_eq!(lines[0].verdict, "slower");
+        // One side missing, or without values: no test either.
+        values[1].new = None;
+        values[2].new = Some(vec![]);
+        let (lines, _) = judge(&values, 0.05);
+        assert_eq!((lines[1].verdict.as_str(), lines[2].verdict.as_str()), ("only in BASE", "no data in NEW"));
+        assert_eq!(lines[2].regression_pct, Some(100.0));
+    }
+
+    #[test]
+    fn fail_on_needs_a_corrected_regression_beyond_the_threshold() {
+        let mut r = rng(11);
+        // Peak req/s down 30 % with little noise: a corrected "slower" by about 30 %.
+        let (lines, _) = judge(&family(&mut r, 5, 0.02, 0.7), 0.05);
+        assert_eq!(lines[0].verdict, "slower");
+        let worse = lines[0].regression_pct.unwrap();
+        assert!((worse - 30.0).abs() < 5.0, "{worse}");
+        let rule = |s: &str| vec![parse_fail_on(s).unwrap()];
+        assert_eq!(failures(&lines, &rule("peak_rps:10%")).len(), 1);
+        assert!(failures(&lines, &rule(&format!("peak_rps:{}%", worse.ceil()))).is_empty());
+        assert!(failures(&lines, &rule("cpu_per_req")).is_empty(), "no verdict on the unchanged lines");
+        // The same drop under heavy noise with 3 runs: no corrected verdict, so no failure, whatever the ratio.
+        let (lines, _) = judge(&family(&mut r, 3, 0.30, 0.7), 0.05);
+        assert_eq!(lines[0].verdict, "within noise", "{:?}", lines[0]);
+        assert!(failures(&lines, &rule("all")).is_empty());
+        assert!(parse_metrics(&["peak_rps,cpu_per_req".into()]).unwrap().len() == 2);
+        assert!(parse_metrics(&["all".into()]).unwrap().is_empty());
+        assert!(parse_metrics(&["speed".into()]).is_err());
+    }
 }

@@ -1,136 +1,12 @@
-//! Reads the store (read-only) into plain structs: the selected sessions, their services, runs, steps and
-//! checks, with the runs grouped into the lines a reader compares (one group = one colour).
+//! Selects from the store (through its read-only API) what a report or a comparison shows: the selected
+//! sessions, their services, runs, steps and checks, with the runs grouped into the lines a reader
+//! compares (one group = one colour).
 use super::filter::{Filter, SessionKey};
-use anyhow::{bail, Context, Result};
-use rusqlite::{Connection, OpenFlags, Row};
+pub use crate::store::read::{Run, Service, Session, Step};
+use crate::store::Reader;
+use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
-
-#[derive(Debug, Clone)]
-pub struct Session {
-    pub id: i64,
-    pub started_at: String,
-    pub ended_at: Option<String>,
-    pub label: Option<String>,
-    pub command: String,
-    pub svcbench_version: String,
-    pub scenario: String,
-    pub profile: String,
-    pub runs_per_service: i64,
-    pub host_name: Option<String>,
-    pub cpu_model: Option<String>,
-    pub cpu_cores: Option<i64>,
-    pub memory_mib: Option<f64>,
-    pub kernel: Option<String>,
-    pub cgroup_version: String,
-    pub limit_cpus: Option<f64>,
-    pub limit_memory_mib: Option<f64>,
-    pub service_cpuset: Option<String>,
-    pub loadgen_cpuset: Option<String>,
-    pub status: String,
-    pub warnings: Vec<String>,
-}
-
-#[derive(Debug, Clone)]
-pub struct Service {
-    pub session_id: i64,
-    pub name: String,
-    pub language: String,
-    pub framework: String,
-    pub framework_version: String,
-    pub model: String,
-    pub build_ok: bool,
-    pub build_s: Option<f64>,
-    pub build_error: Option<String>,
-    pub artifact_bytes: Option<i64>,
-    pub refuses_bad_dependency: Option<bool>,
-    pub refuse_detail: Option<String>,
-}
-
-#[derive(Debug, Clone)]
-pub struct Check {
-    pub seq: i64,
-    pub name: String,
-    pub passed: bool,
-    pub reason: String,
-}
-
-#[derive(Debug, Clone)]
-pub struct Step {
-    pub seq: i64,
-    pub label: String,
-    pub model: String,
-    pub connections: Option<i64>,
-    pub rate: Option<f64>,
-    pub mix: String,
-    pub upstream_delay_ms: Option<i64>,
-    pub requests_ok: i64,
-    pub success_rps: f64,
-    pub error_ratio: f64,
-    pub p50: Option<f64>,
-    pub p90: Option<f64>,
-    pub p99: Option<f64>,
-    pub mean_ms: Option<f64>,
-    pub open_intended: Option<i64>,
-    pub cpu_s: Option<f64>,
-    pub cpu_ms_per_req: Option<f64>,
-    pub mem_peak_mib: Option<f64>,
-    pub mem_mib_s_per_req: Option<f64>,
-    pub rss_peak_mib: Option<f64>,
-    /// RSS at the step's last sampler reading (seed 002's "RSS after replay").
-    pub rss_end_mib: Option<f64>,
-    pub client_saturated: bool,
-    pub dep_saturated: bool,
-    pub oom_killed: bool,
-    pub crashed: bool,
-}
-
-impl Step {
-    /// Share of the requests that succeeded: of the intended ones in the open model (unsent ones count as
-    /// failed, as in seed 004's "fewer than 90 % succeed"), of the completed ones in the closed model.
-    pub fn success_ratio(&self) -> f64 {
-        match self.open_intended {
-            Some(n) if n > 0 => (self.requests_ok as f64 / n as f64).min(1.0),
-            _ => 1.0 - self.error_ratio,
-        }
-    }
-
-    pub fn is_open(&self) -> bool {
-        self.model == "open"
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct Run {
-    pub id: i64,
-    pub session_id: i64,
-    pub service: String,
-    pub run_index: i64,
-    /// Index of the run within its group, 1-based (the `#n` of its label).
-    pub ordinal: usize,
-    /// "go-nethttp #1": what tooltips and tables call the run.
-    pub label: String,
-    pub group: usize,
-    pub status: String,
-    pub error: Option<String>,
-    pub startup_ms: Option<f64>,
-    pub idle_mem_mib: Option<f64>,
-    pub idle_rss_mib: Option<f64>,
-    pub checks_passed: Option<i64>,
-    pub checks_failed: Option<i64>,
-    pub shutdown_ms: Option<f64>,
-    pub stopped_gracefully: Option<bool>,
-    pub exit_code: Option<i64>,
-    pub exit_signal: Option<i64>,
-    pub oom_killed: bool,
-    pub crashed: bool,
-    pub total_cpu_s: Option<f64>,
-    pub total_requests_ok: Option<i64>,
-    pub warnings: Vec<String>,
-    pub steps: Vec<Step>,
-    pub checks: Vec<Check>,
-    pub figures: Vec<(String, f64)>,
-}
 
 /// The runs drawn in one colour: one service of one session, or (pooled, for compare) one service name
 /// over all selected sessions.
@@ -148,11 +24,24 @@ pub struct Dataset {
     pub sessions: Vec<Session>,
     pub groups: Vec<Group>,
     pub runs: Vec<Run>,
+    /// Quote invalid steps and runs too (`--include-invalid`): the reader asked for them, and every
+    /// figure still says so.
+    pub include_invalid: bool,
 }
 
 impl Dataset {
     pub fn group_runs(&self, g: usize) -> impl Iterator<Item = &Run> {
         self.groups[g].runs.iter().map(move |&i| &self.runs[i])
+    }
+
+    /// The runs of a group whose figures may be quoted: completed, under the limits asked.
+    pub fn counted_runs(&self, g: usize) -> impl Iterator<Item = &Run> {
+        self.group_runs(g).filter(|r| self.include_invalid || r.counts())
+    }
+
+    /// Whether a step's figures may be quoted.
+    pub fn quotable(&self, s: &Step) -> bool {
+        self.include_invalid || s.validity().valid()
     }
 
     pub fn scenarios(&self) -> Vec<&str> {
@@ -162,65 +51,15 @@ impl Dataset {
     }
 }
 
-/// Opens a store without writing to it (a report must not change what it reports on).
-pub fn open(path: &Path) -> Result<Connection> {
-    if !path.exists() {
-        bail!("store {} does not exist; run `svcbench run …` first or pass --db", path.display());
-    }
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-        .with_context(|| format!("cannot open store {}", path.display()))?;
-    conn.busy_timeout(std::time::Duration::from_secs(10))?;
-    let version: Option<String> = conn
-        .query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))
-        .with_context(|| format!("{} is not an svcbench store (no meta table)", path.display()))?;
-    if !version.as_deref().is_some_and(|v| crate::store::READABLE_VERSIONS.contains(&v)) {
-        bail!(
-            "store {} has schema version {:?}; this svcbench reads version {}",
-            path.display(),
-            version,
-            crate::store::SCHEMA_VERSION
-        );
-    }
-    Ok(conn)
-}
-
-fn json_strings(s: Option<String>) -> Vec<String> {
-    s.and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok()).unwrap_or_default()
-}
-
-fn session_of(r: &Row) -> rusqlite::Result<Session> {
-    Ok(Session {
-        id: r.get("id")?,
-        started_at: r.get("started_at")?,
-        ended_at: r.get("ended_at")?,
-        label: r.get("label")?,
-        command: r.get("command")?,
-        svcbench_version: r.get("svcbench_version")?,
-        scenario: r.get("scenario")?,
-        profile: r.get("profile")?,
-        runs_per_service: r.get("runs_per_service")?,
-        host_name: r.get("host_name")?,
-        cpu_model: r.get("cpu_model")?,
-        cpu_cores: r.get("cpu_cores")?,
-        memory_mib: r.get("memory_mib")?,
-        kernel: r.get("kernel")?,
-        cgroup_version: r.get("cgroup_version")?,
-        limit_cpus: r.get("limit_cpus")?,
-        limit_memory_mib: r.get("limit_memory_mib")?,
-        service_cpuset: r.get("service_cpuset")?,
-        loadgen_cpuset: r.get("loadgen_cpuset")?,
-        status: r.get("status")?,
-        warnings: json_strings(r.get("warnings")?),
-    })
+/// Opens a store for reading (a report must not change what it reports on).
+pub fn open(path: &Path) -> Result<Reader> {
+    Reader::open(path)
 }
 
 /// Loads what `filter` selects. `pooled`: one group per service name over all selected sessions (compare);
 /// otherwise a service that appears in several sessions gets one group per session (report).
-pub fn load(conn: &Connection, source: &str, filter: &Filter, pooled: bool) -> Result<Dataset> {
-    let all: Vec<Session> = conn
-        .prepare("SELECT * FROM session ORDER BY id")?
-        .query_map([], session_of)?
-        .collect::<rusqlite::Result<_>>()?;
+pub fn load(store: &Reader, source: &str, filter: &Filter, pooled: bool) -> Result<Dataset> {
+    let all = store.sessions()?;
     if all.is_empty() {
         bail!("store {source} holds no sessions yet; run `svcbench run …` first");
     }
@@ -235,10 +74,7 @@ pub fn load(conn: &Connection, source: &str, filter: &Filter, pooled: bool) -> R
         .collect();
     if !filter.picks_sessions() {
         // Default: the newest scenario (that has runs) among what the other terms allow.
-        let has_runs = |id: i64| -> bool {
-            conn.query_row("SELECT COUNT(*) FROM run WHERE session_id = ?1", [id], |r| r.get::<_, i64>(0)).unwrap_or(0)
-                > 0
-        };
+        let has_runs = |id: i64| store.run_count(id).unwrap_or(0) > 0;
         if let Some(newest) = sessions.iter().rev().find(|s| has_runs(s.id)).map(|s| s.scenario.clone()) {
             sessions.retain(|s| s.scenario == newest);
         }
@@ -247,79 +83,16 @@ pub fn load(conn: &Connection, source: &str, filter: &Filter, pooled: bool) -> R
     let mut services: Vec<Service> = Vec::new();
     let mut runs: Vec<Run> = Vec::new();
     for s in &sessions {
-        let mut stmt = conn.prepare("SELECT * FROM service WHERE session_id = ?1 ORDER BY rowid")?;
-        let rows = stmt.query_map([s.id], |r| {
-            Ok(Service {
-                session_id: r.get("session_id")?,
-                name: r.get("name")?,
-                language: r.get("language")?,
-                framework: r.get("framework")?,
-                framework_version: r.get("framework_version")?,
-                model: r.get("model")?,
-                build_ok: r.get::<_, i64>("build_ok")? != 0,
-                build_s: r.get("build_s")?,
-                build_error: r.get("build_error")?,
-                artifact_bytes: r.get("artifact_bytes")?,
-                refuses_bad_dependency: r.get::<_, Option<i64>>("refuses_bad_dependency")?.map(|v| v != 0),
-                refuse_detail: r.get("refuse_detail")?,
-            })
-        })?;
-        for svc in rows {
-            let svc = svc?;
-            if filter.service_matches(&svc.name) {
-                services.push(svc);
-            }
-        }
-        let mut stmt = conn.prepare("SELECT * FROM run WHERE session_id = ?1 ORDER BY run_index, id")?;
-        let rows = stmt.query_map([s.id], |r| {
-            Ok(Run {
-                id: r.get("id")?,
-                session_id: r.get("session_id")?,
-                service: r.get("service")?,
-                run_index: r.get("run_index")?,
-                ordinal: 0,
-                label: String::new(),
-                group: 0,
-                status: r.get("status")?,
-                error: r.get("error")?,
-                startup_ms: r.get("startup_ms")?,
-                idle_mem_mib: r.get("idle_mem_mib")?,
-                idle_rss_mib: r.get("idle_rss_mib")?,
-                checks_passed: r.get("checks_passed")?,
-                checks_failed: r.get("checks_failed")?,
-                shutdown_ms: r.get("shutdown_ms")?,
-                stopped_gracefully: r.get::<_, Option<i64>>("stopped_gracefully")?.map(|v| v != 0),
-                exit_code: r.get("exit_code")?,
-                exit_signal: r.get("exit_signal")?,
-                oom_killed: r.get::<_, i64>("oom_killed")? != 0,
-                crashed: r.get::<_, i64>("crashed")? != 0,
-                total_cpu_s: r.get("total_cpu_s")?,
-                total_requests_ok: r.get("total_requests_ok")?,
-                warnings: json_strings(r.get("warnings")?),
-                steps: Vec::new(),
-                checks: Vec::new(),
-                figures: Vec::new(),
-            })
-        })?;
-        for run in rows {
-            let run = run?;
-            if filter.service_matches(&run.service) {
-                runs.push(run);
-            }
-        }
+        services.extend(store.services(s.id)?.into_iter().filter(|svc| filter.service_matches(&svc.name)));
+        runs.extend(
+            store
+                .runs(s.id)?
+                .into_iter()
+                .filter(|r| filter.service_matches(&r.service) && filter.run_matches(r.run_index)),
+        );
     }
     for run in &mut runs {
-        run.steps = load_steps(conn, run.id)?;
-        run.checks = conn
-            .prepare("SELECT seq, name, passed, reason FROM check_result WHERE run_id = ?1 ORDER BY seq")?
-            .query_map([run.id], |r| {
-                Ok(Check { seq: r.get(0)?, name: r.get(1)?, passed: r.get::<_, i64>(2)? != 0, reason: r.get(3)? })
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        run.figures = conn
-            .prepare("SELECT name, value FROM run_figure WHERE run_id = ?1 ORDER BY name")?
-            .query_map([run.id], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?;
+        store.fill(run)?;
     }
     // Sessions that contribute nothing (e.g. every service filtered out) are not shown.
     sessions.retain(|s| runs.iter().any(|r| r.session_id == s.id) || services.iter().any(|v| v.session_id == s.id));
@@ -340,44 +113,14 @@ pub fn load(conn: &Connection, source: &str, filter: &Filter, pooled: bool) -> R
     }
 
     let groups = group(&sessions, &services, &mut runs, pooled);
-    Ok(Dataset { source: source.to_string(), filter: filter.describe(), sessions, groups, runs })
-}
-
-fn load_steps(conn: &Connection, run_id: i64) -> Result<Vec<Step>> {
-    let mut stmt = conn.prepare(
-        "SELECT s.*, (SELECT rss_mib FROM sample WHERE step_id = s.id ORDER BY t_s DESC LIMIT 1) AS rss_end_mib
-         FROM step s WHERE s.run_id = ?1 ORDER BY s.seq",
-    )?;
-    let rows = stmt.query_map([run_id], |r| {
-        Ok(Step {
-            seq: r.get("seq")?,
-            label: r.get("label")?,
-            model: r.get("model")?,
-            connections: r.get("connections")?,
-            rate: r.get("rate")?,
-            mix: r.get("mix")?,
-            upstream_delay_ms: r.get("upstream_delay_ms")?,
-            requests_ok: r.get("requests_ok")?,
-            success_rps: r.get("success_rps")?,
-            error_ratio: r.get("error_ratio")?,
-            p50: r.get("p50")?,
-            p90: r.get("p90")?,
-            p99: r.get("p99")?,
-            mean_ms: r.get("mean_ms")?,
-            open_intended: r.get("open_intended")?,
-            cpu_s: r.get("cpu_s")?,
-            cpu_ms_per_req: r.get("cpu_ms_per_req")?,
-            mem_peak_mib: r.get("mem_peak_mib")?,
-            mem_mib_s_per_req: r.get("mem_mib_s_per_req")?,
-            rss_peak_mib: r.get("rss_peak_mib")?,
-            rss_end_mib: r.get("rss_end_mib")?,
-            client_saturated: r.get::<_, i64>("client_saturated")? != 0,
-            dep_saturated: r.get::<_, i64>("dep_saturated")? != 0,
-            oom_killed: r.get::<_, i64>("oom_killed")? != 0,
-            crashed: r.get::<_, i64>("crashed")? != 0,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    Ok(Dataset {
+        source: source.to_string(),
+        filter: filter.describe(),
+        sessions,
+        groups,
+        runs,
+        include_invalid: false,
+    })
 }
 
 /// Groups runs into colours. Group order follows the services' order in the store (the command line's).
@@ -417,20 +160,7 @@ fn group(sessions: &[Session], services: &[Service], runs: &mut [Run], pooled: b
     }
     for (i, r) in runs.iter_mut().enumerate() {
         let name = tag(&r.service, r.session_id);
-        let placeholder = Service {
-            session_id: r.session_id,
-            name: r.service.clone(),
-            language: String::new(),
-            framework: String::new(),
-            framework_version: String::new(),
-            model: String::new(),
-            build_ok: true,
-            build_s: None,
-            build_error: None,
-            artifact_bytes: None,
-            refuses_bad_dependency: None,
-            refuse_detail: None,
-        };
+        let placeholder = Service::placeholder(r.session_id, &r.service);
         let g = add(name, &placeholder, &mut groups);
         r.group = g;
         groups[g].runs.push(i);

@@ -14,6 +14,8 @@ pub struct Filter {
     services: Vec<String>,
     scenarios: Vec<String>,
     profiles: Vec<String>,
+    /// Run indices within their session (`run=3`, `run=1-5`): resampled comparisons (bench/noise.sh).
+    runs: Vec<(i64, i64)>,
     text: Vec<String>,
 }
 
@@ -50,7 +52,13 @@ impl Filter {
                 "service" | "svc" => f.services.push(value.to_string()),
                 "scenario" => f.scenarios.push(value.to_string()),
                 "profile" => f.profiles.push(value.to_string()),
-                _ => bail!("--filter {term:?}: unknown key {key:?}; use session, label, service, scenario or profile"),
+                "run" => f.runs.push(match parse_session(value)? {
+                    SessionSel::Range(a, b) => (a, b),
+                    SessionSel::Latest => bail!("--filter {term:?}: write a run number or a range like 1-3"),
+                }),
+                _ => bail!(
+                    "--filter {term:?}: unknown key {key:?}; use session, label, service, scenario, profile or run"
+                ),
             }
         }
         Ok(f)
@@ -75,6 +83,11 @@ impl Filter {
 
     pub fn service_matches(&self, name: &str) -> bool {
         self.services.is_empty() || self.services.iter().any(|g| glob(g, name))
+    }
+
+    /// Whether a run (by its index within its session) is selected.
+    pub fn run_matches(&self, run_index: i64) -> bool {
+        self.runs.is_empty() || self.runs.iter().any(|&(a, b)| (a..=b).contains(&run_index))
     }
 
     /// The filter as the user wrote it, for the report's header.
@@ -159,5 +172,8 @@ mod tests {
         assert!(Filter::parse(&["colour=red".into()]).is_err());
         assert!(Filter::parse(&["session=x".into()]).is_err());
         assert!(!Filter::parse(&["service=x".into()]).unwrap().picks_sessions());
+        let runs = Filter::parse(&["run=1,run=4-5".into()]).unwrap();
+        assert!(runs.run_matches(1) && runs.run_matches(5) && !runs.run_matches(2));
+        assert!(Filter::parse(&["run=latest".into()]).is_err());
     }
 }

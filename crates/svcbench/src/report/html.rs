@@ -95,7 +95,7 @@ pub fn render(r: &Report) -> String {
     let _ = write!(
         body,
         "<header><h1>svcbench report: {}</h1><p class=\"sub\">{} service(s), {} run(s) from <code>{}</code> · filter: {} · generated {} by svcbench {}</p>\
-         <nav><a href=\"#s-setup\">Setup</a><a href=\"#s-summary\">Summary</a><a href=\"#s-charts\">Charts</a>{}<a href=\"#s-conformance\">Conformance</a><a href=\"#s-runs\">Runs</a></nav></header>",
+         <nav><a href=\"#s-setup\">Setup</a><a href=\"#s-summary\">Summary</a><a href=\"#s-validity\">Validity</a><a href=\"#s-charts\">Charts</a>{}<a href=\"#s-conformance\">Conformance</a><a href=\"#s-runs\">Runs</a></nav></header>",
         escape(&scen),
         d.groups.len(),
         d.runs.len(),
@@ -112,12 +112,24 @@ pub fn render(r: &Report) -> String {
         table(&r.summary, d),
         table(&r.services, d)
     );
+    body.push_str("<section id=\"s-validity\"><h2>Validity</h2>");
+    for t in &r.quality {
+        if t.rows.is_empty() {
+            if t.id == "validity" {
+                body.push_str("<p class=\"note\">Every step of every run is valid.</p>");
+            }
+            continue;
+        }
+        let _ = write!(body, "<h3>{}</h3>{}", escape(&t.caption), table(t, d));
+    }
+    body.push_str("</section>");
 
     body.push_str(
         "<section id=\"s-charts\"><h2>Charts</h2><p class=\"note\">One line per run, one colour per service. Hover a point \
          for its exact value and run; click a legend entry to hide or show a service in every chart. \
-         ▲ marks a step where the load generator or the dependencies were saturated (the service may not have been the \
-         bottleneck) or where the service was OOM-killed or crashed.</p>",
+         ▲ marks a step svcbench judges not valid (the load generator or the dependencies lacked CPU, connections \
+         starved, an open-model schedule not kept or not sustained, the machine slowed, the service OOM-killed or \
+         crashed): it never makes a quoted peak; the Validity section says why.</p>",
     );
     type Pick = fn(&Chart) -> bool;
     let sections: [(&str, Pick); 4] = [

@@ -57,6 +57,12 @@ pub fn render(r: &Report) -> String {
     );
     let _ = writeln!(s, "### Setup\n\n{}", table(&r.setup));
     let _ = writeln!(s, "### Summary\n\n{}", table(&r.summary));
+    for t in &r.quality {
+        if !t.rows.is_empty() || t.id == "validity" {
+            let body = if t.rows.is_empty() { "Every step of every run is valid.\n".to_string() } else { table(t) };
+            let _ = writeln!(s, "### {}\n\n{}", t.caption, body);
+        }
+    }
     let _ = writeln!(s, "### Services\n\n{}", table(&r.services));
     if let Some(t) = levels::rps_by_step(d) {
         let _ = writeln!(s, "### {}\n\n{}", t.caption, table(&t));

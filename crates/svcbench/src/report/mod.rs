@@ -10,6 +10,7 @@ mod filter;
 mod html;
 mod levels;
 mod markdown;
+mod quality;
 mod stats;
 mod summary;
 mod table;
@@ -24,6 +25,8 @@ use std::path::{Path, PathBuf};
 pub enum ReportFormat {
     Html,
     Markdown,
+    /// The summary figures (per service: median, min, max, n; what was left out and why), for scripts.
+    Json,
 }
 
 #[derive(clap::Args, Debug)]
@@ -38,6 +41,10 @@ pub struct ReportArgs {
     /// Price of one vCPU-hour in USD, for the cost per billion requests.
     #[arg(long, default_value_t = 0.0275)]
     pub vcpu_hour_price: f64,
+    /// Quote invalid steps and runs too (saturated dependencies or generator, starved connections,
+    /// interrupted runs, ...); they stay flagged.
+    #[arg(long)]
+    pub include_invalid: bool,
     /// Output format (default: markdown for a .md file, otherwise html).
     #[arg(long, value_enum)]
     pub format: Option<ReportFormat>,
@@ -70,6 +77,14 @@ pub struct CompareArgs {
     /// Metrics: peak_rps, cpu_per_req, p50_ms, p99_ms, startup_ms, idle_mem, peak_mem; per step: step_rps, step_p99_ms.
     #[arg(long, value_name = "METRIC[:PCT%]")]
     pub fail_on: Vec<String>,
+    /// Family-wise false-positive rate of the verdicts: the chance that any line of this comparison says
+    /// faster/slower/smaller/larger when nothing changed (Holm–Bonferroni over all lines).
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Compare only these metrics (repeatable or comma-separated; default all): fewer lines to correct for
+    /// means each needs fewer runs to decide.
+    #[arg(long, value_name = "METRIC[,METRIC…]")]
+    pub metric: Vec<String>,
     #[arg(long, value_enum, default_value = "markdown")]
     pub format: CompareFormat,
     /// Write to this file instead of standard output.
@@ -85,6 +100,8 @@ pub struct Report {
     pub summary: table::Table,
     pub services: table::Table,
     pub conformance: table::Table,
+    /// Validity, errors by kind, open-model schedule: how far the figures can be trusted.
+    pub quality: Vec<table::Table>,
     pub runs: table::Table,
     pub levels: Vec<table::Table>,
     pub charts: Vec<charts::Chart>,
@@ -92,7 +109,11 @@ pub struct Report {
 
 fn build(d: data::Dataset, vcpu_hour_price: f64) -> Report {
     let (summary, _) = tables::summary(&d, vcpu_hour_price);
+    let mut quality = vec![quality::validity(&d)];
+    quality.extend(quality::errors(&d));
+    quality.extend(quality::schedule(&d));
     Report {
+        quality,
         generated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         setup: tables::setup(&d),
         summary,
@@ -122,15 +143,26 @@ pub fn run_report(a: &ReportArgs) -> Result<i32> {
     }
     let f = filter::Filter::parse(&a.filter)?;
     let conn = data::open(&a.db)?;
-    let d = data::load(&conn, &a.db.display().to_string(), &f, false)?;
+    let mut d = data::load(&conn, &a.db.display().to_string(), &f, false)?;
+    d.include_invalid = a.include_invalid;
     let format = a.format.unwrap_or(match a.output.extension().and_then(|e| e.to_str()) {
         Some("md" | "markdown") => ReportFormat::Markdown,
+        Some("json") => ReportFormat::Json,
         _ => ReportFormat::Html,
     });
     let r = build(d, a.vcpu_hour_price);
     let text = match format {
         ReportFormat::Html => html::render(&r),
         ReportFormat::Markdown => markdown::render(&r),
+        ReportFormat::Json => {
+            let (_, sums) = tables::summary(&r.data, a.vcpu_hour_price);
+            serde_json::to_string_pretty(&serde_json::json!({
+                "source": r.data.source,
+                "filter": r.data.filter,
+                "include_invalid": r.data.include_invalid,
+                "summary": sums,
+            }))? + "\n"
+        }
     };
     write_output(&a.output, &text)?;
     if a.output.as_os_str() != "-" {
@@ -146,6 +178,13 @@ pub fn run_report(a: &ReportArgs) -> Result<i32> {
 
 pub fn run_compare(a: &CompareArgs) -> Result<i32> {
     let rules = a.fail_on.iter().map(|s| compare::parse_fail_on(s)).collect::<Result<Vec<_>>>()?;
+    if !(a.alpha > 0.0 && a.alpha < 1.0) {
+        bail!("--alpha {}: must be between 0 and 1 (e.g. 0.05)", a.alpha);
+    }
+    let metrics = compare::parse_metrics(&a.metric)?;
+    if let Some(r) = rules.iter().find(|r| r.metric != "all" && !metrics.is_empty() && !metrics.contains(&r.metric)) {
+        bail!("--fail-on {}: that metric is not compared (--metric {})", r.metric, metrics.join(","));
+    }
     let (base_db, new_db) = match a.stores.as_slice() {
         [b, n] => (b.clone(), n.clone()),
         [] => {
@@ -162,15 +201,20 @@ pub fn run_compare(a: &CompareArgs) -> Result<i32> {
     };
     let base = load(&base_db, &a.base).context("BASE")?;
     let new = load(&new_db, &a.new).context("NEW")?;
-    let lines = compare::compare(&base, &new);
-    let failed = compare::failures(&lines, &rules);
+    let c = compare::compare(&base, &new, a.alpha, &metrics);
+    let failed = compare::failures(&c.lines, &rules);
     let text = match a.format {
-        CompareFormat::Markdown => compare::markdown(&base, &new, &lines, &failed),
+        CompareFormat::Markdown => compare::markdown(&base, &new, &c, &failed),
         CompareFormat::Json => {
-            serde_json::to_string_pretty(&serde_json::json!({ "lines": lines, "fail_on": rules, "failures": failed }))?
-                + "\n"
+            let mut v = serde_json::to_value(&c)?;
+            v["fail_on"] = serde_json::to_value(&rules)?;
+            v["failures"] = serde_json::to_value(&failed)?;
+            serde_json::to_string_pretty(&v)? + "\n"
         }
     };
+    for w in &c.warnings {
+        eprintln!("svcbench: compare: warning: {w}");
+    }
     match &a.output {
         Some(p) => write_output(p, &text)?,
         None => print!("{text}"),

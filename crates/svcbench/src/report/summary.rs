@@ -24,13 +24,15 @@ pub struct RunFigures {
     pub peak_mem_mib: Option<f64>,
 }
 
-pub fn run_figures(run: &Run, vcpu_hour_price: f64) -> RunFigures {
-    let peak: Option<&Step> =
-        run.steps.iter().filter(|s| s.success_rps.is_finite()).max_by(|a, b| a.success_rps.total_cmp(&b.success_rps));
-    let cpu_s_per_req = match (run.total_cpu_s, run.total_requests_ok) {
-        (Some(cpu), Some(n)) if n > 0 => Some(cpu / n as f64),
-        _ => None,
-    };
+/// The run's figures from the steps that may be quoted (valid ones, unless `include_invalid`): a step where
+/// the store or the generator was saturated, or connections starved, never makes the peak.
+pub fn run_figures(run: &Run, vcpu_hour_price: f64, include_invalid: bool) -> RunFigures {
+    let peak: Option<&Step> = run
+        .steps
+        .iter()
+        .filter(|s| s.success_rps.is_finite() && (include_invalid || s.validity().valid()))
+        .max_by(|a, b| a.success_rps.total_cmp(&b.success_rps));
+    let cpu_s_per_req = crate::figures::run_cpu_s_per_req(run.total_cpu_s, run.total_requests_ok);
     RunFigures {
         peak_rps: peak.map(|s| s.success_rps),
         peak_at: peak.and_then(|s| if s.is_open() { s.rate } else { s.connections.map(|c| c as f64) }),
@@ -44,16 +46,36 @@ pub fn run_figures(run: &Run, vcpu_hour_price: f64) -> RunFigures {
     }
 }
 
-/// Seed 000's "blatant simplification": CPU-seconds per request × 10⁹ requests, in vCPU-hours, times the price.
-pub fn cost_per_billion(cpu_s_per_req: f64, vcpu_hour_price: f64) -> f64 {
-    cpu_s_per_req * 1e9 / 3600.0 * vcpu_hour_price
+use crate::figures::cost_per_billion;
+
+/// Why steps or runs were left out of a group's figures: "3 steps: dependency saturated (3)".
+pub fn left_out(d: &Dataset, g: usize) -> (Vec<String>, Vec<String>) {
+    let mut runs = Vec::new();
+    let mut steps: std::collections::BTreeMap<String, usize> = Default::default();
+    for r in d.group_runs(g) {
+        if !d.include_invalid && !r.counts() {
+            runs.push(format!("{} ({})", r.label, r.validity().summary()));
+            continue;
+        }
+        for s in &r.steps {
+            let v = s.validity();
+            if !d.include_invalid && !v.valid() {
+                *steps.entry(v.summary()).or_default() += 1;
+            }
+        }
+    }
+    (runs, steps.into_iter().map(|(why, n)| format!("{n} × {why}")).collect())
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupSummary {
     pub name: String,
+    /// Runs that enter the figures (completed, limits as asked; all with --include-invalid).
     pub runs: usize,
-    pub runs_failed: usize,
+    /// Runs left out, with why.
+    pub runs_left_out: Vec<String>,
+    /// Steps left out of the peaks, by reason ("3 × dependency saturated").
+    pub steps_left_out: Vec<String>,
     pub peak_rps: Option<Spread>,
     pub peak_at: Option<Spread>,
     /// Whether peak_at is in offered req/s (open model) rather than connections.
@@ -73,13 +95,16 @@ pub struct GroupSummary {
 pub fn group_summaries(d: &Dataset, vcpu_hour_price: f64) -> Vec<GroupSummary> {
     (0..d.groups.len())
         .map(|g| {
-            let runs: Vec<&Run> = d.group_runs(g).collect();
-            let figs: Vec<RunFigures> = runs.iter().map(|r| run_figures(r, vcpu_hour_price)).collect();
+            let runs: Vec<&Run> = d.counted_runs(g).collect();
+            let figs: Vec<RunFigures> =
+                runs.iter().map(|r| run_figures(r, vcpu_hour_price, d.include_invalid)).collect();
+            let (runs_left_out, steps_left_out) = left_out(d, g);
             let spread = |f: fn(&RunFigures) -> Option<f64>| Spread::of(figs.iter().filter_map(f));
             GroupSummary {
                 name: d.groups[g].name.clone(),
                 runs: runs.len(),
-                runs_failed: runs.iter().filter(|r| r.status != "completed").count(),
+                runs_left_out,
+                steps_left_out,
                 peak_rps: spread(|f| f.peak_rps),
                 peak_at: Spread::of_observed(figs.iter().filter_map(|f| f.peak_at)),
                 peak_at_rate: runs.iter().flat_map(|r| &r.steps).all(|s| s.is_open())

@@ -102,7 +102,8 @@ pub fn summary(d: &Dataset, vcpu_hour_price: f64) -> (Table, Vec<GroupSummary>) 
         id: "summary".into(),
         caption: "Summary".into(),
         note: format!(
-            "Median over runs, (min–max) when there are several. CPU time per request is the run's whole CPU time \
+            "Median over the counted runs (completed, under the limits asked), (min–max) when there are several; the \
+             peak is the highest valid step (the Validity section lists what was left out and why). CPU time per request is the run's whole CPU time \
              (startup, idle settling and checks included) over its successful requests, as in seed 000; cost per \
              billion requests assumes ${vcpu_hour_price} per vCPU-hour and perfect utilisation. Peak memory is the \
              cgroup's high-water mark (page cache included); idle memory is read 1 s after startup. The load of the peak step \
@@ -111,7 +112,8 @@ pub fn summary(d: &Dataset, vcpu_hour_price: f64) -> (Table, Vec<GroupSummary>) 
         head: [
             "service",
             "runs",
-            "peak success req/s",
+            "peak success req/s (valid steps)",
+            "steps left out of the peak",
             peak_at_head,
             "CPU time per request (µs)",
             "cost per 10⁹ requests ($)",
@@ -127,10 +129,17 @@ pub fn summary(d: &Dataset, vcpu_hour_price: f64) -> (Table, Vec<GroupSummary>) 
         rows: Vec::new(),
     };
     for s in &sums {
-        let runs = if s.runs_failed > 0 {
-            Cell::text(format!("{} ({} not completed)", s.runs, s.runs_failed)).class("warn")
+        let runs = if !s.runs_left_out.is_empty() {
+            Cell::text(format!("{} ({} left out)", s.runs, s.runs_left_out.len()))
+                .class("warn")
+                .title(s.runs_left_out.join("\n"))
         } else {
             Cell::text(s.runs.to_string())
+        };
+        let left_out = if s.steps_left_out.is_empty() {
+            Cell::text("none")
+        } else {
+            Cell::text(s.steps_left_out.join("; ")).class("warn")
         };
         let graceful = Cell::text(format!("{}/{}", s.graceful, s.stopped))
             .class(if s.graceful < s.stopped { "fail" } else { "" })
@@ -141,6 +150,7 @@ pub fn summary(d: &Dataset, vcpu_hour_price: f64) -> (Table, Vec<GroupSummary>) 
                 Cell::header(s.name.clone()),
                 runs.data("metric", "runs").data("value", s.runs.to_string()),
                 Cell::spread("peak_rps", s.peak_rps),
+                left_out.data("metric", "steps_left_out"),
                 Cell::spread("peak_at", s.peak_at),
                 Cell::spread("cpu_us_per_req", s.cpu_us_per_req),
                 Cell::spread("cost_per_billion", s.cost_per_billion),
@@ -217,6 +227,23 @@ pub fn conformance(d: &Dataset) -> Table {
     t
 }
 
+fn stage(s: &Option<String>) -> String {
+    s.as_ref().map(|s| format!(" ({s})")).unwrap_or_default()
+}
+
+/// The limits the run's cgroup held, as read back after the service started.
+fn limits_held(r: &super::data::Run) -> Cell {
+    let Some(v) = &r.cgroup_version else { return Cell::text("–") };
+    let unlimited = r.validity().has("unlimited");
+    let text = format!(
+        "{v}: {}, {}, CPUs {}",
+        r.applied_cpus.map(|c| format!("{c} CPUs")).unwrap_or_else(|| "no CPU quota".into()),
+        r.applied_memory_mib.map(|m| format!("{} MiB", num(m))).unwrap_or_else(|| "no memory cap".into()),
+        r.applied_cpuset.clone().unwrap_or_else(|| "any".into())
+    );
+    Cell::text(text).class(if unlimited || v == "none" { "fail" } else { "" })
+}
+
 /// One row per run: how it went, for the reader who wants to know why a line stops early.
 pub fn runs(d: &Dataset) -> Table {
     let mut t = Table {
@@ -235,6 +262,7 @@ pub fn runs(d: &Dataset) -> Table {
             "requests ok",
             "shutdown (ms)",
             "stop",
+            "limits held (read back)",
             "warnings / error",
         ]
         .map(String::from)
@@ -245,8 +273,8 @@ pub fn runs(d: &Dataset) -> Table {
         for r in d.group_runs(g) {
             let status = Cell::text(r.status.clone()).class(if r.status == "completed" { "ok" } else { "fail" });
             let stop = match (r.oom_killed, r.crashed, r.stopped_gracefully, r.exit_code, r.exit_signal) {
-                (true, ..) => Cell::text("OOM-killed").class("fail"),
-                (_, true, ..) => Cell::text("crashed").class("fail"),
+                (true, ..) => Cell::text(format!("OOM-killed{}", stage(&r.failed_stage))).class("fail"),
+                (_, true, ..) => Cell::text(format!("crashed{}", stage(&r.failed_stage))).class("fail"),
                 (_, _, Some(true), code, _) => Cell::text(format!("graceful (exit {})", opt(&code))).class("ok"),
                 (_, _, Some(false), code, sig) => {
                     Cell::text(format!("not graceful (exit {}, signal {})", opt(&code), opt(&sig))).class("fail")
@@ -274,6 +302,7 @@ pub fn runs(d: &Dataset) -> Table {
                     Cell::num(r.total_requests_ok.map(|n| n as f64)),
                     Cell::num(r.shutdown_ms),
                     stop,
+                    limits_held(r),
                     Cell::text(notes.join("; ")).class(if r.error.is_some() {
                         "fail"
                     } else if notes.is_empty() {

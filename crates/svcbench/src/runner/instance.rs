@@ -62,7 +62,14 @@ impl Instance {
     /// Waits for the first HTTP answer on the readiness path; returns the startup time.
     pub fn wait_ready(&mut self, svc: &Service, timeout: Duration, stop: &AtomicBool) -> Result<Duration> {
         let sandbox = &mut self.sandbox;
-        match wait_ready(self.port, &svc.manifest.readiness, self.spawned_at, timeout, || sandbox.try_exit().is_some(), stop) {
+        match wait_ready(
+            self.port,
+            &svc.manifest.readiness,
+            self.spawned_at,
+            timeout,
+            || sandbox.try_exit().is_some(),
+            stop,
+        ) {
             Readiness::Ready { after } => Ok(after),
             Readiness::Exited => bail!(
                 "{} exited during startup ({}); last log lines: {}",
@@ -73,7 +80,9 @@ impl Instance {
             Readiness::Interrupted => bail!("interrupted"),
             Readiness::TimedOut => bail!(
                 "{} did not answer on {} within {timeout:?}; last log lines: {}",
-                svc.name(), svc.manifest.readiness, self.log_tail(3)
+                svc.name(),
+                svc.manifest.readiness,
+                self.log_tail(3)
             ),
         }
     }

@@ -16,7 +16,9 @@ pub fn check_refusal(svc: &Service, spec: StartSpec) -> Result<Option<(bool, Str
     let exit = inst.sandbox.wait_exit(REFUSE_WITHIN);
     let elapsed = inst.spawned_at.elapsed();
     let verdict = match exit {
-        Some(e) if e.code.is_some_and(|c| c != 0) => (true, format!("refused to start: {e} after {:.0} ms", elapsed.as_secs_f64() * 1e3)),
+        Some(e) if e.code.is_some_and(|c| c != 0) => {
+            (true, format!("refused to start: {e} after {:.0} ms", elapsed.as_secs_f64() * 1e3))
+        }
         Some(e) => (false, format!("ended with {e} — a refusal must exit non-zero")),
         None => {
             inst.sandbox.stop(Duration::from_secs(2));

@@ -6,6 +6,7 @@ pub mod instance;
 pub mod lifecycle;
 pub mod progress;
 pub mod step;
+pub mod warmup;
 
 use crate::deps::{DepContext, Dependencies};
 use crate::manifest::Service;
@@ -40,6 +41,8 @@ pub struct RunOptions {
     pub seed: u64,
     pub command_line: String,
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Machine-speed drift (0.10 = 10 %) beyond which a step is flagged.
+    pub probe_tolerance: f64,
 }
 
 /// What every step of the session shares.
@@ -51,6 +54,8 @@ pub struct SessionCtx {
     pub session_id: i64,
     pub deps: Dependencies,
     pub loadgen_cpus: Vec<usize>,
+    /// The service's CPU set (the machine-speed probe runs there between steps).
+    pub service_cpus: Vec<usize>,
     pub stop: Arc<AtomicBool>,
     pub work_dir: PathBuf,
     pub tag: String,
@@ -82,7 +87,10 @@ pub fn load_services(paths: &[PathBuf], scenario: Option<&str>) -> Result<(Vec<S
         if let Some(other) = services.iter().find(|s| s.manifest.scenario != wanted) {
             bail!(
                 "services of different scenarios ({} is `{}`, {} is `{}`); run one scenario at a time",
-                services[0].name(), wanted, other.name(), other.manifest.scenario
+                services[0].name(),
+                wanted,
+                other.name(),
+                other.manifest.scenario
             );
         }
     }
@@ -105,7 +113,11 @@ pub fn cpu_split(limits: &mut Limits, loadgen_cpuset: Option<&str>) -> Result<Ve
         None => {
             let svc = crate::cpus::parse(limits.cpuset.as_deref().unwrap())?;
             let rest: Vec<usize> = allowed.iter().copied().filter(|c| !svc.contains(c)).collect();
-            if rest.is_empty() { gen_default } else { rest }
+            if rest.is_empty() {
+                gen_default
+            } else {
+                rest
+            }
         }
     };
     Ok(gen)
@@ -127,11 +139,12 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
         bail!("--runs must be at least 1");
     }
     let loadgen_cpus = cpu_split(&mut opts.limits, opts.loadgen_cpuset.as_deref())?;
-    let cgroup_version = match if opts.cgroup == CgroupChoice::Auto { crate::sandbox::cgroup::detect() } else { opts.cgroup } {
-        CgroupChoice::V1 => "v1",
-        CgroupChoice::V2 => "v2",
-        _ => "none",
-    };
+    let cgroup_version =
+        match if opts.cgroup == CgroupChoice::Auto { crate::sandbox::cgroup::detect() } else { opts.cgroup } {
+            CgroupChoice::V1 => "v1",
+            CgroupChoice::V2 => "v2",
+            _ => "none",
+        };
     let store = Store::open(&opts.db)?;
     let session_id = store.create_session(&SessionRecord {
         label: opts.label.clone(),
@@ -145,11 +158,15 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
         limit_memory_mib: opts.limits.memory_bytes.map(|b| b as f64 / 1048576.0),
         service_cpuset: opts.limits.cpuset.clone(),
         loadgen_cpuset: Some(crate::cpus::format(&loadgen_cpus)),
+        probe_tolerance: opts.probe_tolerance,
     })?;
     if let Some(c) = opts.limits.cpus {
         let n = crate::cpus::count(opts.limits.cpuset.as_deref().unwrap_or(""));
         if c > n as f64 {
-            store.add_session_warning(session_id, &format!("--cpus {c} exceeds the {n} CPU(s) of the service's cpuset: the quota cannot be reached"))?;
+            store.add_session_warning(
+                session_id,
+                &format!("--cpus {c} exceeds the {n} CPU(s) of the service's cpuset: the quota cannot be reached"),
+            )?;
         }
     }
     let tag = format!("{}-{session_id}", std::process::id());
@@ -204,6 +221,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
             session_id,
             deps,
             loadgen_cpus,
+            service_cpus: crate::cpus::parse(opts.limits.cpuset.as_deref().unwrap_or(""))?,
             stop: stop.clone(),
             work_dir: work_dir.clone(),
             tag,
@@ -227,6 +245,26 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
                 Err(e) => ctx.store.set_refusal(session_id, svc.name(), false, &format!("{e:#}"))?,
             }
         }
+        if let (Some(spec), Some(first)) = (&scenario.file.warmup, ready.first()) {
+            let placeholders = ctx.deps.placeholders();
+            let empty = BTreeMap::new();
+            eprintln!("svcbench: warming the dependencies through {} until its throughput settles", first.name());
+            let start = start_spec(&ctx, first, "warmup", &placeholders, &empty);
+            let w = warmup::warm_up(spec, &scenario, first, &start, &ctx.loadgen_cpus, opts.startup_timeout, &stop)?;
+            eprintln!(
+                "svcbench: warm-up {} after {:.0} s: {} req/s per window",
+                if w.settled { "settled" } else { "did NOT settle" },
+                w.seconds,
+                w.windows.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join(", ")
+            );
+            if !w.settled {
+                ctx.store.add_session_warning(
+                    session_id,
+                    &format!("the dependencies' warm-up did not settle within its limit ({:.0} s)", w.seconds),
+                )?;
+            }
+            ctx.store.record_warmup(session_id, &serde_json::to_string(&w)?)?;
+        }
         let mut summary = SessionSummary { session_id, runs_ok: 0, runs_failed: 0, interrupted: false };
         'plan: for run_index in 1..=opts.runs {
             for svc in &ready {
@@ -243,6 +281,14 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
             }
         }
         summary.interrupted = stop.load(Ordering::Relaxed);
+        let slow = ctx.store.flag_machine_speed(session_id, opts.probe_tolerance)?;
+        if slow > 0 {
+            eprintln!(
+                "svcbench: {slow} step(s) ran while the machine-speed probe was more than {:.0} % off the session's \
+                 median: flagged, left out of the peaks",
+                opts.probe_tolerance * 100.0
+            );
+        }
         ctx.store.finish_session(session_id, if summary.interrupted { "interrupted" } else { "completed" })?;
         Ok(summary)
     })();
@@ -287,7 +333,8 @@ fn run_one(ctx: &mut SessionCtx, svc: &Service, run_index: u32) -> Result<()> {
     for (name, value) in ctx.deps.after_run() {
         ctx.store.add_run_figure(run_id, &name, value)?;
     }
-    ctx.store.finish_run(run_id, status, err.as_deref())?;
+    let flags = crate::figures::validity::run_flags(status, &[]);
+    ctx.store.finish_run(run_id, status, err.as_deref(), &flags)?;
     r
 }
 
@@ -297,25 +344,37 @@ fn run_one_inner(ctx: &mut SessionCtx, svc: &Service, run_index: u32, run_id: i6
     let empty = BTreeMap::new();
     let what = format!("run{run_index}");
     let mut inst = Instance::spawn(svc, &start_spec(ctx, svc, &what, &placeholders, &empty))?;
-    ctx.store.set_run(run_id, "cgroup_version", inst.sandbox.cgroup_version())?;
+    ctx.store.record_limits(
+        run_id,
+        &crate::store::RunLimits { cgroup_version: inst.sandbox.cgroup_version().into(), ..Default::default() },
+    )?;
     ctx.store.add_run_warnings(run_id, &inst.sandbox.warnings)?;
     for w in &inst.sandbox.warnings {
         eprintln!("svcbench: WARNING: {w}");
         ctx.store.add_session_warning(ctx.session_id, w)?;
     }
     let startup = inst.wait_ready(svc, ctx.opts.startup_timeout, &ctx.stop)?;
-    ctx.store.set_run(run_id, "startup_ms", startup.as_secs_f64() * 1e3)?;
     std::thread::sleep(IDLE_SETTLE);
     let idle = inst.sandbox.sample();
-    ctx.store.set_run(run_id, "idle_mem_mib", idle.mem_mib)?;
-    ctx.store.set_run(run_id, "idle_rss_mib", idle.rss_mib)?;
-    ctx.store.set_run(run_id, "idle_threads", idle.threads as i64)?;
+    ctx.store.record_startup(
+        run_id,
+        &crate::store::RunStartup {
+            startup_ms: startup.as_secs_f64() * 1e3,
+            idle_mem_mib: idle.mem_mib,
+            idle_rss_mib: idle.rss_mib,
+            idle_threads: idle.threads,
+        },
+    )?;
     let checks = crate::scenario::checks::run_checks(&inst.base_url(), &ctx.scenario.file.check);
     ctx.store.add_checks(run_id, &checks)?;
     let failed = checks.iter().filter(|c| !c.passed).count();
     eprintln!(
         "svcbench: {} run {run_index}: started in {:.1} ms, idle {:.1} MiB, checks {}/{} passed",
-        svc.name(), startup.as_secs_f64() * 1e3, idle.mem_mib, checks.len() - failed, checks.len()
+        svc.name(),
+        startup.as_secs_f64() * 1e3,
+        idle.mem_mib,
+        checks.len() - failed,
+        checks.len()
     );
 
     let steps = ctx.profile.steps.clone();
@@ -334,7 +393,8 @@ fn run_one_inner(ctx: &mut SessionCtx, svc: &Service, run_index: u32, run_id: i6
             inst.wait_ready(svc, ctx.opts.startup_timeout, &ctx.stop)?;
         }
         let left: Duration = steps[i + 1..].iter().map(|s| s.duration).sum();
-        let prefix = format!("{} run {run_index}/{} step {}/{} {}", svc.name(), ctx.opts.runs, i + 1, steps.len(), step.label());
+        let prefix =
+            format!("{} run {run_index}/{} step {}/{} {}", svc.name(), ctx.opts.runs, i + 1, steps.len(), step.label());
         let out = step::run_step(ctx, &mut inst, (svc.name(), run_index, run_id), i as u32 + 1, step, &prefix, left)?;
         total_ok += out.requests_ok;
         if out.interrupted {
@@ -342,7 +402,10 @@ fn run_one_inner(ctx: &mut SessionCtx, svc: &Service, run_index: u32, run_id: i6
         }
         if out.oom_killed || out.crashed {
             let what = if out.oom_killed { "OOM-killed" } else { "crashed" };
-            ctx.store.set_run(run_id, if out.oom_killed { "oom_killed" } else { "crashed" }, 1)?;
+            ctx.store.record_death(
+                run_id,
+                &crate::store::RunDeath { oom_killed: out.oom_killed, stage: format!("step {}", i + 1) },
+            )?;
             let exit = inst.sandbox.try_exit().map(|e| e.to_string()).unwrap_or_default();
             eprintln!("svcbench: {} run {run_index}: {what} in step {} ({exit})", svc.name(), i + 1);
             outcome_err = Some(anyhow::anyhow!("service {what} in step {} ({}): {exit}", i + 1, step.label()));
@@ -358,18 +421,19 @@ fn run_one_inner(ctx: &mut SessionCtx, svc: &Service, run_index: u32, run_id: i6
             }
         }
     }
-    ctx.store.set_run(run_id, "total_requests_ok", total_ok as i64)?;
     let last = inst.sandbox.sample();
-    ctx.store.set_run(run_id, "total_cpu_s", cpu_before_restarts + last.cpu_s)?;
     let stopped = inst.sandbox.stop(ctx.opts.stop_grace);
-    if outcome_err.is_none() {
-        ctx.store.set_run(run_id, "shutdown_ms", stopped.elapsed.as_secs_f64() * 1e3)?;
-        ctx.store.set_run(run_id, "stopped_gracefully", stopped.graceful)?;
-    }
-    if let Some(e) = stopped.exit {
-        ctx.store.set_run(run_id, "exit_code", e.code)?;
-        ctx.store.set_run(run_id, "exit_signal", e.signal)?;
-    }
+    ctx.store.record_end(
+        run_id,
+        &crate::store::RunEnd {
+            total_requests_ok: total_ok,
+            total_cpu_s: cpu_before_restarts + last.cpu_s,
+            shutdown_ms: outcome_err.is_none().then_some(stopped.elapsed.as_secs_f64() * 1e3),
+            stopped_gracefully: outcome_err.is_none().then_some(stopped.graceful),
+            exit_code: stopped.exit.and_then(|e| e.code),
+            exit_signal: stopped.exit.and_then(|e| e.signal),
+        },
+    )?;
     match outcome_err {
         Some(e) => Err(e),
         None => Ok(()),
@@ -395,20 +459,30 @@ pub fn check_service(
     let tag = format!("{}-check", std::process::id());
     let mut deps = Dependencies::start(
         &scenario.file.dependency,
-        &DepContext { work_dir, scenario_dir: &scenario.dir, cpuset: Some(crate::cpus::format(&gen)), cgroup, session_tag: tag.clone(), for_load: false },
+        &DepContext {
+            work_dir,
+            scenario_dir: &scenario.dir,
+            cpuset: Some(crate::cpus::format(&gen)),
+            cgroup,
+            session_tag: tag.clone(),
+            for_load: false,
+        },
     )?;
     deps.before_run("check")?;
     let placeholders = deps.placeholders();
     let empty = BTreeMap::new();
-    let mut inst = Instance::spawn(svc, &StartSpec {
-        sandbox_name: format!("{tag}-{}", svc.name()),
-        limits: &limits,
-        cgroup,
-        dep_placeholders: &placeholders,
-        log_dir: work_dir,
-        log_name: format!("{}-check.log", svc.name()),
-        env_overrides: &empty,
-    })?;
+    let mut inst = Instance::spawn(
+        svc,
+        &StartSpec {
+            sandbox_name: format!("{tag}-{}", svc.name()),
+            limits: &limits,
+            cgroup,
+            dep_placeholders: &placeholders,
+            log_dir: work_dir,
+            log_name: format!("{}-check.log", svc.name()),
+            env_overrides: &empty,
+        },
+    )?;
     let startup = inst.wait_ready(svc, Duration::from_secs(120), &stop)?;
     eprintln!("svcbench: {} answered after {:.1} ms", svc.name(), startup.as_secs_f64() * 1e3);
     let results = crate::scenario::checks::run_checks(&inst.base_url(), &scenario.file.check);

@@ -1,25 +1,36 @@
 //! One step: the load generator drives the service while the sampler reads its sandbox; then the step's
-//! figures are computed and written to the store at once.
+//! figures and validity are derived (figures/) and written to the store at once.
 use super::progress::Progress;
 use super::SessionCtx;
+use crate::figures::validity::{dependency_flags, service_end_flags, DependencyUsage};
+use crate::figures::{Flag, Validity};
 use crate::profile::{Step, StepLoad};
-use crate::sandbox::sampler::{summarize, Sampler};
-use crate::store::StepRecord;
+use crate::sandbox::sampler::{summarize, Sample, Sampler};
+use crate::store::StepRow;
 use anyhow::{Context, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 pub struct StepOutcome {
     pub requests_ok: u64,
+    /// figures::success_ratio: what the profile's stop rule and the report both use.
     pub success_ratio: f64,
     pub crashed: bool,
     pub oom_killed: bool,
     pub interrupted: bool,
 }
 
-/// Above this share of its CPUs, a process is taken as saturated (client or dependency, not the service,
-/// may then be the bottleneck).
-const SATURATED: f64 = 0.9;
+/// What the sandbox and the dependencies measured around the load.
+struct Around {
+    before: Sample,
+    after: Sample,
+    samples: Vec<Sample>,
+    mem_peak_kernel: Option<f64>,
+    dep_cpu_s: Option<f64>,
+    dep_wait_s: Option<f64>,
+    dep_calls: Option<u64>,
+    probe_ms: Option<f64>,
+}
 
 #[allow(clippy::too_many_arguments)]
 pub fn run_step(
@@ -38,19 +49,24 @@ pub fn run_step(
     // a second run of the same profile draws the same ones.
     mix_spec.seed = Some(mix_spec.seed.unwrap_or(ctx.opts.seed).wrapping_add(seq as u64));
     let mix = mix_spec.resolve(&ctx.scenario.dir).with_context(|| {
-        format!("scenario `{}`, mix `{mix_name}` (a missing values file: is the scenario's dataset built?)", ctx.scenario.name())
+        format!(
+            "scenario `{}`, mix `{mix_name}` (a missing values file: is the scenario's dataset built?)",
+            ctx.scenario.name()
+        )
     })?;
     if let Some(ms) = step.upstream_delay_ms {
         if !ctx.deps.set_delay_ms(ms)? {
-            anyhow::bail!("profile step {seq} sets upstream_delay_ms but scenario `{}` has no upstream dependency", ctx.scenario.name());
+            anyhow::bail!(
+                "profile step {seq} sets upstream_delay_ms but scenario `{}` has no upstream dependency",
+                ctx.scenario.name()
+            );
         }
     }
     let model = match step.load {
         StepLoad::Closed { connections } => loadgen::Model::Closed { connections },
-        StepLoad::Open { start, end, max_connections } => loadgen::Model::Open {
-            rate: loadgen::RateRamp { start, end, steps: None },
-            max_connections,
-        },
+        StepLoad::Open { start, end, max_connections } => {
+            loadgen::Model::Open { rate: loadgen::RateRamp { start, end, steps: None }, max_connections }
+        }
     };
     let target = loadgen::Target { host: "127.0.0.1".into(), port: inst.port };
     let mut cfg = loadgen::LoadConfig::new(target, mix, model);
@@ -65,6 +81,11 @@ pub fn run_step(
     cfg.stop = Some(step_stop.clone());
     let live = Arc::new(loadgen::LiveStats::default());
 
+    // The machine-speed probe runs on every CPU the step uses, before the load and after it.
+    let mut probe_cpus = ctx.service_cpus.clone();
+    probe_cpus.extend(ctx.loadgen_cpus.iter().filter(|c| !ctx.service_cpus.contains(c)));
+    let probe_before = crate::speed_probe::measure(&probe_cpus);
+
     // Figures at the step's start.
     let kernel_peak = inst.sandbox.reset_peak();
     let sampler = Sampler::start(inst.sandbox.probe(), Some(step_stop.clone()));
@@ -78,15 +99,20 @@ pub fn run_step(
         };
     }
 
-    let progress = Progress::start(prefix.to_string(), step.duration, left_after, live.clone(), ctx.stop.clone(), step_stop.clone());
+    let progress = Progress::start(
+        prefix.to_string(),
+        step.duration,
+        left_after,
+        live.clone(),
+        ctx.stop.clone(),
+        step_stop.clone(),
+    );
     // Counters are read right around the load, so the step's CPU time covers the load and nothing else.
-    let dep_before = ctx.deps.cpu_s();
-    let calls_before = ctx.deps.calls();
+    let (dep_before, dep_wait_before, calls_before) = (ctx.deps.cpu_s(), ctx.deps.wait_s(), ctx.deps.calls());
     let before = inst.sandbox.sample();
     let report = loadgen::run(&cfg, Some(live));
     let after = inst.sandbox.sample();
-    let dep_after = ctx.deps.cpu_s();
-    let calls_after = ctx.deps.calls();
+    let (dep_after, dep_wait_after, calls_after) = (ctx.deps.cpu_s(), ctx.deps.wait_s(), ctx.deps.calls());
     drop(progress);
     let samples = sampler.take();
     drop(sampler);
@@ -95,24 +121,99 @@ pub fn run_step(
     }
     let report = report.context("load generator failed")?;
     let interrupted = ctx.stop.load(Ordering::Relaxed);
-
-    let summary = summarize(&samples);
-    let exited = inst.sandbox.try_exit();
-    let oom_killed = after.oom_kills > before.oom_kills;
-    let crashed = exited.is_some() && !oom_killed;
-    let dep_cpu_s = match (dep_before, dep_after) {
-        (Some(a), Some(b)) => Some(b - a),
-        _ => None,
+    let probe_after = crate::speed_probe::measure(&probe_cpus);
+    let diff = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| (b - a).max(0.0));
+    let around = Around {
+        mem_peak_kernel: if kernel_peak { inst.sandbox.kernel_peak_mib() } else { None },
+        before,
+        after,
+        samples,
+        dep_cpu_s: diff(dep_before, dep_after),
+        dep_wait_s: diff(dep_wait_before, dep_wait_after),
+        dep_calls: calls_before.zip(calls_after).map(|(a, b)| b - a),
+        // The slower of the two readings: a slowdown at either end of the step counts.
+        probe_ms: match (probe_before, probe_after) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        },
     };
-    let dur = report.duration_s.max(1e-9);
-    let client_cpus = cfg.threads as u32;
-    let mem_peak = if kernel_peak { inst.sandbox.kernel_peak_mib() } else { None };
-    let rec = StepRecord {
-        seq,
+
+    let exited = inst.sandbox.try_exit();
+    let oom_killed = around.after.oom_kills > around.before.oom_kills;
+    let crashed = exited.is_some() && !oom_killed;
+    let mut row = step_row(seq, step, &mix_name, &report, &around, cfg.threads);
+    let mut flags: Vec<Flag> = generator_flags(&report);
+    if let Some(dep_cpu_s) = around.dep_cpu_s {
+        let usage = DependencyUsage { cpu_s: dep_cpu_s, wait_s: around.dep_wait_s, cpus: ctx.deps.cpus() };
+        let shared = ctx.loadgen_cpus.len().max(1);
+        flags.extend(dependency_flags(&usage, report.client_cpu_s, shared, report.duration_s));
+    }
+    flags.extend(service_end_flags(oom_killed, crashed));
+    row.oom_killed = oom_killed;
+    row.crashed = crashed;
+    row.dep_saturated = flags.iter().any(|f| f.code == "dependency_saturated");
+    let validity = Validity { flags };
+    row.valid = Some(validity.valid());
+    row.flags = Some(validity.to_json());
+    if !interrupted {
+        ctx.store.add_step(run_id, &row, &around.samples)?;
+        print_step_line(prefix, &row, &validity);
+    }
+    Ok(StepOutcome {
+        requests_ok: report.requests_ok,
+        success_ratio: row.success_ratio(),
+        crashed,
+        oom_killed,
+        interrupted,
+    })
+}
+
+/// The closing line of a step: its figure and, when it may not be quoted, why.
+fn print_step_line(prefix: &str, row: &StepRow, v: &Validity) {
+    let mut line = format!(
+        "svcbench: {prefix}: {:.0} req/s, {:.1} % ok, p99 {} ms",
+        row.success_rps,
+        row.success_ratio() * 100.0,
+        row.p99.map(|p| format!("{p:.2}")).unwrap_or_else(|| "–".into())
+    );
+    if !v.valid() {
+        line.push_str(&format!(" — NOT VALID: {} ({})", v.summary(), v.details()));
+    }
+    eprintln!("{line}");
+}
+
+/// The generator's own judgements of the step (headroom, open-model fidelity, starved connections).
+fn generator_flags(report: &loadgen::LoadReport) -> Vec<Flag> {
+    let share = crate::figures::cpu_share(report.client_cpu_s, report.duration_s, report.threads);
+    if share > crate::figures::SATURATED {
+        vec![Flag::new(
+            "generator_saturated",
+            format!("the load generator used {:.0} % of its {} worker CPU(s)", share * 100.0, report.threads),
+        )]
+    } else {
+        vec![]
+    }
+}
+
+/// Every stored figure of the step, from the generator's report and the sandbox's readings.
+fn step_row(seq: u32, step: &Step, mix: &str, r: &loadgen::LoadReport, a: &Around, threads: usize) -> StepRow {
+    let e = &r.errors;
+    let l = &r.latency;
+    let open = r.open.as_ref();
+    let summary = summarize(&a.samples);
+    let i = |x: u64| x as i64;
+    let ok = r.requests_ok;
+    let rps = r.success_rps();
+    let cpu_s = Some((a.after.cpu_s - a.before.cpu_s).max(0.0));
+    let mem_peak = Some(a.mem_peak_kernel.unwrap_or(0.0).max(summary.mem_peak_mib).max(a.after.mem_mib));
+    let outcomes =
+        crate::figures::Outcomes { ok, errors: r.requests_err, stalled: 0, intended: open.map(|o| o.intended) };
+    StepRow {
+        seq: seq as i64,
         label: step.label(),
-        model: if matches!(step.load, StepLoad::Closed { .. }) { "closed" } else { "open" },
+        model: if matches!(step.load, StepLoad::Closed { .. }) { "closed" } else { "open" }.into(),
         connections: match step.load {
-            StepLoad::Closed { connections } => Some(connections as u64),
+            StepLoad::Closed { connections } => Some(connections as i64),
             _ => None,
         },
         rate: match step.load {
@@ -123,38 +224,54 @@ pub fn run_step(
             StepLoad::Open { end, .. } => Some(end),
             _ => None,
         },
-        mix: mix_name,
-        upstream_delay_ms: step.upstream_delay_ms,
-        cpu_s: Some((after.cpu_s - before.cpu_s).max(0.0)),
-        mem_peak_mib: Some(mem_peak.unwrap_or(0.0).max(summary.mem_peak_mib).max(after.mem_mib)),
-        rss_peak_mib: Some(summary.rss_peak_mib.max(after.rss_mib)),
-        threads_max: Some(summary.threads_max.max(after.threads)),
-        throttled_s: Some((after.throttled_s - before.throttled_s).max(0.0)),
-        client_cpus,
-        client_saturated: report.client_cpu_s / (dur * client_cpus as f64) > SATURATED,
-        dep_cpu_s,
-        // Dependencies run on the load generator's CPUs: together they can saturate them while each
-        // alone stays below the mark (OpenSearch at 0.86 CPU + the generator at 0.14 on one core).
-        dep_saturated: dep_cpu_s.is_some_and(|c| {
-            c / (dur * ctx.deps.cpus() as f64) > SATURATED
-                || (c + report.client_cpu_s) / (dur * client_cpus as f64) > SATURATED
-        }),
-        oom_killed,
-        crashed,
-        dependency_calls: match (calls_before, calls_after) {
-            (Some(a), Some(b)) => Some(b - a),
-            _ => None,
-        },
-    };
-    if !interrupted {
-        ctx.store.add_step(run_id, &rec, &report, &samples)?;
+        mix: mix.to_string(),
+        upstream_delay_ms: step.upstream_delay_ms.map(|d| d as i64),
+        duration_s: r.duration_s,
+        requests_ok: i(ok),
+        requests_ok_in_window: Some(i(ok)),
+        requests_err: i(r.requests_err),
+        err_connect: i(e.connect_refused + e.connect_timeout),
+        err_timeout: i(e.request_timeout),
+        err_read: i(e.read_closed),
+        err_status: i(e.status),
+        err_malformed: i(e.malformed),
+        err_connect_refused: Some(i(e.connect_refused)),
+        err_connect_timeout: Some(i(e.connect_timeout)),
+        status_counts: serde_json::to_string(&r.status_counts).unwrap_or_else(|_| "{}".into()),
+        success_rps: rps,
+        success_ratio: Some(crate::figures::success_ratio(&outcomes)),
+        error_ratio: r.error_ratio(),
+        p50: Some(l.p50),
+        p75: Some(l.p75),
+        p90: Some(l.p90),
+        p99: Some(l.p99),
+        p999: Some(l.p999),
+        p9999: Some(l.p9999),
+        max_ms: Some(l.max),
+        mean_ms: Some(l.mean),
+        latency_hdr: r.latency_hdr.clone(),
+        open_intended: open.map(|o| i(o.intended)),
+        open_late: open.map(|o| i(o.sent_late)),
+        open_unsent: open.map(|o| i(o.unsent)),
+        open_max_lateness_ms: open.map(|o| o.max_lateness_ms),
+        in_flight_at_end: Some(i(r.in_flight_at_end)),
+        cpu_s,
+        cpu_ms_per_req: crate::figures::cpu_ms_per_req(cpu_s, ok),
+        mem_peak_mib: mem_peak,
+        mem_mib_s_per_req: crate::figures::mem_mib_s_per_req(mem_peak, rps),
+        rss_peak_mib: Some(summary.rss_peak_mib.max(a.after.rss_mib)),
+        threads_max: Some(summary.threads_max.max(a.after.threads) as i64),
+        throttled_s: Some((a.after.throttled_s - a.before.throttled_s).max(0.0)),
+        client_cpu_s: Some(r.client_cpu_s),
+        client_cpus: Some(threads as i64),
+        client_saturated: crate::figures::cpu_share(r.client_cpu_s, r.duration_s, r.threads)
+            > crate::figures::SATURATED,
+        dep_cpu_s: a.dep_cpu_s,
+        dep_wait_s: a.dep_wait_s,
+        probe_ms: a.probe_ms,
+        samples: a.samples.len() as i64,
+        timeline: serde_json::to_string(&r.timeline).unwrap_or_else(|_| "[]".into()),
+        dependency_calls: a.dep_calls.map(|c| c as i64),
+        ..Default::default()
     }
-    let total = report.requests_ok + report.requests_err;
-    Ok(StepOutcome {
-        requests_ok: report.requests_ok,
-        success_ratio: if total == 0 { 0.0 } else { report.requests_ok as f64 / total as f64 },
-        crashed,
-        oom_killed,
-        interrupted,
-    })
 }

@@ -31,6 +31,9 @@ pub trait CgroupBackend: Send + Sync {
     fn reset_peak(&self) -> bool;
     /// Removes the group (all its processes must be gone).
     fn remove(&self) -> Result<()>;
+    /// Every folder of the group (one per v1 hierarchy, one in v2): what a later svcbench must remove if
+    /// this one is killed before it can.
+    fn dirs(&self) -> Vec<PathBuf>;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,10 +70,7 @@ pub(crate) fn v2_controllers(dir: &Path) -> Vec<String> {
 
 /// v1 hierarchy mount points, by controller name.
 pub(crate) fn v1_mount(controller: &str) -> Option<PathBuf> {
-    mounts()
-        .into_iter()
-        .find(|(fs, _, opts)| fs == "cgroup" && opts.iter().any(|o| o == controller))
-        .map(|(_, p, _)| p)
+    mounts().into_iter().find(|(fs, _, opts)| fs == "cgroup" && opts.iter().any(|o| o == controller)).map(|(_, p, _)| p)
 }
 
 /// Which cgroup version to use on this machine: v2 when its hierarchy has the cpu and memory controllers,
@@ -106,11 +106,7 @@ pub(crate) fn read_keyed(path: &Path, key: &str) -> Option<u64> {
 }
 
 pub(crate) fn read_pids(path: &Path) -> Vec<i32> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect()
+    std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect()
 }
 
 pub(crate) fn write(path: &Path, value: &str) -> Result<()> {

@@ -29,18 +29,22 @@ impl CgroupV1 {
         for controller in ["cpu", "cpuacct", "memory", "cpuset"] {
             let Some(mount) = v1_mount(controller) else {
                 if controller != "cpuset" || limits.cpuset.is_some() {
-                    warnings.push(format!("cgroup v1 controller `{controller}` is not mounted: its limits and figures are missing"));
+                    warnings.push(format!(
+                        "cgroup v1 controller `{controller}` is not mounted: its limits and figures are missing"
+                    ));
                 }
                 continue;
             };
             let dir = mount.join(parent).join(name);
             if !self.dirs.contains(&dir) {
                 let parent_dir = mount.join(parent);
-                std::fs::create_dir_all(&parent_dir).with_context(|| format!("cannot create {}", parent_dir.display()))?;
+                std::fs::create_dir_all(&parent_dir)
+                    .with_context(|| format!("cannot create {}", parent_dir.display()))?;
                 if controller == "cpuset" {
                     inherit_cpuset(&mount, &parent_dir)?;
                 }
-                std::fs::create_dir(&dir).or_else(|e| if dir.exists() { Ok(()) } else { Err(e) })
+                std::fs::create_dir(&dir)
+                    .or_else(|e| if dir.exists() { Ok(()) } else { Err(e) })
                     .with_context(|| format!("cannot create {}", dir.display()))?;
                 if controller == "cpuset" {
                     inherit_cpuset(&parent_dir, &dir)?;
@@ -79,7 +83,8 @@ fn inherit_cpuset(from: &Path, to: &Path) -> Result<()> {
     for f in ["cpuset.cpus", "cpuset.mems"] {
         let current = std::fs::read_to_string(to.join(f)).unwrap_or_default();
         if current.trim().is_empty() {
-            let v = std::fs::read_to_string(from.join(f)).with_context(|| format!("cannot read {}", from.join(f).display()))?;
+            let v = std::fs::read_to_string(from.join(f))
+                .with_context(|| format!("cannot read {}", from.join(f).display()))?;
             write(&to.join(f), v.trim())?;
         }
     }
@@ -112,6 +117,10 @@ impl CgroupBackend for CgroupV1 {
 
     fn reset_peak(&self) -> bool {
         self.memory.as_ref().is_some_and(|d| write(&d.join("memory.max_usage_in_bytes"), "0").is_ok())
+    }
+
+    fn dirs(&self) -> Vec<PathBuf> {
+        self.dirs.clone()
     }
 
     fn remove(&self) -> Result<()> {

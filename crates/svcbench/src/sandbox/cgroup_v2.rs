@@ -2,7 +2,9 @@
 //! where one is missing (as on this project's machines, whose v2 mount has none) its limits are skipped
 //! with a warning and the figures it would give are left empty, while CPU time (always in `cpu.stat`)
 //! is still read.
-use super::cgroup::{read_keyed, read_pids, read_u64, rmdir_retry, v2_controllers, write, CgroupBackend, Counters, Limits};
+use super::cgroup::{
+    read_keyed, read_pids, read_u64, rmdir_retry, v2_controllers, write, CgroupBackend, Counters, Limits,
+};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -14,12 +16,19 @@ pub struct CgroupV2 {
 const PERIOD_US: u64 = 100_000;
 
 impl CgroupV2 {
-    pub fn create(mount: &Path, parent: &str, name: &str, limits: &Limits, warnings: &mut Vec<String>) -> Result<CgroupV2> {
+    pub fn create(
+        mount: &Path,
+        parent: &str,
+        name: &str,
+        limits: &Limits,
+        warnings: &mut Vec<String>,
+    ) -> Result<CgroupV2> {
         let parent_dir = mount.join(parent);
         let created_parent = (!parent_dir.exists()).then(|| parent_dir.clone());
         std::fs::create_dir_all(&parent_dir).with_context(|| format!("cannot create {}", parent_dir.display()))?;
         let available = v2_controllers(mount);
-        let wanted: Vec<&str> = ["cpu", "memory", "cpuset", "pids"].into_iter().filter(|c| available.iter().any(|a| a == c)).collect();
+        let wanted: Vec<&str> =
+            ["cpu", "memory", "cpuset", "pids"].into_iter().filter(|c| available.iter().any(|a| a == c)).collect();
         // Delegate the controllers to our parent folder, then to the group itself.
         for d in [mount, parent_dir.as_path()] {
             let line: Vec<String> = wanted.iter().map(|c| format!("+{c}")).collect();
@@ -30,7 +39,8 @@ impl CgroupV2 {
             }
         }
         let dir = parent_dir.join(name);
-        std::fs::create_dir(&dir).or_else(|e| if dir.exists() { Ok(()) } else { Err(e) })
+        std::fs::create_dir(&dir)
+            .or_else(|e| if dir.exists() { Ok(()) } else { Err(e) })
             .with_context(|| format!("cannot create {}", dir.display()))?;
         let g = CgroupV2 { dir, created_parent };
         if let Err(e) = g.apply(limits, warnings) {
@@ -98,6 +108,10 @@ impl CgroupBackend for CgroupV2 {
         // Since Linux 6.12 a write to memory.peak restarts the mark only for the writer's open file, not
         // for later readers: per-step peaks therefore come from the sampler's own maximum on v2.
         false
+    }
+
+    fn dirs(&self) -> Vec<PathBuf> {
+        vec![self.dir.clone()]
     }
 
     fn remove(&self) -> Result<()> {

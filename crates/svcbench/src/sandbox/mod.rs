@@ -8,8 +8,8 @@ pub mod process;
 pub mod procfs;
 pub mod sampler;
 
-pub use cgroup::{CgroupChoice, Limits};
 use cgroup::CgroupBackend;
+pub use cgroup::{CgroupChoice, Limits};
 use process::Exit;
 use sampler::Sample;
 use std::fs::File;
@@ -24,6 +24,11 @@ pub const CGROUP_PARENT: &str = "svcbench";
 /// Reads a sandbox's figures at one moment.
 pub trait Probe: Send + Sync {
     fn sample(&self) -> Sample;
+    /// Seconds the sandbox's threads have waited for a CPU so far (read per step, not per sample: it
+    /// walks every thread).
+    fn runqueue_wait_s(&self) -> Option<f64> {
+        None
+    }
 }
 
 struct CgroupProbe {
@@ -47,6 +52,10 @@ impl Probe for CgroupProbe {
             oom_kills: c.oom_kills.unwrap_or(0),
             alive: procfs::stat(self.main_pid).is_some_and(|s| !s.zombie),
         }
+    }
+
+    fn runqueue_wait_s(&self) -> Option<f64> {
+        Some(procfs::runqueue_wait_ns(&self.cg.pids()) as f64 / 1e9)
     }
 }
 
@@ -81,6 +90,7 @@ pub struct StopOutcome {
 }
 
 pub struct Sandbox {
+    name: String,
     cgroup: Option<Arc<dyn CgroupBackend>>,
     child: Option<Child>,
     pgid: i32,
@@ -113,9 +123,10 @@ impl Sandbox {
             }
         };
         if cgroup.is_none() && choice == CgroupChoice::None {
-            warnings.push("no cgroup in use (--cgroup none or none found): running WITHOUT CPU or memory limits".into());
+            warnings
+                .push("no cgroup in use (--cgroup none or none found): running WITHOUT CPU or memory limits".into());
         }
-        Sandbox { cgroup, child: None, pgid: 0, exit: None, warnings }
+        Sandbox { name: name.to_string(), cgroup, child: None, pgid: 0, exit: None, warnings }
     }
 
     pub fn cgroup_version(&self) -> &'static str {
@@ -128,6 +139,7 @@ impl Sandbox {
         self.pgid = child.id() as i32;
         self.child = Some(child);
         self.exit = None;
+        self.register();
         Ok(())
     }
 
@@ -142,7 +154,17 @@ impl Sandbox {
         if self.pgid == 0 {
             self.pgid = procfs::stat(pid as i32).map(|s| s.pgid).unwrap_or(pid as i32);
         }
+        self.register();
         Ok(())
+    }
+
+    /// Records the running part where a second Ctrl-C and a later svcbench can find it (guard/).
+    fn register(&self) {
+        crate::guard::register(crate::guard::Part {
+            name: self.name.clone(),
+            pgid: self.pgid,
+            cgroups: self.cgroup.as_ref().map(|c| c.dirs()).unwrap_or_default(),
+        });
     }
 
     #[cfg(test)]
@@ -242,6 +264,7 @@ impl Drop for Sandbox {
                 eprintln!("svcbench: warning: {e}");
             }
         }
+        crate::guard::unregister(&self.name);
     }
 }
 
@@ -257,8 +280,13 @@ mod tests {
     fn stop_kills_the_whole_group_and_reports_graceful_exit() {
         let mut sb = Sandbox::new(&format!("unit-{}-a", std::process::id()), &Limits::default(), CgroupChoice::Auto);
         // A shell that traps TERM and exits 0, with a child that ignores TERM: the group kill must get it.
-        sb.start("sh -c 'trap \"exit 0\" TERM; (trap \"\" TERM; sleep 60) & while true; do sleep 0.05; done'",
-            Path::new("/"), &[], log()).unwrap();
+        sb.start(
+            "sh -c 'trap \"exit 0\" TERM; (trap \"\" TERM; sleep 60) & while true; do sleep 0.05; done'",
+            Path::new("/"),
+            &[],
+            log(),
+        )
+        .unwrap();
         let pgid = sb.pid().unwrap() as i32;
         // Wait (bounded) for the shell to start its child: a busy machine may take a while.
         let t0 = Instant::now();

@@ -2,8 +2,8 @@
 //! period, then SIGKILL to the whole group and to anything left in the cgroup.
 use anyhow::{Context, Result};
 use std::fs::File;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::os::fd::AsRawFd;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,9 @@ pub fn spawn(
 ) -> Result<Child> {
     let procs: Vec<File> = procs_files
         .iter()
-        .map(|p| std::fs::OpenOptions::new().write(true).open(p).with_context(|| format!("cannot open {}", p.display())))
+        .map(|p| {
+            std::fs::OpenOptions::new().write(true).open(p).with_context(|| format!("cannot open {}", p.display()))
+        })
         .collect::<Result<_>>()?;
     let fds: Vec<i32> = procs.iter().map(|f| f.as_raw_fd()).collect();
     let mut cmd = Command::new("/bin/sh");
@@ -32,6 +34,12 @@ pub fn spawn(
         cmd.pre_exec(move || {
             // Only async-signal-safe calls here: we are between fork and exec.
             if libc::setpgid(0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Dies with svcbench. The kernel sends it when the thread that forked ends: services are
+            // started from the main thread, which lives as long as svcbench. Grandchildren do not inherit
+            // it; the cgroup and the work folder's lock file catch those (guard/).
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             for &fd in &fds {

@@ -58,6 +58,20 @@ pub fn totals(pids: &[i32]) -> ProcStat {
     t
 }
 
+/// Nanoseconds the threads of these processes spent waiting on a run queue for a CPU (schedstat's second
+/// field, summed over every task): CPU a process wanted and did not get, whoever took it.
+pub fn runqueue_wait_ns(pids: &[i32]) -> u64 {
+    let mut total = 0;
+    for &p in pids {
+        let Ok(rd) = std::fs::read_dir(format!("/proc/{p}/task")) else { continue };
+        for t in rd.flatten() {
+            let text = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
+            total += text.split_whitespace().nth(1).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+        }
+    }
+    total
+}
+
 /// The machine-wide CPU count this process may use.
 pub fn allowed_cpus() -> Vec<usize> {
     unsafe {

@@ -104,11 +104,8 @@ fn fetch(agent: &ureq::Agent, base_url: &str, c: &Check) -> Result<Answer, Strin
         Err(e) => return Err(e.to_string()),
     };
     let status = resp.status();
-    let headers = resp
-        .headers_names()
-        .into_iter()
-        .filter_map(|n| resp.header(&n).map(|v| (n.clone(), v.to_string())))
-        .collect();
+    let headers =
+        resp.headers_names().into_iter().filter_map(|n| resp.header(&n).map(|v| (n.clone(), v.to_string()))).collect();
     let mut bytes = Vec::new();
     resp.into_reader().take(16 << 20).read_to_end(&mut bytes).map_err(|e| format!("reading body: {e}"))?;
     Ok(Answer { status, headers, body: String::from_utf8_lossy(&bytes).into_owned() })
@@ -145,8 +142,8 @@ pub fn judge(e: &Expect, a: &Answer) -> Result<(), String> {
         }
     }
     if e.json.is_some() || e.json_subset.is_some() {
-        let got: Value = serde_json::from_str(&a.body)
-            .map_err(|err| format!("body is not JSON ({err}): {}", snippet(&a.body)))?;
+        let got: Value =
+            serde_json::from_str(&a.body).map_err(|err| format!("body is not JSON ({err}): {}", snippet(&a.body)))?;
         if let Some(want) = &e.json {
             let want = serde_json::to_value(want).map_err(|e| e.to_string())?;
             if !json_equal(&got, &want) {

@@ -23,6 +23,42 @@ pub struct ScenarioFile {
     /// replays, then the realistic mix). Empty: such steps run `default`.
     #[serde(default)]
     pub step_mixes: Vec<String>,
+    /// Warm the dependencies before the first measured run (a store's caches, its JIT): without it the
+    /// service measured first meets a cold store and loses to the order, not to its rivals.
+    #[serde(default)]
+    pub warmup: Option<WarmupSpec>,
+}
+
+/// `[warmup]`: drive the dependencies through a service with the scenario's mix until throughput settles.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WarmupSpec {
+    #[serde(default = "warmup_connections")]
+    pub connections: usize,
+    #[serde(default)]
+    pub mix: Option<String>,
+    /// Length of one measured window, e.g. "2s".
+    #[serde(default = "warmup_window")]
+    pub window: String,
+    /// Give up settling after this long, e.g. "60s".
+    #[serde(default = "warmup_max")]
+    pub max: String,
+    /// Settled when two windows in a row differ by less than this share (0.05 = 5 %).
+    #[serde(default = "warmup_tolerance")]
+    pub tolerance: f64,
+}
+
+fn warmup_connections() -> usize {
+    8
+}
+fn warmup_window() -> String {
+    "2s".into()
+}
+fn warmup_max() -> String {
+    "60s".into()
+}
+fn warmup_tolerance() -> f64 {
+    0.05
 }
 
 /// One dependency: its kind selects the code in `deps/`; the other keys are that kind's options.

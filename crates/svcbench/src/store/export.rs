@@ -1,9 +1,9 @@
 //! `svcbench export --json`: the whole store (or one session) as JSON, rows as objects keyed by column.
-use super::Store;
+use super::Reader;
 use anyhow::Result;
 use serde_json::{Map, Value};
 
-fn rows(store: &Store, sql: &str, param: Option<i64>) -> Result<Vec<Value>> {
+fn rows(store: &Reader, sql: &str, param: Option<i64>) -> Result<Vec<Value>> {
     let mut stmt = store.conn.prepare(sql)?;
     let names: Vec<String> = stmt.column_names().iter().map(|s| s.to_string()).collect();
     let map_row = |r: &rusqlite::Row| -> rusqlite::Result<Value> {
@@ -36,7 +36,7 @@ fn rows(store: &Store, sql: &str, param: Option<i64>) -> Result<Vec<Value>> {
 }
 
 /// Sessions with their services, and runs with their checks and steps nested.
-pub fn export(store: &Store, session: Option<i64>, with_samples: bool) -> Result<Value> {
+pub fn export(store: &Reader, session: Option<i64>, with_samples: bool) -> Result<Value> {
     let sessions = match session {
         Some(id) => rows(store, "SELECT * FROM session WHERE id = ?1", Some(id))?,
         None => rows(store, "SELECT * FROM session ORDER BY id", None)?,
@@ -44,17 +44,27 @@ pub fn export(store: &Store, session: Option<i64>, with_samples: bool) -> Result
     let mut out = Vec::new();
     for mut s in sessions {
         let sid = s["id"].as_i64().unwrap_or_default();
-        s["services"] = Value::Array(rows(store, "SELECT * FROM service WHERE session_id = ?1 ORDER BY name", Some(sid))?);
+        s["services"] =
+            Value::Array(rows(store, "SELECT * FROM service WHERE session_id = ?1 ORDER BY name", Some(sid))?);
         let mut runs = rows(store, "SELECT * FROM run WHERE session_id = ?1 ORDER BY id", Some(sid))?;
         for r in &mut runs {
             let rid = r["id"].as_i64().unwrap_or_default();
-            r["checks"] = Value::Array(rows(store, "SELECT seq, name, passed, reason FROM check_result WHERE run_id = ?1 ORDER BY seq", Some(rid))?);
-            r["figures"] = Value::Array(rows(store, "SELECT name, value FROM run_figure WHERE run_id = ?1", Some(rid))?);
+            r["checks"] = Value::Array(rows(
+                store,
+                "SELECT seq, name, passed, reason FROM check_result WHERE run_id = ?1 ORDER BY seq",
+                Some(rid),
+            )?);
+            r["figures"] =
+                Value::Array(rows(store, "SELECT name, value FROM run_figure WHERE run_id = ?1", Some(rid))?);
             let mut steps = rows(store, "SELECT * FROM step WHERE run_id = ?1 ORDER BY seq", Some(rid))?;
             if with_samples {
                 for st in &mut steps {
                     let stid = st["id"].as_i64().unwrap_or_default();
-                    st["sample_rows"] = Value::Array(rows(store, "SELECT t_s, cpu_s, mem_mib, rss_mib, threads, throttled_s FROM sample WHERE step_id = ?1", Some(stid))?);
+                    st["sample_rows"] = Value::Array(rows(
+                        store,
+                        "SELECT t_s, cpu_s, mem_mib, rss_mib, threads, throttled_s FROM sample WHERE step_id = ?1",
+                        Some(stid),
+                    )?);
                 }
             }
             r["steps"] = Value::Array(steps);

@@ -1,82 +1,37 @@
-//! The store: an SQLite database of every session, service, run, check, step and sample
-//! (schema in schema.sql, documented in docs/store.md). Rows are written as soon as their figures exist.
+//! The store: an SQLite database of every session, service, run, check, step and sample (schema.sql plus
+//! upgrade.rs, documented in docs/store.md). It owns its schema: its connection is private, writes go
+//! through typed records (records.rs) and readers use the read-only API (read.rs). Rows are written as soon
+//! as their figures exist, so nothing measured is lost when a later step, run or service fails.
 pub mod export;
+pub mod read;
+pub mod records;
+mod upgrade;
 
+use crate::figures::Flag;
 use anyhow::{Context, Result};
 use rusqlite::{params, Connection};
-use serde::Serialize;
 use std::path::Path;
 
-pub const SCHEMA_VERSION: &str = "2";
-/// Older versions this one reads after an additive upgrade (see `upgrade`).
-pub const READABLE_VERSIONS: &[&str] = &["1", "2"];
+pub use read::Reader;
+pub use records::{RunDeath, RunEnd, RunLimits, RunStartup, SessionRecord, StepRow};
+pub use upgrade::SCHEMA_VERSION;
 
 pub struct Store {
-    pub conn: Connection,
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionRecord {
-    pub label: Option<String>,
-    pub command: String,
-    pub scenario: String,
-    pub profile: String,
-    pub runs_per_service: u32,
-    pub host: crate::host::HostFacts,
-    pub cgroup_version: String,
-    pub limit_cpus: Option<f64>,
-    pub limit_memory_mib: Option<f64>,
-    pub service_cpuset: Option<String>,
-    pub loadgen_cpuset: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct StepRecord {
-    pub seq: u32,
-    pub label: String,
-    pub model: &'static str,
-    pub connections: Option<u64>,
-    pub rate: Option<f64>,
-    pub rate_end: Option<f64>,
-    pub mix: String,
-    pub upstream_delay_ms: Option<u64>,
-    pub cpu_s: Option<f64>,
-    pub mem_peak_mib: Option<f64>,
-    pub rss_peak_mib: Option<f64>,
-    pub threads_max: Option<u64>,
-    pub throttled_s: Option<f64>,
-    pub client_cpus: u32,
-    pub client_saturated: bool,
-    pub dep_cpu_s: Option<f64>,
-    pub dep_saturated: bool,
-    pub oom_killed: bool,
-    pub crashed: bool,
-    pub dependency_calls: Option<u64>,
+    conn: Connection,
 }
 
 fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// Brings a store of an older schema up to this one; every change so far only added columns.
-fn upgrade(conn: &Connection) -> Result<()> {
-    let version: String = conn.query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))?;
-    if version == SCHEMA_VERSION {
-        return Ok(());
-    }
-    if !READABLE_VERSIONS.contains(&version.as_str()) {
-        anyhow::bail!("its schema version {version} is not one this svcbench knows ({SCHEMA_VERSION}); use a newer svcbench");
-    }
-    // 1 → 2: requests unanswered at the end of a step.
-    let has = |col: &str| -> Result<bool> {
-        let mut st = conn.prepare("SELECT 1 FROM pragma_table_info('step') WHERE name = ?1")?;
-        Ok(st.exists([col])?)
-    };
-    if !has("in_flight_at_end")? {
-        conn.execute("ALTER TABLE step ADD COLUMN in_flight_at_end INTEGER", [])?;
-    }
-    conn.execute("UPDATE meta SET value = ?1 WHERE key = 'schema_version'", [SCHEMA_VERSION])?;
-    Ok(())
+/// Creates the tables where missing and brings the schema up to date.
+fn prepare(conn: &Connection, path: &Path) -> Result<()> {
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.execute_batch(include_str!("schema.sql"))
+        .with_context(|| format!("cannot create the schema in {}", path.display()))?;
+    // A new store starts as version 1 (schema.sql) and is brought up like any older one.
+    conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '1')", [])?;
+    upgrade::upgrade(conn).with_context(|| format!("cannot upgrade store {}", path.display()))
 }
 
 impl Store {
@@ -85,20 +40,14 @@ impl Store {
             std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         }
         let conn = Connection::open(path).with_context(|| format!("cannot open store {}", path.display()))?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        conn.execute_batch(include_str!("schema.sql"))
-            .with_context(|| format!("cannot create the schema in {}", path.display()))?;
-        conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?1)", [SCHEMA_VERSION])?;
-        upgrade(&conn).with_context(|| format!("cannot upgrade store {}", path.display()))?;
+        prepare(&conn, path)?;
         Ok(Store { conn })
     }
 
-    /// Opens an existing store for reading; a missing file is an error rather than a new empty store.
-    pub fn open_existing(path: &Path) -> Result<Store> {
-        if !path.exists() {
-            anyhow::bail!("store {} does not exist; run `svcbench run …` first or pass --db", path.display());
-        }
-        Store::open(path)
+    /// Raw access for tests that build hand-made stores.
+    #[cfg(test)]
+    pub fn raw(&self) -> &Connection {
+        &self.conn
     }
 
     pub fn create_session(&self, s: &SessionRecord) -> Result<i64> {
@@ -106,11 +55,28 @@ impl Store {
         self.conn.execute(
             "INSERT INTO session (started_at, label, command, svcbench_version, scenario, profile, runs_per_service,
                host_name, cpu_model, cpu_cores, memory_mib, kernel, cgroup_version, limit_cpus, limit_memory_mib,
-               service_cpuset, loadgen_cpuset)
-             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)",
-            params![now(), s.label, s.command, env!("CARGO_PKG_VERSION"), s.scenario, s.profile, s.runs_per_service,
-                h.host_name, h.cpu_model, h.cpu_cores, h.memory_mib, h.kernel, s.cgroup_version, s.limit_cpus,
-                s.limit_memory_mib, s.service_cpuset, s.loadgen_cpuset],
+               service_cpuset, loadgen_cpuset, probe_tolerance)
+             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18)",
+            params![
+                now(),
+                s.label,
+                s.command,
+                env!("CARGO_PKG_VERSION"),
+                s.scenario,
+                s.profile,
+                s.runs_per_service,
+                h.host_name,
+                h.cpu_model,
+                h.cpu_cores,
+                h.memory_mib,
+                h.kernel,
+                s.cgroup_version,
+                s.limit_cpus,
+                s.limit_memory_mib,
+                s.service_cpuset,
+                s.loadgen_cpuset,
+                s.probe_tolerance
+            ],
         )?;
         Ok(self.conn.last_insert_rowid())
     }
@@ -124,8 +90,32 @@ impl Store {
         Ok(())
     }
 
+    /// Marks a session whose svcbench was killed, and its unfinished runs, `aborted` (guard/leftovers.rs).
+    /// Returns how many runs were marked.
+    pub fn abort_session(&self, session: i64, why: &str) -> Result<usize> {
+        let flags = crate::figures::validity::run_flags("aborted", &[]);
+        let runs = self.conn.execute(
+            "UPDATE run SET status = 'aborted', ended_at = ?2, error = ?3, valid = 0, flags = ?4
+             WHERE session_id = ?1 AND status = 'running'",
+            params![session, now(), why, serde_json::to_string(&flags)?],
+        )?;
+        self.conn.execute(
+            "UPDATE session SET status = 'aborted', ended_at = ?2 WHERE id = ?1 AND status = 'running'",
+            params![session, now()],
+        )?;
+        self.add_session_warning(session, why)?;
+        Ok(runs)
+    }
+
+    /// The dependencies' warm-up before the first run (runner/warmup.rs), as JSON.
+    pub fn record_warmup(&self, session: i64, json: &str) -> Result<()> {
+        self.conn.execute("UPDATE session SET warmup = ?2 WHERE id = ?1", params![session, json])?;
+        Ok(())
+    }
+
     pub fn finish_session(&self, session: i64, status: &str) -> Result<()> {
-        self.conn.execute("UPDATE session SET ended_at = ?2, status = ?3 WHERE id = ?1", params![session, now(), status])?;
+        self.conn
+            .execute("UPDATE session SET ended_at = ?2, status = ?3 WHERE id = ?1", params![session, now(), status])?;
         Ok(())
     }
 
@@ -143,8 +133,20 @@ impl Store {
         self.conn.execute(
             "INSERT OR REPLACE INTO service (session_id, name, scenario, language, framework, framework_version, model, dir,
                build_ok, build_s, build_error, artifact_bytes) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)",
-            params![session, m.name, m.scenario, m.language, m.framework, m.framework_version, m.model.as_str(),
-                svc.dir.display().to_string(), build_ok, build_s, build_error, artifact_bytes],
+            params![
+                session,
+                m.name,
+                m.scenario,
+                m.language,
+                m.framework,
+                m.framework_version,
+                m.model.as_str(),
+                svc.dir.display().to_string(),
+                build_ok,
+                build_s,
+                build_error,
+                artifact_bytes
+            ],
         )?;
         Ok(())
     }
@@ -165,10 +167,44 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// Sets one column of a run (the runner fills them as they are measured).
-    pub fn set_run<T: rusqlite::ToSql>(&self, run: i64, column: &str, value: T) -> Result<()> {
-        debug_assert!(column.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
-        self.conn.execute(&format!("UPDATE run SET {column} = ?2 WHERE id = ?1"), params![run, value])?;
+    pub fn record_limits(&self, run: i64, l: &RunLimits) -> Result<()> {
+        self.conn.execute(
+            "UPDATE run SET cgroup_version = ?2, applied_cpus = ?3, applied_memory_mib = ?4, applied_cpuset = ?5
+             WHERE id = ?1",
+            params![run, l.cgroup_version, l.cpus, l.memory_mib, l.cpuset],
+        )?;
+        Ok(())
+    }
+
+    pub fn record_startup(&self, run: i64, s: &RunStartup) -> Result<()> {
+        self.conn.execute(
+            "UPDATE run SET startup_ms = ?2, idle_mem_mib = ?3, idle_rss_mib = ?4, idle_threads = ?5 WHERE id = ?1",
+            params![run, s.startup_ms, s.idle_mem_mib, s.idle_rss_mib, s.idle_threads as i64],
+        )?;
+        Ok(())
+    }
+
+    pub fn record_death(&self, run: i64, d: &RunDeath) -> Result<()> {
+        let col = if d.oom_killed { "oom_killed" } else { "crashed" };
+        self.conn
+            .execute(&format!("UPDATE run SET {col} = 1, failed_stage = ?2 WHERE id = ?1"), params![run, d.stage])?;
+        Ok(())
+    }
+
+    pub fn record_end(&self, run: i64, e: &RunEnd) -> Result<()> {
+        self.conn.execute(
+            "UPDATE run SET total_requests_ok = ?2, total_cpu_s = ?3, shutdown_ms = ?4, stopped_gracefully = ?5,
+               exit_code = ?6, exit_signal = ?7 WHERE id = ?1",
+            params![
+                run,
+                e.total_requests_ok as i64,
+                e.total_cpu_s,
+                e.shutdown_ms,
+                e.stopped_gracefully,
+                e.exit_code,
+                e.exit_signal
+            ],
+        )?;
         Ok(())
     }
 
@@ -183,14 +219,18 @@ impl Store {
     }
 
     pub fn add_run_figure(&self, run: i64, name: &str, value: f64) -> Result<()> {
-        self.conn.execute("INSERT OR REPLACE INTO run_figure (run_id, name, value) VALUES (?1,?2,?3)", params![run, name, value])?;
+        self.conn.execute(
+            "INSERT OR REPLACE INTO run_figure (run_id, name, value) VALUES (?1,?2,?3)",
+            params![run, name, value],
+        )?;
         Ok(())
     }
 
-    pub fn finish_run(&self, run: i64, status: &str, error: Option<&str>) -> Result<()> {
+    /// Ends a run: its status, error and validity flags (figures::validity::run_flags).
+    pub fn finish_run(&self, run: i64, status: &str, error: Option<&str>, flags: &[Flag]) -> Result<()> {
         self.conn.execute(
-            "UPDATE run SET ended_at = ?2, status = ?3, error = COALESCE(?4, error) WHERE id = ?1",
-            params![run, now(), status, error],
+            "UPDATE run SET ended_at = ?2, status = ?3, error = COALESCE(?4, error), valid = ?5, flags = ?6 WHERE id = ?1",
+            params![run, now(), status, error, flags.is_empty(), serde_json::to_string(flags)?],
         )?;
         Ok(())
     }
@@ -212,43 +252,19 @@ impl Store {
         Ok(())
     }
 
-    /// Writes one step with its load report and samples, in one transaction.
-    pub fn add_step(
-        &self,
-        run: i64,
-        s: &StepRecord,
-        load: &loadgen::LoadReport,
-        samples: &[crate::sandbox::sampler::Sample],
-    ) -> Result<i64> {
+    /// Writes one step and its samples, in one transaction. The columns are `StepRow`'s fields.
+    pub fn add_step(&self, run: i64, s: &StepRow, samples: &[crate::sandbox::sampler::Sample]) -> Result<i64> {
         let tx = self.conn.unchecked_transaction()?;
-        let e = &load.errors;
-        let l = &load.latency;
-        let ok = load.requests_ok;
-        let rps = load.success_rps();
-        let cpu_ms_per_req = s.cpu_s.filter(|_| ok > 0).map(|c| c * 1000.0 / ok as f64);
-        let mem_mib_s_per_req = s.mem_peak_mib.filter(|_| rps > 0.0).map(|m| m / rps);
-        let open = load.open.as_ref();
-        tx.execute(
-            "INSERT INTO step (run_id, seq, label, model, connections, rate, rate_end, mix, upstream_delay_ms, duration_s,
-               requests_ok, requests_err, err_connect, err_timeout, err_read, err_status, err_malformed, status_counts,
-               success_rps, error_ratio, p50, p75, p90, p99, p999, p9999, max_ms, mean_ms, latency_hdr,
-               open_intended, open_late, open_unsent, open_max_lateness_ms, cpu_s, cpu_ms_per_req, mem_peak_mib,
-               mem_mib_s_per_req, rss_peak_mib, threads_max, throttled_s, client_cpu_s, client_cpus, client_saturated,
-               dep_cpu_s, dep_saturated, oom_killed, crashed, samples, timeline, dependency_calls, in_flight_at_end)
-             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,
-               ?28,?29,?30,?31,?32,?33,?34,?35,?36,?37,?38,?39,?40,?41,?42,?43,?44,?45,?46,?47,?48,?49,?50,?51)",
-            params![
-                run, s.seq, s.label, s.model, s.connections, s.rate, s.rate_end, s.mix, s.upstream_delay_ms,
-                load.duration_s, ok, load.requests_err, e.connect_refused + e.connect_timeout, e.request_timeout,
-                e.read_closed, e.status, e.malformed, serde_json::to_string(&load.status_counts)?,
-                rps, load.error_ratio(), l.p50, l.p75, l.p90, l.p99, l.p999, l.p9999, l.max, l.mean, load.latency_hdr,
-                open.map(|o| o.intended), open.map(|o| o.sent_late), open.map(|o| o.unsent),
-                open.map(|o| o.max_lateness_ms), s.cpu_s, cpu_ms_per_req, s.mem_peak_mib, mem_mib_s_per_req,
-                s.rss_peak_mib, s.threads_max, s.throttled_s, load.client_cpu_s, s.client_cpus, s.client_saturated,
-                s.dep_cpu_s, s.dep_saturated, s.oom_killed, s.crashed, samples.len(),
-                serde_json::to_string(&load.timeline)?, s.dependency_calls, load.in_flight_at_end,
-            ],
-        )?;
+        let named = serde_rusqlite::to_params_named(s)?;
+        let slice = named.to_slice();
+        let cols: Vec<&str> = slice.iter().map(|(n, _)| n.trim_start_matches(':')).collect();
+        let sql = format!(
+            "INSERT INTO step (run_id, {}) VALUES ({}, {})",
+            cols.join(", "),
+            run,
+            slice.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+        );
+        tx.execute(&sql, slice.as_slice())?;
         let step_id = tx.last_insert_rowid();
         {
             let mut ins = tx.prepare_cached(
@@ -261,6 +277,29 @@ impl Store {
         tx.commit()?;
         Ok(step_id)
     }
+
+    /// Flags, at the end of a session, the steps whose machine-speed probe departs from the session's
+    /// median by more than its tolerance (the median is only known once every step ran).
+    pub fn flag_machine_speed(&self, session: i64, tolerance: f64) -> Result<usize> {
+        let mut st = self.conn.prepare(
+            "SELECT s.id, s.probe_ms, s.flags FROM step s JOIN run r ON r.id = s.run_id
+             WHERE r.session_id = ?1 AND s.probe_ms IS NOT NULL",
+        )?;
+        let rows: Vec<(i64, f64, Option<String>)> =
+            st.query_map([session], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<rusqlite::Result<_>>()?;
+        let Some(median) = crate::figures::median(rows.iter().map(|r| r.1)) else { return Ok(0) };
+        let mut flagged = 0;
+        for (id, probe, flags) in rows {
+            let Some(flag) = crate::figures::validity::probe_flag(probe, median, tolerance) else { continue };
+            let mut v = crate::figures::Validity::from_json(flags.as_deref().unwrap_or("[]"));
+            if !v.has("machine_speed") {
+                v.flags.push(flag);
+            }
+            self.conn.execute("UPDATE step SET flags = ?2, valid = 0 WHERE id = ?1", params![id, v.to_json()])?;
+            flagged += 1;
+        }
+        Ok(flagged)
+    }
 }
 
 #[cfg(test)]
@@ -268,26 +307,72 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_version_1_store_is_upgraded_in_place() {
+    fn an_older_store_is_upgraded_in_place_and_a_newer_one_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("old.db");
         {
-            // A version-1 store: today's schema without the step column added in version 2.
+            // A version-1 store: schema.sql alone.
             let c = Connection::open(&path).unwrap();
-            let v1 = include_str!("schema.sql").replace("  in_flight_at_end INTEGER,", "");
-            c.execute_batch(&v1).unwrap();
+            c.execute_batch(include_str!("schema.sql")).unwrap();
             c.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '1')", []).unwrap();
         }
         let s = Store::open(&path).unwrap();
-        let v: String = s.conn.query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0)).unwrap();
-        assert_eq!(v, SCHEMA_VERSION);
-        let has: bool =
-            s.conn.prepare("SELECT 1 FROM pragma_table_info('step') WHERE name = 'in_flight_at_end'").unwrap().exists([]).unwrap();
-        assert!(has);
+        let v: String =
+            s.conn.query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0)).unwrap();
+        assert_eq!(v, SCHEMA_VERSION.to_string());
+        for (table, col, ..) in upgrade::ADDED_COLUMNS {
+            let has: bool = s
+                .conn
+                .prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")
+                .unwrap()
+                .exists([table, col])
+                .unwrap();
+            assert!(has, "{table}.{col} missing after the upgrade");
+        }
         drop(s);
-        // Opening again is a no-op; a version from the future is refused with a clear message.
-        Store::open(&path).unwrap().conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'", []).unwrap();
+        Store::open(&path)
+            .unwrap()
+            .conn
+            .execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'", [])
+            .unwrap();
         let err = Store::open(&path).err().unwrap();
         assert!(format!("{err:#}").contains("schema version 99"), "{err:#}");
+    }
+
+    #[test]
+    fn a_step_row_written_is_the_step_row_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let s = Store::open(&path).unwrap();
+        let session = s.create_session(&SessionRecord { command: "t".into(), ..Default::default() }).unwrap();
+        let run = s.start_run(session, "svc", 1).unwrap();
+        let row = StepRow {
+            seq: 1,
+            label: "c=8".into(),
+            model: "closed".into(),
+            connections: Some(8),
+            mix: "default".into(),
+            duration_s: 4.0,
+            requests_ok: 1000,
+            requests_ok_in_window: Some(1000),
+            conn_starved: Some(4),
+            err_reset: Some(3),
+            err_connect_refused: Some(0),
+            status_counts: "{}".into(),
+            timeline: "[]".into(),
+            success_rps: 250.0,
+            valid: Some(false),
+            flags: Some(r#"[{"code":"starved_connections","detail":"4 of 8"}]"#.into()),
+            ..Default::default()
+        };
+        s.add_step(run, &row, &[]).unwrap();
+        drop(s);
+        let r = Reader::open(&path).unwrap();
+        let back = r.steps(run).unwrap();
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0].conn_starved, Some(4));
+        assert_eq!(back[0].err_reset, Some(3));
+        assert!(back[0].validity().has("starved_connections"));
+        assert_eq!(back[0].errors_by_kind().iter().find(|(k, _)| *k == "reset").unwrap().1, 3);
     }
 }

@@ -1,4 +1,5 @@
--- svcbench store, schema version 1. Documented in docs/store.md. Every table is append-only: a row is
+-- svcbench store: the tables as schema version 1 made them; every later column is added by upgrade.rs (in new
+-- stores too), so a column is declared in exactly one place. Documented in docs/store.md. Every table is append-only: a row is
 -- written the moment its figures exist (a step as soon as it ends), so nothing measured is lost when a
 -- later step, run or service fails.
 PRAGMA journal_mode = WAL;
@@ -96,7 +97,6 @@ CREATE TABLE IF NOT EXISTS step (
   samples INTEGER NOT NULL,            -- sampler readings taken during the step
   timeline TEXT NOT NULL,              -- JSON: per-second successes, errors, p50, p99
   dependency_calls INTEGER,            -- calls the mock upstream received during the step
-  in_flight_at_end INTEGER,            -- requests sent but unanswered when the step ended (schema 2)
   UNIQUE (run_id, seq)
 );
 

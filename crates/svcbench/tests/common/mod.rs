@@ -18,7 +18,11 @@ pub fn fixture(name: &str) -> PathBuf {
 
 pub fn svcbench(args: &[&str], cwd: &Path) -> Output {
     let out = Command::new(bin()).args(args).current_dir(cwd).env("SVCBENCH_HOME", repo()).output().unwrap();
-    eprintln!("--- svcbench {args:?}\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    eprintln!(
+        "--- svcbench {args:?}\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     out
 }
 

@@ -1,0 +1,210 @@
+//! Validity: the reasons a step or a run may not be quoted. A figure is quoted (peak req/s, medians,
+//! verdicts, README tables) only from valid steps of completed runs; every flag is stored with its step or
+//! run and shown wherever the figure is. The generator's own judgements (headroom, open-model fidelity and
+//! sustainability, starved connections) come from loadgen (`LoadReport::flags`); this module adds what
+//! only svcbench can see: dependencies, the machine's speed, the service's end, the limits and the run.
+use serde::{Deserialize, Serialize};
+
+/// One reason a figure is not clean: a stable code and a sentence with the numbers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Flag {
+    pub code: String,
+    pub detail: String,
+}
+
+impl Flag {
+    pub fn new(code: &str, detail: impl Into<String>) -> Flag {
+        Flag { code: code.to_string(), detail: detail.into() }
+    }
+}
+
+/// Every code, with what it tells a reader. Codes are stored; labels are what the report prints.
+pub const CODES: &[(&str, &str)] = &[
+    ("generator_saturated", "load generator saturated"),
+    ("generator_contended", "load generator lost CPU to other processes"),
+    ("client_resource_errors", "load generator ran out of sockets or files"),
+    ("rate_not_held", "open-model rate not held"),
+    ("schedule_lag", "open-model schedule lag above 1 ms"),
+    ("not_sustained", "not sustained (growing backlog)"),
+    ("starved_connections", "starved connections"),
+    ("dependency_saturated", "dependency saturated"),
+    ("machine_speed", "machine speed drifted"),
+    ("oom_killed", "service OOM-killed"),
+    ("crashed", "service crashed"),
+    ("unlimited", "limits not applied as asked"),
+    ("incomplete", "run not completed"),
+    ("legacy_client_saturated", "load generator saturated (older rule)"),
+];
+
+/// The reader's words for a code.
+pub fn label(code: &str) -> &str {
+    CODES.iter().find(|(c, _)| *c == code).map(|(_, l)| *l).unwrap_or(code)
+}
+
+/// The flags of one step or run; valid when there are none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Validity {
+    pub flags: Vec<Flag>,
+}
+
+impl Validity {
+    pub fn valid(&self) -> bool {
+        self.flags.is_empty()
+    }
+
+    /// "dependency saturated, starved connections" (distinct labels, in order).
+    pub fn summary(&self) -> String {
+        let mut labels: Vec<&str> = Vec::new();
+        for f in &self.flags {
+            let l = label(&f.code);
+            if !labels.contains(&l) {
+                labels.push(l);
+            }
+        }
+        labels.join(", ")
+    }
+
+    pub fn details(&self) -> String {
+        self.flags.iter().map(|f| f.detail.as_str()).collect::<Vec<_>>().join("; ")
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(&self.flags).unwrap_or_else(|_| "[]".into())
+    }
+
+    pub fn from_json(s: &str) -> Validity {
+        Validity { flags: serde_json::from_str(s).unwrap_or_default() }
+    }
+
+    pub fn has(&self, code: &str) -> bool {
+        self.flags.iter().any(|f| f.code == code)
+    }
+}
+
+/// A dependency's use of its CPUs during a step.
+#[derive(Debug, Clone, Copy)]
+pub struct DependencyUsage {
+    pub cpu_s: f64,
+    /// Time its threads together spent waiting for a CPU (run queue), where it can be read.
+    pub wait_s: Option<f64>,
+    pub cpus: usize,
+}
+
+/// The dependencies (a store, an upstream) lacked CPU: alone above the saturation mark, together with the
+/// load generator on the CPUs they share (OpenSearch at 0.86 CPU + the generator at 0.14 on one core), or
+/// their threads together waited for a CPU more than half the step.
+pub fn dependency_flags(dep: &DependencyUsage, generator_cpu_s: f64, shared_cpus: usize, wall_s: f64) -> Vec<Flag> {
+    let alone = super::cpu_share(dep.cpu_s, wall_s, dep.cpus);
+    let together = super::cpu_share(dep.cpu_s + generator_cpu_s, wall_s, shared_cpus);
+    let waited = dep.wait_s.map(|w| if wall_s > 0.0 { w / wall_s } else { 0.0 }).unwrap_or(0.0);
+    let mut out = Vec::new();
+    if alone > super::SATURATED || together > super::SATURATED || waited > 0.5 {
+        out.push(Flag::new(
+            "dependency_saturated",
+            format!(
+                "dependencies used {:.0} % of their {} CPU(s), {:.0} % together with the load generator, and \
+                 waited {:.2} s per second for a CPU: the store, not the service, may be the bottleneck",
+                alone * 100.0,
+                dep.cpus,
+                together * 100.0,
+                waited
+            ),
+        ));
+    }
+    out
+}
+
+/// The machine-speed probe (a fixed CPU-bound loop, in ms) departs from the session's median by more than
+/// `tolerance` (0.10 = 10 %): the host slowed the VM (or sped it up) during this step.
+pub fn probe_flag(probe_ms: f64, session_median_ms: f64, tolerance: f64) -> Option<Flag> {
+    if !(probe_ms.is_finite() && session_median_ms > 0.0) {
+        return None;
+    }
+    let drift = probe_ms / session_median_ms - 1.0;
+    (drift.abs() > tolerance).then(|| {
+        Flag::new(
+            "machine_speed",
+            format!(
+                "the machine-speed probe took {probe_ms:.2} ms against the session's median {session_median_ms:.2} ms \
+                 ({:+.0} %, tolerance ±{:.0} %): the machine was not running at its usual speed",
+                drift * 100.0,
+                tolerance * 100.0
+            ),
+        )
+    })
+}
+
+/// The service ended during the step.
+pub fn service_end_flags(oom_killed: bool, crashed: bool) -> Vec<Flag> {
+    let mut out = Vec::new();
+    if oom_killed {
+        out.push(Flag::new("oom_killed", "the service was killed by the kernel at its memory cap during this step"));
+    }
+    if crashed {
+        out.push(Flag::new("crashed", "the service exited during this step"));
+    }
+    out
+}
+
+/// A run's own flags: not completed, or limits that were not applied as asked.
+pub fn run_flags(status: &str, limit_mismatches: &[String]) -> Vec<Flag> {
+    let mut out = Vec::new();
+    if status != "completed" {
+        out.push(Flag::new("incomplete", format!("the run is {status}: it enters no median and no verdict")));
+    }
+    for m in limit_mismatches {
+        out.push(Flag::new("unlimited", m.clone()));
+    }
+    out
+}
+
+/// Flags of a step recorded before validity was stored (older stores): the saturation marks it had.
+pub fn legacy_step_flags(client_saturated: bool, dep_saturated: bool, oom_killed: bool, crashed: bool) -> Vec<Flag> {
+    let mut out = Vec::new();
+    if client_saturated {
+        out.push(Flag::new("legacy_client_saturated", "the load generator used over 90 % of its CPUs"));
+    }
+    if dep_saturated {
+        out.push(Flag::new("dependency_saturated", "dependencies used over 90 % of their CPUs"));
+    }
+    out.extend(service_end_flags(oom_killed, crashed));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_saturated_step_is_flagged_and_a_quiet_one_is_not() {
+        let busy = DependencyUsage { cpu_s: 8.8, wait_s: Some(0.1), cpus: 1 };
+        let flags = dependency_flags(&busy, 0.5, 1, 10.0);
+        assert_eq!(flags.len(), 1);
+        assert_eq!(flags[0].code, "dependency_saturated");
+        // Alone at 86 %, with the generator on the same CPU at 14 %: together saturated.
+        let shared = DependencyUsage { cpu_s: 8.6, wait_s: None, cpus: 1 };
+        assert_eq!(dependency_flags(&shared, 1.4, 1, 10.0).len(), 1);
+        let quiet = DependencyUsage { cpu_s: 2.0, wait_s: Some(0.5), cpus: 1 };
+        assert!(dependency_flags(&quiet, 1.0, 1, 10.0).is_empty());
+        // Threads that waited for a CPU most of the step: saturated whatever the CPU share says.
+        let starved = DependencyUsage { cpu_s: 2.0, wait_s: Some(6.0), cpus: 1 };
+        assert_eq!(dependency_flags(&starved, 1.0, 1, 10.0).len(), 1);
+    }
+
+    #[test]
+    fn probe_drift_beyond_the_tolerance_is_flagged() {
+        assert!(probe_flag(10.5, 10.0, 0.1).is_none());
+        assert_eq!(probe_flag(11.5, 10.0, 0.1).unwrap().code, "machine_speed");
+        assert_eq!(probe_flag(8.5, 10.0, 0.1).unwrap().code, "machine_speed");
+        assert!(probe_flag(f64::NAN, 10.0, 0.1).is_none());
+    }
+
+    #[test]
+    fn validity_round_trips_and_summarises() {
+        let v = Validity { flags: run_flags("interrupted", &["asked 0.5 CPUs, cgroup has no quota".into()]) };
+        assert!(!v.valid());
+        assert_eq!(v.summary(), "run not completed, limits not applied as asked");
+        assert_eq!(Validity::from_json(&v.to_json()), v);
+        assert!(Validity::default().valid());
+    }
+}

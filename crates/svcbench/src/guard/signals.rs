@@ -1,0 +1,25 @@
+//! Ctrl-C and SIGTERM: the first one asks the session to stop (every wait checks the flag, so it ends
+//! within a second, keeping what was measured); a second one kills every service and dependency, removes
+//! their cgroups, and only then exits (130).
+use anyhow::Result;
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+pub fn stop_flag() -> Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let mut signals = Signals::new([SIGINT, SIGTERM])?;
+    let f = flag.clone();
+    std::thread::Builder::new().name("signals".into()).spawn(move || {
+        for sig in signals.forever() {
+            if f.swap(true, Ordering::SeqCst) {
+                eprintln!("\nsvcbench: second signal ({sig}): stopping every service and dependency now");
+                super::teardown_all();
+                std::process::exit(130);
+            }
+            eprintln!("\nsvcbench: stopping after the current wait (again to stop at once; it still cleans up)");
+        }
+    })?;
+    Ok(flag)
+}

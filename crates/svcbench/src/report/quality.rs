@@ -1,0 +1,192 @@
+//! How far the figures can be trusted: which steps and runs were left out of the quoted figures and why
+//! (validity), failed requests by kind, the connections that got no answers, and whether an open model
+//! kept its schedule. Shown in both outputs right after the summary.
+use super::data::{Dataset, Step};
+use super::table::{num, Cell, Row, Table};
+use crate::figures::Validity;
+
+/// The steps of a group at each position of the profile: (seq, label, one step per run).
+pub fn steps_by_position(d: &Dataset, g: usize) -> Vec<(i64, String, Vec<&Step>)> {
+    let mut out: Vec<(i64, String, Vec<&Step>)> = Vec::new();
+    for r in d.counted_runs(g) {
+        for s in &r.steps {
+            match out.iter_mut().find(|(seq, label, _)| *seq == s.seq && *label == s.label) {
+                Some(e) => e.2.push(s),
+                None => out.push((s.seq, s.label.clone(), vec![s])),
+            }
+        }
+    }
+    out.sort_by_key(|e| e.0);
+    out
+}
+
+fn median(steps: &[&Step], f: impl Fn(&Step) -> Option<f64>) -> Option<f64> {
+    crate::figures::median(steps.iter().filter_map(|s| f(s)))
+}
+
+/// Every run and step whose figures were left out (or, with --include-invalid, flagged), with why.
+pub fn validity(d: &Dataset) -> Table {
+    let mut t = Table {
+        id: "validity".into(),
+        caption: "Validity".into(),
+        note: if d.include_invalid {
+            "--include-invalid: these figures ARE in the summary and the charts' peaks, although svcbench judges them \
+             not valid for the reasons given."
+                .into()
+        } else {
+            "Figures in the summary, the peaks and compare come only from valid steps of completed runs under the \
+             limits asked; these were left out (report --include-invalid puts them back, still flagged). Hover a \
+             reason for its numbers."
+                .into()
+        },
+        head: ["run", "step", "reasons"].map(String::from).to_vec(),
+        rows: Vec::new(),
+    };
+    let mut push = |run: &str, step: &str, v: &Validity| {
+        t.rows.push(Row {
+            cells: vec![
+                Cell::header(run.to_string()),
+                Cell::text(step.to_string()),
+                Cell::text(v.summary()).class("warn").title(v.details()),
+            ],
+            data: vec![("run".into(), run.into()), ("flags".into(), v.summary())],
+        });
+    };
+    for g in 0..d.groups.len() {
+        for r in d.group_runs(g) {
+            let rv = r.validity();
+            if !rv.valid() {
+                push(&r.label, "whole run", &rv);
+            }
+            for s in &r.steps {
+                let v = s.validity();
+                if !v.valid() {
+                    push(&r.label, &format!("#{} {}", s.seq, s.label), &v);
+                }
+            }
+        }
+    }
+    t
+}
+
+/// Failed requests by kind, per service and step (medians over the counted runs), with the connections
+/// that got no answer at all: only kinds that occurred get a column.
+pub fn errors(d: &Dataset) -> Option<Table> {
+    let mut kinds: Vec<&'static str> = Vec::new();
+    for r in &d.runs {
+        for s in &r.steps {
+            for (k, n) in s.errors_by_kind() {
+                if n > 0 && !kinds.contains(&k) {
+                    kinds.push(k);
+                }
+            }
+        }
+    }
+    let starved_any = d.runs.iter().flat_map(|r| &r.steps).any(|s| s.conn_starved.unwrap_or(0) > 0);
+    if kinds.is_empty() && !starved_any {
+        return None;
+    }
+    let mut head: Vec<String> = ["service", "step", "requests ok"].map(String::from).to_vec();
+    head.extend(kinds.iter().map(|k| k.to_string()));
+    head.extend(
+        [
+            "connect attempts failed",
+            "starved connections",
+            "answers per connection (min / median / max)",
+            "oldest unanswered (ms)",
+        ]
+        .map(String::from),
+    );
+    let mut t = Table {
+        id: "errors".into(),
+        caption: "Errors by kind and starved connections".into(),
+        note:
+            "Median per step over the counted runs. Client resources (the generator ran out of sockets or files) are \
+               the generator's failure and invalidate the step. Connect attempts failed counts every retry; the error \
+               columns count each request once. A starved connection got no answer in the whole step (a blocking \
+               server whose workers are all held by other keep-alive connections)."
+                .into(),
+        head,
+        rows: Vec::new(),
+    };
+    for (g, grp) in d.groups.iter().enumerate() {
+        for (seq, label, steps) in steps_by_position(d, g) {
+            let mut cells = vec![Cell::header(grp.name.clone()), Cell::text(format!("#{seq} {label}"))];
+            cells.push(Cell::num(median(&steps, |s| Some(s.requests_ok as f64))));
+            for k in &kinds {
+                let v = median(&steps, |s| s.errors_by_kind().iter().find(|(x, _)| x == k).map(|(_, n)| *n as f64));
+                cells.push(Cell::num(v).class(if v.unwrap_or(0.0) > 0.0 { "fail" } else { "num" }));
+            }
+            cells.push(Cell::num(median(&steps, |s| s.connect_attempts_failed.map(|n| n as f64))));
+            let starved = median(&steps, |s| s.conn_starved.map(|n| n as f64));
+            cells.push(Cell::num(starved).class(if starved.unwrap_or(0.0) > 0.0 { "fail" } else { "num" }));
+            let a = |f: fn(&Step) -> Option<i64>| median(&steps, |s| f(s).map(|n| n as f64)).map(num);
+            cells.push(Cell::text(match (a(|s| s.answers_min), a(|s| s.answers_median), a(|s| s.answers_max)) {
+                (Some(lo), Some(mid), Some(hi)) => format!("{lo} / {mid} / {hi}"),
+                _ => "–".into(),
+            }));
+            cells.push(Cell::num(median(&steps, |s| s.oldest_unanswered_ms)));
+            t.rows.push(Row { cells, data: vec![("service".into(), grp.name.clone())] });
+        }
+    }
+    Some(t)
+}
+
+/// Whether the open model kept its schedule: offered vs achieved rate, requests late or unsent, and the
+/// generator's own lag (which, unlike lateness from busy connections, is not the service's doing).
+pub fn schedule(d: &Dataset) -> Option<Table> {
+    if !d.runs.iter().flat_map(|r| &r.steps).any(|s| s.is_open()) {
+        return None;
+    }
+    let mut t = Table {
+        id: "schedule".into(),
+        caption: "Open model: was the schedule kept?".into(),
+        note: "Median per step over the counted runs. Achieved: requests sent in the step's window per second. Late: \
+               sent after their time because every allowed connection was busy (the service's doing); lag: the \
+               generator's own delay in sending a due request with a connection ready (a step with lag p99 above 1 ms \
+               is flagged). In flight: unanswered when the drain after the step ended."
+            .into(),
+        head: [
+            "service",
+            "step",
+            "offered req/s",
+            "achieved req/s",
+            "intended",
+            "sent late",
+            "unsent",
+            "lag p50 (ms)",
+            "lag p99 (ms)",
+            "lag max (ms)",
+            "in flight at end",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: Vec::new(),
+    };
+    for (g, grp) in d.groups.iter().enumerate() {
+        for (seq, label, steps) in steps_by_position(d, g) {
+            if !steps.iter().any(|s| s.is_open()) {
+                continue;
+            }
+            let m = |f: fn(&Step) -> Option<f64>| Cell::num(median(&steps, f));
+            let mi = |f: fn(&Step) -> Option<i64>| Cell::num(median(&steps, |s| f(s).map(|n| n as f64)));
+            t.rows.push(Row {
+                cells: vec![
+                    Cell::header(grp.name.clone()),
+                    Cell::text(format!("#{seq} {label}")),
+                    m(|s| s.rate),
+                    m(|s| s.open_achieved_rate),
+                    mi(|s| s.open_intended),
+                    mi(|s| s.open_late),
+                    mi(|s| s.open_unsent),
+                    m(|s| s.open_lag_p50_ms),
+                    m(|s| s.open_lag_p99_ms),
+                    m(|s| s.open_lag_max_ms),
+                    mi(|s| s.in_flight_at_end),
+                ],
+                data: vec![("service".into(), grp.name.clone())],
+            });
+        }
+    }
+    Some(t)
+}

@@ -1,0 +1,316 @@
+//! The store's read-only API: what `report`, `compare` and `export` read, without SQL of their own. A
+//! reader never changes what it reads; a store of an older schema is upgraded first (columns are only ever
+//! added), then opened read-only.
+use super::records::StepRow;
+use crate::figures::Validity;
+use anyhow::{bail, Context, Result};
+use rusqlite::{Connection, OpenFlags, Row};
+use std::path::Path;
+
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub id: i64,
+    pub started_at: String,
+    pub ended_at: Option<String>,
+    pub label: Option<String>,
+    pub command: String,
+    pub svcbench_version: String,
+    pub scenario: String,
+    pub profile: String,
+    pub runs_per_service: i64,
+    pub host_name: Option<String>,
+    pub cpu_model: Option<String>,
+    pub cpu_cores: Option<i64>,
+    pub memory_mib: Option<f64>,
+    pub kernel: Option<String>,
+    pub cgroup_version: String,
+    pub limit_cpus: Option<f64>,
+    pub limit_memory_mib: Option<f64>,
+    pub service_cpuset: Option<String>,
+    pub loadgen_cpuset: Option<String>,
+    pub status: String,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Service {
+    pub session_id: i64,
+    pub name: String,
+    pub language: String,
+    pub framework: String,
+    pub framework_version: String,
+    pub model: String,
+    pub build_ok: bool,
+    pub build_s: Option<f64>,
+    pub build_error: Option<String>,
+    pub artifact_bytes: Option<i64>,
+    pub refuses_bad_dependency: Option<bool>,
+    pub refuse_detail: Option<String>,
+}
+
+impl Service {
+    /// A service known only from its runs (its row is missing or filtered out).
+    pub fn placeholder(session_id: i64, name: &str) -> Service {
+        Service {
+            session_id,
+            name: name.to_string(),
+            language: String::new(),
+            framework: String::new(),
+            framework_version: String::new(),
+            model: String::new(),
+            build_ok: true,
+            build_s: None,
+            build_error: None,
+            artifact_bytes: None,
+            refuses_bad_dependency: None,
+            refuse_detail: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Check {
+    pub seq: i64,
+    pub name: String,
+    pub passed: bool,
+    pub reason: String,
+}
+
+pub type Step = StepRow;
+
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub id: i64,
+    pub session_id: i64,
+    pub service: String,
+    pub run_index: i64,
+    /// Index of the run within its report group, 1-based (the `#n` of its label); set by the report.
+    pub ordinal: usize,
+    /// "go-nethttp #1": what tooltips and tables call the run; set by the report.
+    pub label: String,
+    pub group: usize,
+    pub status: String,
+    pub error: Option<String>,
+    pub startup_ms: Option<f64>,
+    pub idle_mem_mib: Option<f64>,
+    pub idle_rss_mib: Option<f64>,
+    pub checks_passed: Option<i64>,
+    pub checks_failed: Option<i64>,
+    pub shutdown_ms: Option<f64>,
+    pub stopped_gracefully: Option<bool>,
+    pub exit_code: Option<i64>,
+    pub exit_signal: Option<i64>,
+    pub oom_killed: bool,
+    pub crashed: bool,
+    pub failed_stage: Option<String>,
+    pub total_cpu_s: Option<f64>,
+    pub total_requests_ok: Option<i64>,
+    pub cgroup_version: Option<String>,
+    pub applied_cpus: Option<f64>,
+    pub applied_memory_mib: Option<f64>,
+    pub applied_cpuset: Option<String>,
+    pub warnings: Vec<String>,
+    flags: Option<String>,
+    pub steps: Vec<Step>,
+    pub checks: Vec<Check>,
+    pub figures: Vec<(String, f64)>,
+}
+
+impl Run {
+    /// The run's flags; a run stored before validity was gets "incomplete" from its status alone.
+    pub fn validity(&self) -> Validity {
+        match &self.flags {
+            Some(j) => Validity::from_json(j),
+            None => Validity { flags: crate::figures::validity::run_flags(&self.status, &[]) },
+        }
+    }
+
+    /// Whether the run's figures may enter medians and verdicts: completed, under the limits asked.
+    pub fn counts(&self) -> bool {
+        self.validity().valid()
+    }
+}
+
+fn json_strings(s: Option<String>) -> Vec<String> {
+    s.and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok()).unwrap_or_default()
+}
+
+fn session_of(r: &Row) -> rusqlite::Result<Session> {
+    Ok(Session {
+        id: r.get("id")?,
+        started_at: r.get("started_at")?,
+        ended_at: r.get("ended_at")?,
+        label: r.get("label")?,
+        command: r.get("command")?,
+        svcbench_version: r.get("svcbench_version")?,
+        scenario: r.get("scenario")?,
+        profile: r.get("profile")?,
+        runs_per_service: r.get("runs_per_service")?,
+        host_name: r.get("host_name")?,
+        cpu_model: r.get("cpu_model")?,
+        cpu_cores: r.get("cpu_cores")?,
+        memory_mib: r.get("memory_mib")?,
+        kernel: r.get("kernel")?,
+        cgroup_version: r.get("cgroup_version")?,
+        limit_cpus: r.get("limit_cpus")?,
+        limit_memory_mib: r.get("limit_memory_mib")?,
+        service_cpuset: r.get("service_cpuset")?,
+        loadgen_cpuset: r.get("loadgen_cpuset")?,
+        status: r.get("status")?,
+        warnings: json_strings(r.get("warnings")?),
+    })
+}
+
+fn service_of(r: &Row) -> rusqlite::Result<Service> {
+    Ok(Service {
+        session_id: r.get("session_id")?,
+        name: r.get("name")?,
+        language: r.get("language")?,
+        framework: r.get("framework")?,
+        framework_version: r.get("framework_version")?,
+        model: r.get("model")?,
+        build_ok: r.get::<_, i64>("build_ok")? != 0,
+        build_s: r.get("build_s")?,
+        build_error: r.get("build_error")?,
+        artifact_bytes: r.get("artifact_bytes")?,
+        refuses_bad_dependency: r.get::<_, Option<i64>>("refuses_bad_dependency")?.map(|v| v != 0),
+        refuse_detail: r.get("refuse_detail")?,
+    })
+}
+
+fn run_of(r: &Row) -> rusqlite::Result<Run> {
+    Ok(Run {
+        id: r.get("id")?,
+        session_id: r.get("session_id")?,
+        service: r.get("service")?,
+        run_index: r.get("run_index")?,
+        ordinal: 0,
+        label: String::new(),
+        group: 0,
+        status: r.get("status")?,
+        error: r.get("error")?,
+        startup_ms: r.get("startup_ms")?,
+        idle_mem_mib: r.get("idle_mem_mib")?,
+        idle_rss_mib: r.get("idle_rss_mib")?,
+        checks_passed: r.get("checks_passed")?,
+        checks_failed: r.get("checks_failed")?,
+        shutdown_ms: r.get("shutdown_ms")?,
+        stopped_gracefully: r.get::<_, Option<i64>>("stopped_gracefully")?.map(|v| v != 0),
+        exit_code: r.get("exit_code")?,
+        exit_signal: r.get("exit_signal")?,
+        oom_killed: r.get::<_, i64>("oom_killed")? != 0,
+        crashed: r.get::<_, i64>("crashed")? != 0,
+        failed_stage: r.get("failed_stage")?,
+        total_cpu_s: r.get("total_cpu_s")?,
+        total_requests_ok: r.get("total_requests_ok")?,
+        cgroup_version: r.get("cgroup_version")?,
+        applied_cpus: r.get("applied_cpus")?,
+        applied_memory_mib: r.get("applied_memory_mib")?,
+        applied_cpuset: r.get("applied_cpuset")?,
+        warnings: json_strings(r.get("warnings")?),
+        flags: r.get("flags")?,
+        steps: Vec::new(),
+        checks: Vec::new(),
+        figures: Vec::new(),
+    })
+}
+
+/// A read-only view of a store.
+pub struct Reader {
+    pub(super) conn: Connection,
+}
+
+impl Reader {
+    pub fn open(path: &Path) -> Result<Reader> {
+        if !path.exists() {
+            bail!("store {} does not exist; run `svcbench run …` first or pass --db", path.display());
+        }
+        let ro = || -> Result<Connection> {
+            let conn =
+                Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+                    .with_context(|| format!("cannot open store {}", path.display()))?;
+            conn.busy_timeout(std::time::Duration::from_secs(10))?;
+            Ok(conn)
+        };
+        let conn = ro()?;
+        let has_meta = conn
+            .query_row("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .with_context(|| format!("{} is not an svcbench store", path.display()))?;
+        if has_meta == 0 {
+            bail!("{} is not an svcbench store (no meta table)", path.display());
+        }
+        if super::upgrade::needs_upgrade(&conn)? {
+            drop(conn);
+            // Adds the newer columns (every older row stays as it was), then reads.
+            super::Store::open(path)?;
+            return Ok(Reader { conn: ro()? });
+        }
+        Ok(Reader { conn })
+    }
+
+    pub fn sessions(&self) -> Result<Vec<Session>> {
+        Ok(self
+            .conn
+            .prepare("SELECT * FROM session ORDER BY id")?
+            .query_map([], session_of)?
+            .collect::<rusqlite::Result<_>>()?)
+    }
+
+    pub fn run_count(&self, session: i64) -> Result<i64> {
+        Ok(self.conn.query_row("SELECT COUNT(*) FROM run WHERE session_id = ?1", [session], |r| r.get(0))?)
+    }
+
+    pub fn services(&self, session: i64) -> Result<Vec<Service>> {
+        Ok(self
+            .conn
+            .prepare("SELECT * FROM service WHERE session_id = ?1 ORDER BY rowid")?
+            .query_map([session], service_of)?
+            .collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// A session's runs, without their steps and checks (see `fill`).
+    pub fn runs(&self, session: i64) -> Result<Vec<Run>> {
+        Ok(self
+            .conn
+            .prepare("SELECT * FROM run WHERE session_id = ?1 ORDER BY run_index, id")?
+            .query_map([session], run_of)?
+            .collect::<rusqlite::Result<_>>()?)
+    }
+
+    pub fn steps(&self, run: i64) -> Result<Vec<Step>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT s.*, (SELECT rss_mib FROM sample WHERE step_id = s.id ORDER BY t_s DESC LIMIT 1) AS rss_end_mib
+             FROM step s WHERE s.run_id = ?1 ORDER BY s.seq",
+        )?;
+        let rows = serde_rusqlite::from_rows::<StepRow>(stmt.query([run])?);
+        rows.collect::<std::result::Result<Vec<_>, _>>().context("cannot read a step row")
+    }
+
+    pub fn checks(&self, run: i64) -> Result<Vec<Check>> {
+        Ok(self
+            .conn
+            .prepare("SELECT seq, name, passed, reason FROM check_result WHERE run_id = ?1 ORDER BY seq")?
+            .query_map([run], |r| {
+                Ok(Check { seq: r.get(0)?, name: r.get(1)?, passed: r.get::<_, i64>(2)? != 0, reason: r.get(3)? })
+            })?
+            .collect::<rusqlite::Result<_>>()?)
+    }
+
+    pub fn run_figures(&self, run: i64) -> Result<Vec<(String, f64)>> {
+        Ok(self
+            .conn
+            .prepare("SELECT name, value FROM run_figure WHERE run_id = ?1 ORDER BY name")?
+            .query_map([run], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Loads a run's steps, checks and extra figures into it.
+    pub fn fill(&self, run: &mut Run) -> Result<()> {
+        run.steps = self.steps(run.id)?;
+        run.checks = self.checks(run.id)?;
+        run.figures = self.run_figures(run.id)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,79 @@
+//! Columns added after schema version 1, in one list: a new store gets them right after schema.sql, an
+//! older one in place (only columns are ever added, so every older row stays readable; its new columns
+//! are NULL, which readers take as "not measured by the svcbench that wrote it").
+use anyhow::Result;
+use rusqlite::Connection;
+
+/// (table, column, SQL type, the schema version that added it, what it holds).
+pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
+    ("step", "in_flight_at_end", "INTEGER", 2, "requests sent but unanswered when the step ended"),
+    ("step", "requests_ok_in_window", "INTEGER", 3, "successes completed inside the step's window (what req/s counts)"),
+    ("step", "err_connect_refused", "INTEGER", 3, "connection refused"),
+    ("step", "err_connect_timeout", "INTEGER", 3, "connection not made within the connect timeout"),
+    ("step", "err_client_resource", "INTEGER", 3, "the generator's own failure: EMFILE, EADDRNOTAVAIL, ..."),
+    ("step", "err_reset", "INTEGER", 3, "connection reset while a request was in flight"),
+    ("step", "err_closed_early", "INTEGER", 3, "connection closed before the response was complete"),
+    ("step", "connect_attempts_failed", "INTEGER", 3, "every failed connect attempt, retries included"),
+    ("step", "success_ratio", "REAL", 3, "figures::success_ratio, the one definition per model"),
+    ("step", "open_lag_p50_ms", "REAL", 3, "the generator's own schedule lag (open model)"),
+    ("step", "open_lag_p99_ms", "REAL", 3, ""),
+    ("step", "open_lag_max_ms", "REAL", 3, ""),
+    ("step", "open_achieved_rate", "REAL", 3, "requests sent in the window per second"),
+    ("step", "conn_used", "INTEGER", 3, "connection slots used"),
+    ("step", "conn_starved", "INTEGER", 3, "connections that got no answer at all in the step"),
+    ("step", "conn_never_connected", "INTEGER", 3, "connection slots whose attempts never completed"),
+    ("step", "answers_min", "INTEGER", 3, "answers per connection"),
+    ("step", "answers_median", "INTEGER", 3, ""),
+    ("step", "answers_max", "INTEGER", 3, ""),
+    ("step", "oldest_unanswered_ms", "REAL", 3, "age of the oldest request unanswered at the end"),
+    ("step", "stalled", "INTEGER", 3, "requests unanswered at the end after waiting half the step or more"),
+    ("step", "client_workers", "TEXT", 3, "JSON: per generator worker, CPU, run-queue wait and wall seconds"),
+    ("step", "dep_wait_s", "REAL", 3, "seconds the dependencies' threads waited for a CPU"),
+    ("step", "probe_ms", "REAL", 3, "machine-speed probe: the slowest CPU's time for the fixed loop"),
+    ("step", "valid", "INTEGER", 3, "1 when no flag stands against the step"),
+    ("step", "flags", "TEXT", 3, "JSON: [{code, detail}], figures::validity"),
+    ("run", "applied_cpus", "REAL", 3, "CPU quota read back from the cgroup"),
+    ("run", "applied_memory_mib", "REAL", 3, "memory cap read back from the cgroup"),
+    ("run", "applied_cpuset", "TEXT", 3, "CPU set read back from the cgroup"),
+    ("run", "failed_stage", "TEXT", 3, "startup, checks or step N: where the service died"),
+    ("run", "valid", "INTEGER", 3, "1 when the run completed under the limits asked"),
+    ("run", "flags", "TEXT", 3, "JSON: [{code, detail}]"),
+    ("session", "probe_tolerance", "REAL", 3, "machine-speed drift allowed before a step is flagged"),
+    ("session", "warmup", "TEXT", 3, "JSON: the dependencies' warm-up before the first run"),
+];
+
+pub const SCHEMA_VERSION: u32 = 3;
+
+fn has_column(conn: &Connection, table: &str, col: &str) -> Result<bool> {
+    let mut st = conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?;
+    Ok(st.exists([table, col])?)
+}
+
+/// Brings the store to SCHEMA_VERSION; refuses a store from a newer svcbench.
+pub fn upgrade(conn: &Connection) -> Result<()> {
+    let version: String = conn.query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))?;
+    let v: u32 = version.parse().unwrap_or(u32::MAX);
+    if v == SCHEMA_VERSION {
+        return Ok(());
+    }
+    if v > SCHEMA_VERSION {
+        anyhow::bail!(
+            "its schema version {version} is not one this svcbench knows ({SCHEMA_VERSION}); use a newer svcbench"
+        );
+    }
+    let tx = conn.unchecked_transaction()?;
+    for (table, col, ty, _, _) in ADDED_COLUMNS {
+        if !has_column(&tx, table, col)? {
+            tx.execute(&format!("ALTER TABLE {table} ADD COLUMN {col} {ty}"), [])?;
+        }
+    }
+    tx.execute("UPDATE meta SET value = ?1 WHERE key = 'schema_version'", [SCHEMA_VERSION.to_string()])?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// Whether the store needs `upgrade` (readers open read-only and upgrade first only when it does).
+pub fn needs_upgrade(conn: &Connection) -> Result<bool> {
+    let version: String = conn.query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))?;
+    Ok(version != SCHEMA_VERSION.to_string())
+}
