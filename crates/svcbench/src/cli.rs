@@ -39,8 +39,8 @@ pub struct RunArgs {
     /// Load profile: a name from profiles/ or a .toml path.
     #[arg(long, default_value = "quick")]
     pub profile: String,
-    /// Fresh runs per service, interleaved (A1 B1 A2 B2 …).
-    #[arg(long, default_value_t = 1)]
+    /// Fresh runs per service, interleaved (A1 B1 A2 B2 …). Three is the fewest `compare` decides on.
+    #[arg(long, default_value_t = 3)]
     pub runs: u32,
     /// CPU quota of the service, in CPUs (as Docker's --cpus).
     #[arg(long)]
@@ -85,6 +85,13 @@ pub struct RunArgs {
     /// Seed of the request value draws (runs are repeatable).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Measure even where the limits cannot be applied here; every run is then marked unlimited and left
+    /// out of quoted figures.
+    #[arg(long)]
+    pub allow_unlimited: bool,
+    /// Wait for another svcbench measuring on this machine to finish instead of refusing.
+    #[arg(long)]
+    pub wait_lock: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -149,8 +156,9 @@ pub fn parse_memory(s: &str) -> anyhow::Result<Option<u64>> {
         _ => (t, 1),
     };
     let n: f64 = num.parse().map_err(|_| anyhow::anyhow!("--memory {s:?}: write a size like 512M or 1G, or none"))?;
-    if n <= 0.0 {
-        anyhow::bail!("--memory {s:?}: must be above zero");
+    // NaN and infinities parse as numbers; no machine has a pebibyte to cap.
+    if !(n > 0.0 && n * mult as f64 <= (1u64 << 50) as f64) {
+        anyhow::bail!("--memory {s:?}: write a size above zero and below 1024T, like 512M or 1G, or none");
     }
     Ok(Some((n * mult as f64) as u64))
 }
@@ -165,5 +173,8 @@ mod tests {
         assert_eq!(parse_memory("1g").unwrap(), Some(1 << 30));
         assert_eq!(parse_memory("none").unwrap(), None);
         assert!(parse_memory("lots").is_err());
+        for bad in ["nan", "0", "-1M", "inf", "1e20G"] {
+            assert!(parse_memory(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -69,14 +69,17 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 command_line: std::env::args().collect::<Vec<_>>().join(" "),
                 metrics_listen: a.metrics_listen,
                 probe_tolerance: a.probe_tolerance / 100.0,
+                allow_unlimited: a.allow_unlimited,
+                wait_lock: a.wait_lock,
             };
             let db = opts.db.clone();
             let s = runner::run_session(opts, stop)?;
             eprintln!(
-                "svcbench: session {} {}: {} run(s) completed, {} failed; figures in {}",
+                "svcbench: session {} {}: {} run(s) completed, {} interrupted, {} failed; figures in {}",
                 s.session_id,
                 if s.interrupted { "interrupted" } else { "done" },
                 s.runs_ok,
+                s.runs_interrupted,
                 s.runs_failed,
                 db.display()
             );

@@ -150,6 +150,10 @@ impl Profile {
     }
 
     pub fn load(path: &Path) -> Result<Profile> {
+        /// A step longer than a day is a typo, not a benchmark.
+        const MAX_STEP: Duration = Duration::from_secs(86_400);
+        /// More connections than one machine's ports.
+        const MAX_CONNECTIONS: usize = 65_000;
         let f: ProfileFile = crate::toml_file::read(path)?;
         let at = |msg: String| anyhow::anyhow!("{}: {msg}", path.display());
         let mut steps = Vec::new();
@@ -157,13 +161,21 @@ impl Profile {
             let n = i + 1;
             let duration = humantime::parse_duration(&s.duration)
                 .map_err(|e| at(format!("step {n}: duration {:?}: {e} (write e.g. \"10s\")", s.duration)))?;
+            if duration.is_zero() || duration > MAX_STEP {
+                return Err(at(format!("step {n}: duration {:?} must be above 0 and at most a day", s.duration)));
+            }
             let max_connections = s.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
+            if max_connections == 0 || max_connections > MAX_CONNECTIONS {
+                return Err(at(format!("step {n}: max_connections = {max_connections}: must be between 1 and {MAX_CONNECTIONS}")));
+            }
             let mut loads = Vec::new();
             match (&s.connections, &s.rate, &s.rate_range) {
                 (Some(c), None, None) => {
                     for c in c.to_vec() {
-                        if c == 0 {
-                            return Err(at(format!("step {n}: connections must be at least 1")));
+                        if c == 0 || c > MAX_CONNECTIONS {
+                            return Err(at(format!(
+                                "step {n}: connections = {c}: must be between 1 and {MAX_CONNECTIONS}"
+                            )));
                         }
                         loads.push(StepLoad::Closed { connections: c });
                     }
@@ -210,6 +222,14 @@ impl Profile {
             Some(t) => humantime::parse_duration(t).map_err(|e| at(format!("request_timeout {t:?}: {e}")))?,
             None => Duration::from_secs(10),
         };
+        if request_timeout.is_zero() {
+            return Err(at("request_timeout must be above 0 (e.g. \"10s\")".into()));
+        }
+        if let Some(x) = f.stop_below_success {
+            if !(x > 0.0 && x <= 1.0) {
+                return Err(at(format!("stop_below_success = {x}: a share of successful requests, above 0 and at most 1 (e.g. 0.5)")));
+            }
+        }
         Ok(Profile {
             name: f.name,
             description: f.description,
@@ -247,7 +267,13 @@ impl Profile {
 }
 
 fn parse_rates(r: &RateSpec) -> Result<Vec<(f64, f64)>> {
-    let check = |x: f64| if x > 0.0 { Ok(x) } else { bail!("rate must be above 0 requests/s, got {x}") };
+    let check = |x: f64| {
+        if x > 0.0 && x <= 1e7 {
+            Ok(x)
+        } else {
+            bail!("rate must be above 0 and at most 10,000,000 requests/s, got {x}")
+        }
+    };
     match r {
         RateSpec::Number(x) => Ok(vec![(check(*x)?, *x)]),
         RateSpec::List(v) => v.iter().map(|x| check(*x).map(|x| (x, x))).collect(),
@@ -313,5 +339,25 @@ mod tests {
         assert!(e.contains("step 1") && e.contains("connections"), "{e}");
         let e = load("name='b'\n[[step]]\nconnections=1\nduration='ten'\n").unwrap_err().to_string();
         assert!(e.contains("duration"), "{e}");
+    }
+
+    #[test]
+    fn values_that_cannot_work_are_refused_when_read() {
+        let cases = [
+            ("name='b'\n[[step]]\nconnections=1\nduration='0s'\n", "must be above 0"),
+            ("name='b'\n[[step]]\nconnections=1\nduration='1000days'\n", "at most a day"),
+            ("name='b'\n[[step]]\nconnections=0\nduration='1s'\n", "connections = 0"),
+            ("name='b'\n[[step]]\nconnections=100000000\nduration='1s'\n", "between 1 and"),
+            ("name='b'\n[[step]]\nrate=100\nmax_connections=0\nduration='1s'\n", "max_connections = 0"),
+            ("name='b'\n[[step]]\nrate=1e300\nduration='1s'\n", "at most 10,000,000"),
+            ("name='b'\nstop_below_success=2.5\n[[step]]\nconnections=1\nduration='1s'\n", "stop_below_success = 2.5"),
+            ("name='b'\nstop_below_success=0\n[[step]]\nconnections=1\nduration='1s'\n", "stop_below_success = 0"),
+            ("name='b'\nrequest_timeout='0s'\n[[step]]\nconnections=1\nduration='1s'\n", "request_timeout must be above 0"),
+        ];
+        for (text, want) in cases {
+            let e = load(text).unwrap_err().to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+            assert!(!e.contains('\n'), "one line: {e}");
+        }
     }
 }

@@ -11,11 +11,31 @@ pub fn read<T: DeserializeOwned>(path: &Path) -> Result<T> {
 
 pub fn parse<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T> {
     toml::from_str(text).map_err(|e| {
-        let line = e.span().map(|s| text[..s.start].lines().count().max(1));
+        // The line the offending key starts on: newlines before it, plus one.
+        let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1);
         let msg = e.message().replace('\n', " ");
         match line {
             Some(l) => anyhow::anyhow!("{}:{}: {}", path.display(), l, msg),
             None => anyhow::anyhow!("{}: {}", path.display(), msg),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct T {
+        a: u32,
+        b: Option<u32>,
+    }
+
+    #[test]
+    fn errors_name_the_offending_line() {
+        let e = super::parse::<T>(std::path::Path::new("x.toml"), "a = 1\nb = 2\nnope = 3\n").unwrap_err();
+        assert!(e.to_string().starts_with("x.toml:3: "), "{e}");
+        let e = super::parse::<T>(std::path::Path::new("x.toml"), "a = 1\n\nb = \"x\"\n").unwrap_err();
+        assert!(e.to_string().starts_with("x.toml:3: "), "{e}");
+    }
 }

@@ -6,6 +6,7 @@
 //! sharing the CPUs; signals.rs turns Ctrl-C into an orderly stop, and a second one into a teardown.
 pub mod leftovers;
 pub mod machine_lock;
+pub mod quiet_cpus;
 pub mod signals;
 
 use serde::{Deserialize, Serialize};

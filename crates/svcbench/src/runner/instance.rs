@@ -32,6 +32,11 @@ fn java() -> String {
     std::env::var("JAVA_HOME").map(|h| format!("{h}/bin/java")).unwrap_or_else(|_| "java".into())
 }
 
+/// Share of the memory cap at which a starting service counts as at its cap.
+const AT_CAP: f64 = 0.97;
+/// How long a starting service may sit at its memory cap before svcbench gives up on it.
+pub const STUCK_AT_CAP: Duration = Duration::from_secs(10);
+
 impl Instance {
     pub fn spawn(svc: &Service, spec: &StartSpec) -> Result<Instance> {
         let port = crate::net::free_port()?;
@@ -59,18 +64,46 @@ impl Instance {
         Ok(Instance { sandbox, port, log_path, spawned_at })
     }
 
-    /// Waits for the first HTTP answer on the readiness path; returns the startup time.
+    /// Waits for the first HTTP answer on the readiness path; returns the startup time. A service that
+    /// dies is told apart as OOM-killed or exited; one that sits at its memory cap without answering (a JVM
+    /// thrashing in a too small container) is given up on after [`STUCK_AT_CAP`], not after `timeout`.
     pub fn wait_ready(&mut self, svc: &Service, timeout: Duration, stop: &AtomicBool) -> Result<Duration> {
+        let cap = self.sandbox.limits_held(&Limits::default()).0.memory_bytes.map(|b| b as f64 / 1048576.0);
+        let probe = self.sandbox.probe();
+        let (mut last_look, mut at_cap_since, mut stuck) = (Instant::now(), None::<Instant>, false);
         let sandbox = &mut self.sandbox;
-        match wait_ready(
-            self.port,
-            &svc.manifest.readiness,
-            self.spawned_at,
-            timeout,
-            || sandbox.try_exit().is_some(),
-            stop,
-        ) {
+        let gone = || {
+            if sandbox.try_exit().is_some() {
+                return true;
+            }
+            let Some(cap) = cap else { return false };
+            if last_look.elapsed() < Duration::from_millis(100) {
+                return false;
+            }
+            last_look = Instant::now();
+            if probe.sample().mem_mib >= AT_CAP * cap {
+                stuck = at_cap_since.get_or_insert(last_look).elapsed() >= STUCK_AT_CAP;
+            } else {
+                at_cap_since = None;
+            }
+            stuck
+        };
+        match wait_ready(self.port, &svc.manifest.readiness, self.spawned_at, timeout, gone, stop) {
             Readiness::Ready { after } => Ok(after),
+            Readiness::Exited if stuck => bail!(
+                "{} sat at its memory cap ({:.0} MiB) for {} s without answering {}: raise --memory; last log lines: {}",
+                svc.name(),
+                cap.unwrap_or(0.0),
+                STUCK_AT_CAP.as_secs(),
+                svc.manifest.readiness,
+                self.log_tail(3)
+            ),
+            Readiness::Exited if self.sandbox.sample().oom_kills > 0 => bail!(
+                "{} was OOM-killed during startup (memory cap {:.0} MiB): raise --memory; last log lines: {}",
+                svc.name(),
+                cap.unwrap_or(0.0),
+                self.log_tail(3)
+            ),
             Readiness::Exited => bail!(
                 "{} exited during startup ({}); last log lines: {}",
                 svc.name(),
@@ -85,6 +118,11 @@ impl Instance {
                 self.log_tail(3)
             ),
         }
+    }
+
+    /// Whether the service was OOM-killed (its cgroup's counter), once it has ended.
+    pub fn oom_killed(&self) -> bool {
+        self.sandbox.sample().oom_kills > 0
     }
 
     pub fn base_url(&self) -> String {

@@ -9,6 +9,7 @@ pub mod step;
 pub mod warmup;
 
 use crate::deps::{DepContext, Dependencies};
+use crate::guard;
 use crate::manifest::Service;
 use crate::profile::Profile;
 use crate::sandbox::{CgroupChoice, Limits};
@@ -43,6 +44,10 @@ pub struct RunOptions {
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// Machine-speed drift (0.10 = 10 %) beyond which a step is flagged.
     pub probe_tolerance: f64,
+    /// Measure even where the limits cannot be applied (runs recorded as unlimited).
+    pub allow_unlimited: bool,
+    /// Queue behind another measurement on this machine instead of refusing.
+    pub wait_lock: bool,
 }
 
 /// What every step of the session shares.
@@ -56,6 +61,8 @@ pub struct SessionCtx {
     pub loadgen_cpus: Vec<usize>,
     /// The service's CPU set (the machine-speed probe runs there between steps).
     pub service_cpus: Vec<usize>,
+    /// Runs started so far in this session.
+    pub session_runs: u32,
     pub stop: Arc<AtomicBool>,
     pub work_dir: PathBuf,
     pub tag: String,
@@ -66,6 +73,7 @@ pub struct SessionCtx {
 pub struct SessionSummary {
     pub session_id: i64,
     pub runs_ok: usize,
+    pub runs_interrupted: usize,
     pub runs_failed: usize,
     pub interrupted: bool,
 }
@@ -102,17 +110,39 @@ pub fn load_services(paths: &[PathBuf], scenario: Option<&str>) -> Result<(Vec<S
 }
 
 /// Resolves the CPU split: the service's cpuset (from --cpuset or the default split) and the generator's.
+/// Refuses, before any work, CPUs that do not exist here, a generator sharing the service's CPUs when the
+/// user chose either set, and a quota the service's CPUs could never reach.
 pub fn cpu_split(limits: &mut Limits, loadgen_cpuset: Option<&str>) -> Result<Vec<usize>> {
-    let allowed = crate::sandbox::procfs::allowed_cpus();
-    let (svc_default, gen_default) = crate::cpus::default_split(&allowed);
-    if limits.cpuset.is_none() {
-        limits.cpuset = Some(crate::cpus::format(&svc_default));
-    }
+    split_cpus(limits, loadgen_cpuset, &crate::sandbox::procfs::allowed_cpus())
+}
+
+fn split_cpus(limits: &mut Limits, loadgen_cpuset: Option<&str>, allowed: &[usize]) -> Result<Vec<usize>> {
+    let (svc_default, gen_default) = crate::cpus::default_split(allowed);
+    let all = crate::cpus::format(allowed);
+    let chosen = limits.cpuset.is_some() || loadgen_cpuset.is_some();
+    let check = |option: &str, set: &[usize]| -> Result<()> {
+        if let Some(c) = set.iter().find(|c| !allowed.contains(c)) {
+            bail!("{option} names CPU {c}, which this machine does not have or does not allow svcbench (allowed: {all})");
+        }
+        Ok(())
+    };
+    let svc = match &limits.cpuset {
+        Some(s) => crate::cpus::parse(s)?,
+        None => svc_default,
+    };
+    check("--cpuset", &svc)?;
+    limits.cpuset = Some(crate::cpus::format(&svc));
     let gen = match loadgen_cpuset {
         Some(s) => crate::cpus::parse(s)?,
         None => {
-            let svc = crate::cpus::parse(limits.cpuset.as_deref().unwrap())?;
             let rest: Vec<usize> = allowed.iter().copied().filter(|c| !svc.contains(c)).collect();
+            if rest.is_empty() && chosen {
+                bail!(
+                    "--cpuset {} takes every CPU here ({all}), leaving none for the load generator: give the service \
+                     fewer CPUs",
+                    crate::cpus::format(&svc)
+                );
+            }
             if rest.is_empty() {
                 gen_default
             } else {
@@ -120,7 +150,45 @@ pub fn cpu_split(limits: &mut Limits, loadgen_cpuset: Option<&str>) -> Result<Ve
             }
         }
     };
+    check("--loadgen-cpuset", &gen)?;
+    if chosen {
+        if let Some(c) = gen.iter().find(|c| svc.contains(c)) {
+            bail!(
+                "--cpuset {} and --loadgen-cpuset {} share CPU {c}: the generator would take the service's CPU time; \
+                 give them disjoint sets",
+                crate::cpus::format(&svc),
+                crate::cpus::format(&gen)
+            );
+        }
+    }
+    if let Some(q) = limits.cpus {
+        if q > svc.len() as f64 {
+            bail!(
+                "--cpus {q} is more than the {} CPU(s) of the service's cpuset ({}): the quota could never be reached; \
+                 lower --cpus or widen --cpuset",
+                svc.len(),
+                crate::cpus::format(&svc)
+            );
+        }
+    }
     Ok(gen)
+}
+
+/// Refuses a session whose limits this machine cannot apply (a cgroup version not mounted, a controller
+/// missing, no write access): a sandbox is set up and read back before anything is built. With
+/// `--allow-unlimited` the session goes on and every run is recorded as unlimited.
+fn preflight_limits(opts: &RunOptions) -> Result<Vec<String>> {
+    let name = format!("{}-preflight", std::process::id());
+    let sandbox = crate::sandbox::Sandbox::new(&name, &opts.limits, opts.cgroup);
+    let (_, mismatches) = sandbox.limits_held(&opts.limits);
+    if !mismatches.is_empty() && !opts.allow_unlimited {
+        bail!(
+            "the limits cannot be applied on this machine ({}): choose another --cgroup or fix the cgroup mount, or \
+             pass --allow-unlimited to measure without them (every run is then marked unlimited)",
+            mismatches.join("; ")
+        );
+    }
+    Ok(mismatches)
 }
 
 pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<SessionSummary> {
@@ -139,6 +207,14 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
         bail!("--runs must be at least 1");
     }
     let loadgen_cpus = cpu_split(&mut opts.limits, opts.loadgen_cpuset.as_deref())?;
+    let results_dir = opts.db.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    // One measurement at a time, then whatever a killed svcbench left behind, then the limits: all before
+    // anything is built or started.
+    let _machine = guard::machine_lock::acquire("run", opts.wait_lock)?;
+    for line in guard::leftovers::clean(&results_dir) {
+        eprintln!("{line}");
+    }
+    let unlimited = preflight_limits(&opts)?;
     let cgroup_version =
         match if opts.cgroup == CgroupChoice::Auto { crate::sandbox::cgroup::detect() } else { opts.cgroup } {
             CgroupChoice::V1 => "v1",
@@ -160,22 +236,25 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
         loadgen_cpuset: Some(crate::cpus::format(&loadgen_cpus)),
         probe_tolerance: opts.probe_tolerance,
     })?;
-    if let Some(c) = opts.limits.cpus {
-        let n = crate::cpus::count(opts.limits.cpuset.as_deref().unwrap_or(""));
-        if c > n as f64 {
-            store.add_session_warning(
-                session_id,
-                &format!("--cpus {c} exceeds the {n} CPU(s) of the service's cpuset: the quota cannot be reached"),
-            )?;
-        }
+    let measured: Vec<usize> =
+        crate::cpus::parse(opts.limits.cpuset.as_deref().unwrap_or(""))?.into_iter().chain(loadgen_cpus.clone()).collect();
+    if let Some(w) = guard::quiet_cpus::check(&measured, Duration::from_millis(500)) {
+        eprintln!("svcbench: WARNING: {w}");
+        store.add_session_warning(session_id, &w)?;
+    }
+    if !unlimited.is_empty() {
+        let w = format!("limits not applied (--allow-unlimited): {}", unlimited.join("; "));
+        eprintln!("svcbench: WARNING: {w}");
+        store.add_session_warning(session_id, &w)?;
     }
     let tag = format!("{}-{session_id}", std::process::id());
-    let results_dir = opts.db.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
     // Absolute: services run in their own folders, and paths handed to them ({dep.sqlite.path}) must hold there.
     // Named after the store too: session numbers restart in every store, logs must not mix.
     let store_name = opts.db.file_stem().and_then(|s| s.to_str()).unwrap_or("svcbench");
     let work_dir = std::path::absolute(results_dir.join("work").join(format!("{store_name}-session-{session_id}")))?;
     std::fs::create_dir_all(&work_dir).with_context(|| format!("cannot create {}", work_dir.display()))?;
+    // From here on, a later svcbench can end what this one started if this one is killed.
+    guard::open_lock(&work_dir, &opts.db, session_id);
     eprintln!(
         "svcbench: session {session_id}: {} service(s) × {} run(s), scenario `{}`, profile `{}` ({} steps, {} per run); store {}",
         services.len(), opts.runs, scenario.name(), profile.name, profile.steps.len(),
@@ -222,6 +301,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
             deps,
             loadgen_cpus,
             service_cpus: crate::cpus::parse(opts.limits.cpuset.as_deref().unwrap_or(""))?,
+            session_runs: 0,
             stop: stop.clone(),
             work_dir: work_dir.clone(),
             tag,
@@ -236,7 +316,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
             }
             let placeholders = ctx.deps.placeholders();
             let spec = start_spec(&ctx, svc, "refusal", &placeholders, &svc.manifest.broken_env);
-            match lifecycle::check_refusal(svc, spec) {
+            match lifecycle::check_refusal(svc, spec, &stop) {
                 Ok(Some((refused, detail))) => {
                     eprintln!("svcbench: {}: wrong dependency address: {detail}", svc.name());
                     ctx.store.set_refusal(session_id, svc.name(), refused, &detail)?;
@@ -265,18 +345,20 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
             }
             ctx.store.record_warmup(session_id, &serde_json::to_string(&w)?)?;
         }
-        let mut summary = SessionSummary { session_id, runs_ok: 0, runs_failed: 0, interrupted: false };
+        let mut summary = SessionSummary { session_id, runs_ok: 0, runs_interrupted: 0, runs_failed: 0, interrupted: false };
         'plan: for run_index in 1..=opts.runs {
             for svc in &ready {
                 if stop.load(Ordering::Relaxed) {
                     break 'plan;
                 }
-                match run_one(&mut ctx, svc, run_index) {
-                    Ok(()) => summary.runs_ok += 1,
-                    Err(e) => {
-                        summary.runs_failed += 1;
-                        eprintln!("svcbench: {} run {run_index}: {e:#}", svc.name());
-                    }
+                let (status, err) = run_one(&mut ctx, svc, run_index)?;
+                match status {
+                    "completed" => summary.runs_ok += 1,
+                    "interrupted" => summary.runs_interrupted += 1,
+                    _ => summary.runs_failed += 1,
+                }
+                if let Some(e) = err {
+                    eprintln!("svcbench: {} run {run_index} {status}: {e}", svc.name());
                 }
             }
         }
@@ -297,6 +379,8 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
             let _ = s.finish_session(session_id, "failed");
         }
     }
+    // Every part has been stopped by now (their sandboxes are dropped): nothing for a later svcbench to end.
+    guard::close_lock();
     result
 }
 
@@ -321,9 +405,21 @@ fn start_spec<'a>(
 /// How long a service is left idle after startup before its idle memory is read.
 const IDLE_SETTLE: Duration = Duration::from_millis(1000);
 
-fn run_one(ctx: &mut SessionCtx, svc: &Service, run_index: u32) -> Result<()> {
+/// One run, stored; returns its status as stored (completed, interrupted, failed) and why it did not
+/// complete. Only a store that cannot be written is an error here.
+fn run_one(ctx: &mut SessionCtx, svc: &Service, run_index: u32) -> Result<(&'static str, Option<String>)> {
     let run_id = ctx.store.start_run(ctx.session_id, svc.name(), run_index)?;
-    let r = run_one_inner(ctx, svc, run_index, run_id);
+    // The previous run's service is gone by now: what still uses these CPUs is someone else.
+    if ctx.session_runs > 0 {
+        let cpus: Vec<usize> = ctx.service_cpus.iter().chain(&ctx.loadgen_cpus).copied().collect();
+        if let Some(w) = guard::quiet_cpus::check(&cpus, Duration::from_millis(300)) {
+            eprintln!("svcbench: WARNING: {} run {run_index}: {w}", svc.name());
+            ctx.store.add_run_warnings(run_id, &[w])?;
+        }
+    }
+    ctx.session_runs += 1;
+    let mut unlimited = Vec::new();
+    let r = run_one_inner(ctx, svc, run_index, run_id, &mut unlimited);
     let (status, err) = match &r {
         Ok(()) if ctx.stop.load(Ordering::Relaxed) => ("interrupted", None),
         Ok(()) => ("completed", None),
@@ -333,27 +429,50 @@ fn run_one(ctx: &mut SessionCtx, svc: &Service, run_index: u32) -> Result<()> {
     for (name, value) in ctx.deps.after_run() {
         ctx.store.add_run_figure(run_id, &name, value)?;
     }
-    let flags = crate::figures::validity::run_flags(status, &[]);
+    let flags = crate::figures::validity::run_flags(status, &unlimited);
     ctx.store.finish_run(run_id, status, err.as_deref(), &flags)?;
-    r
+    Ok((status, err))
 }
 
-fn run_one_inner(ctx: &mut SessionCtx, svc: &Service, run_index: u32, run_id: i64) -> Result<()> {
+fn run_one_inner(
+    ctx: &mut SessionCtx,
+    svc: &Service,
+    run_index: u32,
+    run_id: i64,
+    unlimited: &mut Vec<String>,
+) -> Result<()> {
     ctx.deps.before_run(&format!("{}-run{run_index}", svc.name()))?;
     let placeholders = ctx.deps.placeholders();
     let empty = BTreeMap::new();
     let what = format!("run{run_index}");
     let mut inst = Instance::spawn(svc, &start_spec(ctx, svc, &what, &placeholders, &empty))?;
+    // What the kernel holds, not what was asked: a mismatch makes the run unlimited.
+    let (held, mismatches) = inst.sandbox.limits_held(&ctx.opts.limits);
     ctx.store.record_limits(
         run_id,
-        &crate::store::RunLimits { cgroup_version: inst.sandbox.cgroup_version().into(), ..Default::default() },
+        &crate::store::RunLimits {
+            cgroup_version: inst.sandbox.cgroup_version().into(),
+            cpus: held.cpus,
+            memory_mib: held.memory_bytes.map(|b| b as f64 / 1048576.0),
+            cpuset: held.cpuset.clone(),
+        },
     )?;
+    *unlimited = mismatches;
     ctx.store.add_run_warnings(run_id, &inst.sandbox.warnings)?;
     for w in &inst.sandbox.warnings {
         eprintln!("svcbench: WARNING: {w}");
         ctx.store.add_session_warning(ctx.session_id, w)?;
     }
-    let startup = inst.wait_ready(svc, ctx.opts.startup_timeout, &ctx.stop)?;
+    let startup = match inst.wait_ready(svc, ctx.opts.startup_timeout, &ctx.stop) {
+        Ok(t) => t,
+        Err(e) => {
+            if inst.sandbox.try_exit().is_some() {
+                let death = crate::store::RunDeath { oom_killed: inst.oom_killed(), stage: "startup".into() };
+                ctx.store.record_death(run_id, &death)?;
+            }
+            return Err(e);
+        }
+    };
     std::thread::sleep(IDLE_SETTLE);
     let idle = inst.sandbox.sample();
     ctx.store.record_startup(
@@ -367,6 +486,12 @@ fn run_one_inner(ctx: &mut SessionCtx, svc: &Service, run_index: u32, run_id: i6
     )?;
     let checks = crate::scenario::checks::run_checks(&inst.base_url(), &ctx.scenario.file.check);
     ctx.store.add_checks(run_id, &checks)?;
+    if let Some(exit) = inst.sandbox.try_exit() {
+        let oom = inst.oom_killed();
+        ctx.store.record_death(run_id, &crate::store::RunDeath { oom_killed: oom, stage: "checks".into() })?;
+        let what = if oom { "was OOM-killed" } else { "died" };
+        bail!("{} {what} during the conformance checks ({exit}); last log lines: {}", svc.name(), inst.log_tail(3));
+    }
     let failed = checks.iter().filter(|c| !c.passed).count();
     eprintln!(
         "svcbench: {} run {run_index}: started in {:.1} ms, idle {:.1} MiB, checks {}/{} passed",
@@ -488,4 +613,28 @@ pub fn check_service(
     let results = crate::scenario::checks::run_checks(&inst.base_url(), &scenario.file.check);
     inst.sandbox.stop(Duration::from_secs(15));
     Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(cpuset: Option<&str>, cpus: Option<f64>, gen: Option<&str>) -> Result<(String, Vec<usize>)> {
+        let mut l = Limits { cpus, memory_bytes: None, cpuset: cpuset.map(String::from) };
+        let g = split_cpus(&mut l, gen, &[0, 1])?;
+        Ok((l.cpuset.unwrap(), g))
+    }
+
+    #[test]
+    fn cpu_sets_are_checked_before_any_work() {
+        assert_eq!(split(None, None, None).unwrap(), ("1".into(), vec![0]));
+        assert_eq!(split(Some("0"), Some(1.0), None).unwrap(), ("0".into(), vec![1]));
+        let err = |c, q, g| split(c, q, g).unwrap_err().to_string();
+        assert!(err(Some("7"), None, None).contains("CPU 7"));
+        assert!(err(None, None, Some("5")).contains("--loadgen-cpuset names CPU 5"));
+        assert!(err(Some("0-1"), None, None).contains("leaving none for the load generator"));
+        assert!(err(Some("1"), None, Some("0-1")).contains("share CPU 1"));
+        assert!(err(Some("1"), Some(999.0), None).contains("--cpus 999 is more than the 1 CPU(s)"));
+        assert!(err(Some("1"), Some(1.5), None).contains("could never be reached"));
+    }
 }

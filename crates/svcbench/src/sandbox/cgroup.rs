@@ -10,6 +10,45 @@ pub struct Limits {
     pub cpuset: Option<String>,
 }
 
+/// Limits as the kernel holds them, read back from the group's own files after it was set up: what the
+/// service really runs under, whatever was asked. `None`: no limit there (or nothing to read).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Applied {
+    pub cpus: Option<f64>,
+    pub memory_bytes: Option<u64>,
+    pub cpuset: Option<String>,
+}
+
+/// How the limits held differ from the limits asked, one sentence each (empty: as asked).
+pub fn mismatches(asked: &Limits, held: &Applied) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(c) = asked.cpus {
+        match held.cpus {
+            Some(h) if (h - c).abs() < 0.005 => {}
+            Some(h) => out.push(format!("CPU quota {c} asked, {h} held")),
+            None => out.push(format!("CPU quota {c} asked, none held")),
+        }
+    }
+    if let Some(m) = asked.memory_bytes {
+        // The kernel rounds the cap down to whole pages.
+        match held.memory_bytes {
+            Some(h) if h.abs_diff(m) < 64 * 1024 => {}
+            Some(h) => out.push(format!("memory cap {} MiB asked, {} MiB held", m >> 20, h >> 20)),
+            None => out.push(format!("memory cap {} MiB asked, none held", m >> 20)),
+        }
+    }
+    if let Some(set) = &asked.cpuset {
+        let same = match &held.cpuset {
+            Some(h) => crate::cpus::parse(h).ok() == crate::cpus::parse(set).ok(),
+            None => false,
+        };
+        if !same {
+            out.push(format!("cpuset {set} asked, {} held", held.cpuset.as_deref().unwrap_or("none")));
+        }
+    }
+    out
+}
+
 /// Counters read from the cgroup at one moment. Fields a backend cannot read stay `None`.
 #[derive(Debug, Clone, Default)]
 pub struct Counters {
@@ -34,6 +73,8 @@ pub trait CgroupBackend: Send + Sync {
     /// Every folder of the group (one per v1 hierarchy, one in v2): what a later svcbench must remove if
     /// this one is killed before it can.
     fn dirs(&self) -> Vec<PathBuf>;
+    /// The limits the kernel holds for the group now.
+    fn applied(&self) -> Applied;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

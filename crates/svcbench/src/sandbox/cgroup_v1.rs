@@ -1,6 +1,6 @@
 //! cgroup v1: one group per hierarchy (cpu, cpuacct, cpuset, memory; co-mounted hierarchies share one
 //! folder), as on this project's machines (see DESIGN.md, "Verified on this project's machines").
-use super::cgroup::{read_keyed, read_pids, read_u64, rmdir_retry, v1_mount, write, CgroupBackend, Counters, Limits};
+use super::cgroup::{Applied, read_keyed, read_pids, read_u64, rmdir_retry, v1_mount, write, CgroupBackend, Counters, Limits};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -121,6 +121,24 @@ impl CgroupBackend for CgroupV1 {
 
     fn dirs(&self) -> Vec<PathBuf> {
         self.dirs.clone()
+    }
+
+    fn applied(&self) -> Applied {
+        let read = |d: &Option<PathBuf>, f: &str| d.as_ref().and_then(|d| std::fs::read_to_string(d.join(f)).ok());
+        let quota = read(&self.cpu, "cpu.cfs_quota_us").and_then(|t| t.trim().parse::<i64>().ok());
+        let period = read(&self.cpu, "cpu.cfs_period_us").and_then(|t| t.trim().parse::<i64>().ok());
+        let cpus = match (quota, period) {
+            (Some(q), Some(p)) if q > 0 && p > 0 => Some(q as f64 / p as f64),
+            _ => None,
+        };
+        // "No limit" reads as a huge page-rounded number.
+        let memory_bytes = self
+            .memory
+            .as_ref()
+            .and_then(|d| read_u64(&d.join("memory.limit_in_bytes")))
+            .filter(|b| *b < (1u64 << 62));
+        let cpuset = read(&self.cpuset, "cpuset.cpus").map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
+        Applied { cpus, memory_bytes, cpuset }
     }
 
     fn remove(&self) -> Result<()> {

@@ -3,7 +3,7 @@
 //! with a warning and the figures it would give are left empty, while CPU time (always in `cpu.stat`)
 //! is still read.
 use super::cgroup::{
-    read_keyed, read_pids, read_u64, rmdir_retry, v2_controllers, write, CgroupBackend, Counters, Limits,
+    Applied, read_keyed, read_pids, read_u64, rmdir_retry, v2_controllers, write, CgroupBackend, Counters, Limits,
 };
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -112,6 +112,18 @@ impl CgroupBackend for CgroupV2 {
 
     fn dirs(&self) -> Vec<PathBuf> {
         vec![self.dir.clone()]
+    }
+
+    fn applied(&self) -> Applied {
+        let read = |f: &str| std::fs::read_to_string(self.dir.join(f)).ok().map(|t| t.trim().to_string());
+        let cpus = read("cpu.max").and_then(|t| {
+            let (q, p) = t.split_once(' ')?;
+            Some(q.parse::<f64>().ok()? / p.parse::<f64>().ok()?)
+        });
+        let memory_bytes = read("memory.max").and_then(|t| t.parse().ok());
+        // Without the cpuset controller the file is missing; an empty one means "the parent's".
+        let cpuset = read("cpuset.cpus").filter(|t| !t.is_empty());
+        Applied { cpus, memory_bytes, cpuset }
     }
 
     fn remove(&self) -> Result<()> {

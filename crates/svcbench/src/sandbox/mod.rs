@@ -129,6 +129,18 @@ impl Sandbox {
         Sandbox { name: name.to_string(), cgroup, child: None, pgid: 0, exit: None, warnings }
     }
 
+    /// The limits the service really runs under, and how they differ from `asked` (empty: as asked).
+    pub fn limits_held(&self, asked: &Limits) -> (cgroup::Applied, Vec<String>) {
+        let Some(cg) = &self.cgroup else {
+            let asked_any = asked.cpus.is_some() || asked.memory_bytes.is_some() || asked.cpuset.is_some();
+            let why = if asked_any { vec!["no cgroup: no CPU quota, memory cap or cpuset held".to_string()] } else { vec![] };
+            return (cgroup::Applied::default(), why);
+        };
+        let held = cg.applied();
+        let mismatches = cgroup::mismatches(asked, &held);
+        (held, mismatches)
+    }
+
     pub fn cgroup_version(&self) -> &'static str {
         self.cgroup.as_ref().map_or("none", |c| c.version())
     }
