@@ -166,7 +166,9 @@ impl Profile {
             }
             let max_connections = s.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
             if max_connections == 0 || max_connections > MAX_CONNECTIONS {
-                return Err(at(format!("step {n}: max_connections = {max_connections}: must be between 1 and {MAX_CONNECTIONS}")));
+                return Err(at(format!(
+                    "step {n}: max_connections = {max_connections}: must be between 1 and {MAX_CONNECTIONS}"
+                )));
             }
             let mut loads = Vec::new();
             match (&s.connections, &s.rate, &s.rate_range) {
@@ -227,7 +229,9 @@ impl Profile {
         }
         if let Some(x) = f.stop_below_success {
             if !(x > 0.0 && x <= 1.0) {
-                return Err(at(format!("stop_below_success = {x}: a share of successful requests, above 0 and at most 1 (e.g. 0.5)")));
+                return Err(at(format!(
+                    "stop_below_success = {x}: a share of successful requests, above 0 and at most 1 (e.g. 0.5)"
+                )));
             }
         }
         Ok(Profile {
@@ -352,7 +356,10 @@ mod tests {
             ("name='b'\n[[step]]\nrate=1e300\nduration='1s'\n", "at most 10,000,000"),
             ("name='b'\nstop_below_success=2.5\n[[step]]\nconnections=1\nduration='1s'\n", "stop_below_success = 2.5"),
             ("name='b'\nstop_below_success=0\n[[step]]\nconnections=1\nduration='1s'\n", "stop_below_success = 0"),
-            ("name='b'\nrequest_timeout='0s'\n[[step]]\nconnections=1\nduration='1s'\n", "request_timeout must be above 0"),
+            (
+                "name='b'\nrequest_timeout='0s'\n[[step]]\nconnections=1\nduration='1s'\n",
+                "request_timeout must be above 0",
+            ),
         ];
         for (text, want) in cases {
             let e = load(text).unwrap_err().to_string();

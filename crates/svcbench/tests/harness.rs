@@ -24,6 +24,8 @@ fn cpu_quota_holds_a_burner_to_half_a_cpu() {
             prof.to_str().unwrap(),
             "--cpus",
             "0.5",
+            "--runs",
+            "1",
             "--db",
             dbp.to_str().unwrap(),
         ],
@@ -54,6 +56,8 @@ fn memory_cap_oom_kill_is_recorded_and_the_next_run_works() {
             prof.to_str().unwrap(),
             "--memory",
             "64M",
+            "--runs",
+            "1",
             "--db",
             dbp.to_str().unwrap(),
         ],
@@ -87,6 +91,8 @@ fn sigint_mid_step_tears_down_and_keeps_finished_steps() {
             fixture("steady").to_str().unwrap(),
             "--profile",
             prof.to_str().unwrap(),
+            "--runs",
+            "1",
             "--db",
             dbp.to_str().unwrap(),
         ])
@@ -147,6 +153,34 @@ fn without_cgroup_write_access_the_run_completes_with_a_warning() {
             tmp.path().join("fixtures/services/steady").to_str().unwrap(),
             "--profile",
             prof.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--db",
+            dbp.to_str().unwrap(),
+        ])
+        .env("SVCBENCH_HOME", repo())
+        .env("HOME", tmp.path())
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    // Limits that cannot be applied stop the session before any work, saying how to go on anyway.
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the limits cannot be applied") && err.contains("--allow-unlimited"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(!dbp.exists(), "nothing was stored");
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(tmp.path().join("svcbench"))
+        .args([
+            "run",
+            tmp.path().join("fixtures/services/steady").to_str().unwrap(),
+            "--profile",
+            prof.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--allow-unlimited",
             "--db",
             dbp.to_str().unwrap(),
         ])
@@ -162,6 +196,14 @@ fn without_cgroup_write_access_the_run_completes_with_a_warning() {
     assert_eq!(text_of(&c, "SELECT cgroup_version FROM run"), "none");
     let warnings = text_of(&c, "SELECT warnings FROM session");
     assert!(warnings.contains("WITHOUT CPU or memory limits"), "{warnings}");
+    // The run is recorded as unlimited, and the report says so and quotes nothing from it.
+    assert!(text_of(&c, "SELECT flags FROM run").contains("unlimited"));
+    assert_eq!(i64_of(&c, "SELECT valid FROM run"), 0);
+    let md = tmp.path().join("r.md");
+    let out = svcbench(&["report", "--db", dbp.to_str().unwrap(), "-o", md.to_str().unwrap()], tmp.path());
+    assert!(out.status.success());
+    let text = std::fs::read_to_string(&md).unwrap();
+    assert!(text.contains("limits not applied as asked"), "{text}");
     assert!(f64_of(&c, "SELECT MIN(success_rps) FROM step") > 0.0);
     assert!(f64_of(&c, "SELECT MIN(cpu_s) FROM step") > 0.0, "CPU is still measured from /proc");
     assert_no_leftovers("fixtures/testservice.py");
@@ -178,6 +220,8 @@ fn lifecycle_refusal_graceful_stop_and_check_command() {
             fixture("steady").to_str().unwrap(),
             "--profile",
             prof.to_str().unwrap(),
+            "--runs",
+            "1",
             "--db",
             dbp.to_str().unwrap(),
         ],
@@ -222,6 +266,8 @@ fn fresh_start_steps_restart_the_service() {
             fixture("steady").to_str().unwrap(),
             "--profile",
             prof.to_str().unwrap(),
+            "--runs",
+            "1",
             "--db",
             dbp.to_str().unwrap(),
         ],
@@ -243,15 +289,49 @@ fn fresh_start_steps_restart_the_service() {
 }
 
 #[test]
-fn bad_input_gives_one_line_errors() {
+fn bad_input_gives_one_line_errors_before_any_work() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = svcbench(&["run", "/nonexistent/service"], tmp.path());
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("svcbench.toml") && err.trim().lines().count() == 1, "{err}");
-    let out = svcbench(&["run", fixture("steady").to_str().unwrap(), "--profile", "no-such-profile"], tmp.path());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("no-such-profile") && err.contains("quick"), "{err}");
-    let out = svcbench(&["run", fixture("steady").to_str().unwrap(), "--memory", "lots"], tmp.path());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--memory"));
+    let steady = fixture("steady");
+    let steady = steady.to_str().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = tmp.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let step = "[[step]]\nconnections = 1\nduration = \"1s\"\n";
+    let above_one = write("above-one.toml", &format!("name = \"x\"\nstop_below_success = 2.5\n{step}"));
+    let zero = write("zero.toml", "name = \"x\"\n[[step]]\nconnections = 1\nduration = \"0s\"\n");
+    let no_pool = write("no-pool.toml", "name = \"x\"\n[[step]]\nrate = 10\nmax_connections = 0\nduration = \"1s\"\n");
+    let typo = write("typo.toml", "name = \"x\"\n\nstop_below = 0.5\n[[step]]\nconnections = 1\nduration = \"1s\"\n");
+    let ok = write("ok.toml", &format!("name = \"x\"\n{step}"));
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["/nonexistent/service"], "svcbench.toml"),
+        (vec![steady, "--profile", "no-such-profile"], "no-such-profile"),
+        (vec![steady, "--memory", "lots"], "--memory"),
+        (vec![steady, "--memory", "nan"], "--memory"),
+        (vec![steady, "--memory", "1e20G"], "--memory"),
+        (vec![steady, "--cpus", "NaN"], "--cpus"),
+        (vec![steady, "--runs", "0"], "--runs"),
+        (vec![steady, "--profile", &ok, "--cpuset", "7"], "CPU 7"),
+        (vec![steady, "--profile", &ok, "--cpus", "999"], "--cpus 999 is more than"),
+        (vec![steady, "--profile", &ok, "--cpuset", "1", "--loadgen-cpuset", "1"], "share CPU 1"),
+        (vec![steady, "--profile", &ok, "--cpuset", "0-1"], "leaving none for the load generator"),
+        (vec![steady, "--profile", &above_one], "stop_below_success = 2.5"),
+        (vec![steady, "--profile", &zero], "must be above 0"),
+        (vec![steady, "--profile", &no_pool], "max_connections = 0"),
+        (vec![steady, "--profile", &typo], "typo.toml:3: unknown field `stop_below`"),
+    ];
+    for (args, want) in cases {
+        let db = tmp.path().join("never.db");
+        let mut all = vec!["run"];
+        all.extend(&args);
+        all.extend(["--db", db.to_str().unwrap()]);
+        let out = svcbench(&all, tmp.path());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: wanted {want:?} in {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(!db.exists() && !tmp.path().join("work").exists(), "{args:?}: work began before the error");
+    }
 }

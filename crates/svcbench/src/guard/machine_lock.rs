@@ -36,13 +36,13 @@ pub fn acquire(what: &str, wait: bool) -> Result<MachineLock> {
     if let Some(dir) = p.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&p)
-        .with_context(|| format!("cannot open the measurement lock {}", p.display()))?;
+    // flock needs no write access: a user who cannot write the file (root created it) still takes the lock,
+    // only without naming itself in it.
+    let opened = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&p);
+    let (mut f, writable) = match opened {
+        Ok(f) => (f, true),
+        Err(_) => (File::open(&p).with_context(|| format!("cannot open the measurement lock {}", p.display()))?, false),
+    };
     if !try_flock(&f, false) {
         let mut holder = String::new();
         let _ = f.read_to_string(&mut holder);
@@ -58,6 +58,9 @@ pub fn acquire(what: &str, wait: bool) -> Result<MachineLock> {
         if !try_flock(&f, true) {
             bail!("cannot take the measurement lock {}", p.display());
         }
+    }
+    if !writable {
+        return Ok(MachineLock { _file: f });
     }
     f.set_len(0)?;
     f.rewind()?;

@@ -106,13 +106,19 @@ pub fn unregister(name: &str) {
     write_lock(&r);
 }
 
-/// Kills every registered part and removes its cgroups (a second Ctrl-C, or a fatal end).
-pub fn teardown_all() {
+/// Kills every registered part and removes its cgroups, then marks the session aborted and drops the lock
+/// file: the end of svcbench that cannot wait for the session to wind down (a second Ctrl-C).
+pub fn teardown_all(why: &str) {
     let parts = registry().parts.clone();
     for p in &parts {
         leftovers::end_part(p);
     }
     let mut r = registry();
     r.parts.clear();
-    write_lock(&r);
+    if let Some((path, store, session)) = r.lock.take() {
+        if let Ok(s) = crate::store::Store::open(&store) {
+            let _ = s.abort_session(session, why);
+        }
+        let _ = std::fs::remove_file(path);
+    }
 }

@@ -72,7 +72,8 @@ pub fn check(cpus: &[usize], window: Duration) -> Option<String> {
         .collect();
     users.sort_by(|a, b| b.0.total_cmp(&a.0));
     let cpus_text: Vec<String> = busy.iter().map(|(c, s)| format!("CPU {c} {:.0} % busy", s * 100.0)).collect();
-    let who: Vec<String> = users.iter().take(3).map(|(s, pid, comm)| format!("{comm} (pid {pid}, {:.0} %)", s * 100.0)).collect();
+    let who: Vec<String> =
+        users.iter().take(3).map(|(s, pid, comm)| format!("{comm} (pid {pid}, {:.0} %)", s * 100.0)).collect();
     Some(format!(
         "the measured CPUs are not quiet ({}){}: figures may be slower and noisier than this machine can do",
         cpus_text.join(", "),

@@ -15,7 +15,7 @@ pub fn stop_flag() -> Result<Arc<AtomicBool>> {
         for sig in signals.forever() {
             if f.swap(true, Ordering::SeqCst) {
                 eprintln!("\nsvcbench: second signal ({sig}): stopping every service and dependency now");
-                super::teardown_all();
+                super::teardown_all(&format!("svcbench stopped at once by a second signal ({sig})"));
                 std::process::exit(130);
             }
             eprintln!("\nsvcbench: stopping after the current wait (again to stop at once; it still cleans up)");

@@ -18,8 +18,14 @@ pub fn check_refusal(svc: &Service, spec: StartSpec, stop: &AtomicBool) -> Resul
     }
     let mut inst = Instance::spawn(svc, &spec)?;
     let sandbox = &mut inst.sandbox;
-    let readiness =
-        wait_ready(inst.port, &svc.manifest.readiness, inst.spawned_at, REFUSE_WITHIN, || sandbox.try_exit().is_some(), stop);
+    let readiness = wait_ready(
+        inst.port,
+        &svc.manifest.readiness,
+        inst.spawned_at,
+        REFUSE_WITHIN,
+        || sandbox.try_exit().is_some(),
+        stop,
+    );
     let elapsed = inst.spawned_at.elapsed();
     let verdict = match readiness {
         Readiness::Interrupted => {

@@ -122,7 +122,9 @@ fn split_cpus(limits: &mut Limits, loadgen_cpuset: Option<&str>, allowed: &[usiz
     let chosen = limits.cpuset.is_some() || loadgen_cpuset.is_some();
     let check = |option: &str, set: &[usize]| -> Result<()> {
         if let Some(c) = set.iter().find(|c| !allowed.contains(c)) {
-            bail!("{option} names CPU {c}, which this machine does not have or does not allow svcbench (allowed: {all})");
+            bail!(
+                "{option} names CPU {c}, which this machine does not have or does not allow svcbench (allowed: {all})"
+            );
         }
         Ok(())
     };
@@ -236,8 +238,10 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
         loadgen_cpuset: Some(crate::cpus::format(&loadgen_cpus)),
         probe_tolerance: opts.probe_tolerance,
     })?;
-    let measured: Vec<usize> =
-        crate::cpus::parse(opts.limits.cpuset.as_deref().unwrap_or(""))?.into_iter().chain(loadgen_cpus.clone()).collect();
+    let measured: Vec<usize> = crate::cpus::parse(opts.limits.cpuset.as_deref().unwrap_or(""))?
+        .into_iter()
+        .chain(loadgen_cpus.clone())
+        .collect();
     if let Some(w) = guard::quiet_cpus::check(&measured, Duration::from_millis(500)) {
         eprintln!("svcbench: WARNING: {w}");
         store.add_session_warning(session_id, &w)?;
@@ -345,7 +349,8 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
             }
             ctx.store.record_warmup(session_id, &serde_json::to_string(&w)?)?;
         }
-        let mut summary = SessionSummary { session_id, runs_ok: 0, runs_interrupted: 0, runs_failed: 0, interrupted: false };
+        let mut summary =
+            SessionSummary { session_id, runs_ok: 0, runs_interrupted: 0, runs_failed: 0, interrupted: false };
         'plan: for run_index in 1..=opts.runs {
             for svc in &ready {
                 if stop.load(Ordering::Relaxed) {

@@ -1,6 +1,8 @@
 //! cgroup v1: one group per hierarchy (cpu, cpuacct, cpuset, memory; co-mounted hierarchies share one
 //! folder), as on this project's machines (see DESIGN.md, "Verified on this project's machines").
-use super::cgroup::{Applied, read_keyed, read_pids, read_u64, rmdir_retry, v1_mount, write, CgroupBackend, Counters, Limits};
+use super::cgroup::{
+    read_keyed, read_pids, read_u64, rmdir_retry, v1_mount, write, Applied, CgroupBackend, Counters, Limits,
+};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -132,11 +134,8 @@ impl CgroupBackend for CgroupV1 {
             _ => None,
         };
         // "No limit" reads as a huge page-rounded number.
-        let memory_bytes = self
-            .memory
-            .as_ref()
-            .and_then(|d| read_u64(&d.join("memory.limit_in_bytes")))
-            .filter(|b| *b < (1u64 << 62));
+        let memory_bytes =
+            self.memory.as_ref().and_then(|d| read_u64(&d.join("memory.limit_in_bytes"))).filter(|b| *b < (1u64 << 62));
         let cpuset = read(&self.cpuset, "cpuset.cpus").map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
         Applied { cpus, memory_bytes, cpuset }
     }

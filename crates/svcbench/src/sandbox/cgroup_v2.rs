@@ -3,7 +3,7 @@
 //! with a warning and the figures it would give are left empty, while CPU time (always in `cpu.stat`)
 //! is still read.
 use super::cgroup::{
-    Applied, read_keyed, read_pids, read_u64, rmdir_retry, v2_controllers, write, CgroupBackend, Counters, Limits,
+    read_keyed, read_pids, read_u64, rmdir_retry, v2_controllers, write, Applied, CgroupBackend, Counters, Limits,
 };
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};

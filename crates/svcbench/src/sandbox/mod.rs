@@ -133,7 +133,8 @@ impl Sandbox {
     pub fn limits_held(&self, asked: &Limits) -> (cgroup::Applied, Vec<String>) {
         let Some(cg) = &self.cgroup else {
             let asked_any = asked.cpus.is_some() || asked.memory_bytes.is_some() || asked.cpuset.is_some();
-            let why = if asked_any { vec!["no cgroup: no CPU quota, memory cap or cpuset held".to_string()] } else { vec![] };
+            let why =
+                if asked_any { vec!["no cgroup: no CPU quota, memory cap or cpuset held".to_string()] } else { vec![] };
             return (cgroup::Applied::default(), why);
         };
         let held = cg.applied();

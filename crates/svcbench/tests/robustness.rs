@@ -1,0 +1,243 @@
+//! svcbench under hostile endings: SIGKILL mid-step (the next run cleans up and marks the session aborted), a
+//! second Ctrl-C 50 ms after the first, two measurements at once, a refusal check that must not be fooled,
+//! and a service that runs out of memory while starting, during the checks, or sits at its cap.
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn profile(dir: &Path, secs: u32) -> PathBuf {
+    let p = dir.join(format!("p{secs}.toml"));
+    std::fs::write(&p, format!("name = \"t\"\n[[step]]\nconnections = 2\nduration = \"{secs}s\"\n")).unwrap();
+    p
+}
+
+/// `svcbench run` in the background, its stderr in `<tmp>/<name>.err`, with the test's own machine lock.
+fn spawn_run(tmp: &Path, name: &str, args: &[&str]) -> Child {
+    let err = std::fs::File::create(tmp.join(format!("{name}.err"))).unwrap();
+    Command::new(bin())
+        .arg("run")
+        .args(args)
+        .env("SVCBENCH_HOME", repo())
+        .env("SVCBENCH_LOCK_FILE", tmp.join("measure.lock"))
+        .current_dir(tmp)
+        .stdout(Stdio::null())
+        .stderr(err)
+        .spawn()
+        .unwrap()
+}
+
+fn stderr_of(tmp: &Path, name: &str) -> String {
+    std::fs::read_to_string(tmp.join(format!("{name}.err"))).unwrap_or_default()
+}
+
+/// Waits until the run's conformance checks are stored: its first step is under way.
+fn wait_for_load(dbp: &Path) {
+    let t0 = Instant::now();
+    loop {
+        assert!(t0.elapsed() < Duration::from_secs(60), "the run never reached its first step");
+        if dbp.exists() {
+            let n = db(dbp)
+                .query_row("SELECT COUNT(*) FROM run WHERE checks_passed IS NOT NULL", [], |r| r.get::<_, i64>(0))
+                .unwrap_or(0);
+            if n > 0 {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
+    let t0 = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(t0.elapsed() < within, "svcbench did not end within {within:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn run_args<'a>(service: &'a str, prof: &'a Path, dbp: &'a Path) -> Vec<&'a str> {
+    vec![service, "--profile", prof.to_str().unwrap(), "--runs", "1", "--db", dbp.to_str().unwrap()]
+}
+
+#[test]
+fn sigkill_mid_step_is_cleaned_up_by_the_next_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dbp, long, short) = (tmp.path().join("s.db"), profile(tmp.path(), 20), profile(tmp.path(), 1));
+    let steady = fixture("steady");
+    let mut child = spawn_run(tmp.path(), "killed", &run_args(steady.to_str().unwrap(), &long, &dbp));
+    let pid = child.id();
+    wait_for_load(&dbp);
+    std::thread::sleep(Duration::from_millis(500));
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    // Killed before it could tear down: its groups are still there, its session still `running`.
+    let groups = leftover_cgroups();
+    assert!(groups.iter().any(|g| g.to_string_lossy().contains(&format!("/{pid}-"))), "{groups:?}");
+    assert_eq!(text_of(&db(&dbp), "SELECT status FROM session"), "running");
+
+    let mut next = spawn_run(tmp.path(), "next", &run_args(steady.to_str().unwrap(), &short, &dbp));
+    assert!(wait_exit(&mut next, Duration::from_secs(60)).success(), "{}", stderr_of(tmp.path(), "next"));
+    let said = stderr_of(tmp.path(), "next");
+    assert!(said.contains(&format!("cleaned up after svcbench pid {pid}")), "{said}");
+    let c = db(&dbp);
+    assert_eq!(text_of(&c, "SELECT status FROM session WHERE id = 1"), "aborted");
+    assert_eq!(text_of(&c, "SELECT status FROM run WHERE session_id = 1"), "aborted");
+    assert!(text_of(&c, "SELECT flags FROM run WHERE session_id = 1").contains("incomplete"));
+    assert_eq!(text_of(&c, "SELECT status FROM session WHERE id = 2"), "completed");
+    assert!(!tmp.path().join("work/s-session-1/svcbench.lock").exists());
+    assert_no_leftovers("fixtures/testservice.py");
+}
+
+#[test]
+fn a_second_sigint_50ms_after_the_first_still_tears_down() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dbp, long) = (tmp.path().join("s.db"), profile(tmp.path(), 20));
+    let steady = fixture("steady");
+    let mut child = spawn_run(tmp.path(), "twice", &run_args(steady.to_str().unwrap(), &long, &dbp));
+    wait_for_load(&dbp);
+    std::thread::sleep(Duration::from_millis(300));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    std::thread::sleep(Duration::from_millis(50));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = wait_exit(&mut child, Duration::from_secs(10));
+    assert_eq!(status.code(), Some(130), "{}", stderr_of(tmp.path(), "twice"));
+    assert_no_leftovers("fixtures/testservice.py");
+    let c = db(&dbp);
+    assert_eq!(text_of(&c, "SELECT status FROM session"), "aborted");
+    assert!(!tmp.path().join("work/s-session-1/svcbench.lock").exists());
+}
+
+#[test]
+fn a_second_measurement_on_the_machine_refuses_or_waits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prof = profile(tmp.path(), 4);
+    let (a_db, b_db) = (tmp.path().join("a.db"), tmp.path().join("b.db"));
+    let steady = fixture("steady");
+    let mut a = spawn_run(tmp.path(), "a", &run_args(steady.to_str().unwrap(), &prof, &a_db));
+    wait_for_load(&a_db);
+    let mut b = spawn_run(tmp.path(), "b", &run_args(steady.to_str().unwrap(), &prof, &b_db));
+    let status = wait_exit(&mut b, Duration::from_secs(10));
+    assert_eq!(status.code(), Some(2));
+    let said = stderr_of(tmp.path(), "b");
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    assert!(said.contains("another svcbench is measuring on this machine") && said.contains("--wait-lock"), "{said}");
+    assert!(!b_db.exists(), "the refused run wrote nothing");
+    // Queued behind the first one, it starts when that one ends.
+    let mut args = run_args(steady.to_str().unwrap(), &prof, &b_db);
+    args.push("--wait-lock");
+    let mut queued = spawn_run(tmp.path(), "queued", &args);
+    assert!(wait_exit(&mut a, Duration::from_secs(60)).success());
+    let a_ended = Instant::now();
+    assert!(wait_exit(&mut queued, Duration::from_secs(60)).success(), "{}", stderr_of(tmp.path(), "queued"));
+    assert!(stderr_of(tmp.path(), "queued").contains("waiting for the other measurement to end"));
+    let c = db(&b_db);
+    assert_eq!(text_of(&c, "SELECT status FROM run"), "completed");
+    assert!(a_ended.elapsed() < Duration::from_secs(60));
+    assert_no_leftovers("fixtures/testservice.py");
+}
+
+#[test]
+fn the_refusal_check_is_not_fooled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dbp, prof) = (tmp.path().join("s.db"), profile(tmp.path(), 1));
+    let (badcmd, answers) = (fixture("refuse-badcmd"), fixture("refuse-answers"));
+    let out = svcbench(
+        &[
+            "run",
+            badcmd.to_str().unwrap(),
+            answers.to_str().unwrap(),
+            "--profile",
+            prof.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--db",
+            dbp.to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
+    assert!(out.status.success());
+    let c = db(&dbp);
+    let verdict = |svc: &str| {
+        (
+            i64_of(&c, &format!("SELECT refuses_bad_dependency FROM service WHERE name = 'test-{svc}'")),
+            text_of(&c, &format!("SELECT refuse_detail FROM service WHERE name = 'test-{svc}'")),
+        )
+    };
+    let (refused, detail) = verdict("refuse-badcmd");
+    assert_eq!(refused, 0, "sh exiting 127 is not a refusal: {detail}");
+    assert!(detail.contains("could not be executed") && detail.contains("127"), "{detail}");
+    let (refused, detail) = verdict("refuse-answers");
+    assert_eq!(refused, 0, "a service that answered before exiting did start: {detail}");
+    assert!(detail.contains("answered its readiness path"), "{detail}");
+    // The good environment starts both.
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE status = 'completed'"), 2);
+    assert_no_leftovers("fixtures/testservice.py");
+}
+
+#[test]
+fn out_of_memory_is_told_apart_at_startup_and_in_the_checks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dbp, prof) = (tmp.path().join("s.db"), profile(tmp.path(), 1));
+    let (start, checks) = (fixture("oom-start"), fixture("oom-checks"));
+    let out = svcbench(
+        &[
+            "run",
+            start.to_str().unwrap(),
+            checks.to_str().unwrap(),
+            "--profile",
+            prof.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--memory",
+            "64M",
+            "--db",
+            dbp.to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let c = db(&dbp);
+    for (svc, stage) in [("oom-start", "startup"), ("oom-checks", "checks")] {
+        let q = |col: &str| format!("SELECT {col} FROM run WHERE service = 'test-{svc}'");
+        assert_eq!(i64_of(&c, &q("oom_killed")), 1, "{svc}");
+        assert_eq!(text_of(&c, &q("failed_stage")), stage, "{svc}");
+        assert!(text_of(&c, &q("error")).contains("OOM-killed"), "{svc}: {}", text_of(&c, &q("error")));
+        assert_eq!(text_of(&c, &q("status")), "failed");
+    }
+    assert_no_leftovers("fixtures/testservice.py");
+}
+
+#[test]
+fn a_service_stuck_at_its_memory_cap_is_given_up_on_early() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dbp, prof) = (tmp.path().join("s.db"), profile(tmp.path(), 1));
+    let at_cap = fixture("at-cap");
+    let t0 = Instant::now();
+    let out = svcbench(
+        &[
+            "run",
+            at_cap.to_str().unwrap(),
+            "--profile",
+            prof.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--memory",
+            "48M",
+            "--startup-timeout",
+            "120s",
+            "--db",
+            dbp.to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(t0.elapsed() < Duration::from_secs(60), "gave up after {:?}, not well before the timeout", t0.elapsed());
+    let err = text_of(&db(&dbp), "SELECT error FROM run");
+    assert!(err.contains("sat at its memory cap (48 MiB)") && err.contains("raise --memory"), "{err}");
+    assert_no_leftovers("fixtures/testservice.py");
+}
