@@ -95,3 +95,23 @@ fn a_load_generator_starved_of_cpu_by_another_process_is_flagged() {
     assert_eq!(i64_of(&c, "SELECT valid FROM step"), 0);
     assert_no_leftovers("fixtures/testservice.py");
 }
+
+#[test]
+fn an_open_step_above_a_fixed_capacity_is_not_sustained_and_counts_its_capacity() {
+    // 2 workers × 10 ms: 200 req/s at most, offered 400 req/s; requests queue and latency climbs.
+    let tmp = tempfile::tempdir().unwrap();
+    let prof = tmp.path().join("open.toml");
+    std::fs::write(&prof, "name = \"o\"\n[[step]]\nrate = 400\nmax_connections = 512\nduration = \"4s\"\n").unwrap();
+    let dbp = tmp.path().join("s.db");
+    run("capped", &prof, &dbp, tmp.path());
+    let c = db(&dbp);
+    let flags = text_of(&c, "SELECT flags FROM step");
+    assert!(flags.contains("not_sustained"), "{flags}");
+    assert_eq!(i64_of(&c, "SELECT valid FROM step"), 0);
+    // Throughput is what completed inside the step, near the capacity, not the offered rate; the answers
+    // drained after the step still count for success and latency.
+    let rps = f64_of(&c, "SELECT success_rps FROM step");
+    assert!((120.0..=230.0).contains(&rps), "req/s {rps} should be near the 200 req/s capacity");
+    assert!(i64_of(&c, "SELECT requests_ok FROM step") > i64_of(&c, "SELECT requests_ok_in_window FROM step"));
+    assert_no_leftovers("fixtures/testservice.py");
+}

@@ -1,8 +1,9 @@
 //! Validity: the reasons a step or a run may not be quoted. A figure is quoted (peak req/s, medians,
 //! verdicts, README tables) only from valid steps of completed runs; every flag is stored with its step or
-//! run and shown wherever the figure is. The generator's own judgements (headroom, open-model fidelity and
-//! sustainability, starved connections) come from loadgen (`LoadReport::flags`); this module adds what
-//! only svcbench can see: dependencies, the machine's speed, the service's end, the limits and the run.
+//! run and shown wherever the figure is. The generator's own judgements (headroom, open-model fidelity,
+//! starved connections) come from loadgen (`LoadReport::flags`); this module adds what only svcbench
+//! judges: dependencies, the machine's speed, open-model sustainability, the service's end, the limits
+//! and the run.
 use serde::{Deserialize, Serialize};
 
 /// One reason a figure is not clean: a stable code and a sentence with the numbers.
@@ -135,6 +136,41 @@ pub fn probe_flag(probe_ms: f64, session_median_ms: f64, tolerance: f64) -> Opti
 }
 
 /// The service ended during the step.
+/// Completions below this share of the offered rate are "behind".
+pub const SUSTAINED_SHARE: f64 = 0.95;
+/// Latency in the step's last third above this multiple of its first third is "rising".
+pub const RISING: f64 = 1.5;
+
+/// Open-model sustainability: a step whose completions fall behind the offered rate while latency rises
+/// through it is building a backlog; its req/s is what the service managed, not a rate it can sustain
+/// (seed 004's Spring MVC at 300 req/s offered: 200 completed per second while p50 climbed from 1 to 3.4 s).
+/// `p50_by_second`: the step's per-second p50 (ms), 0 where nothing completed. Needs 3 seconds.
+pub fn sustain_flag(offered_rps: f64, completed_rps: f64, p50_by_second: &[f64]) -> Option<Flag> {
+    let n = p50_by_second.len();
+    if n < 3 || offered_rps <= 0.0 || completed_rps >= SUSTAINED_SHARE * offered_rps {
+        return None;
+    }
+    let third = n / 3;
+    let median = |xs: &[f64]| crate::figures::median(xs.iter().copied().filter(|x| *x > 0.0));
+    let (first, last) = (median(&p50_by_second[..third]), median(&p50_by_second[n - third..]));
+    let (Some(first), Some(last)) = (first, last) else {
+        // Nothing completed in a third of the step: behind and not answering is a backlog too.
+        return Some(Flag::new(
+            "not_sustained",
+            format!("{completed_rps:.0} of {offered_rps:.0} req/s offered completed in the step, and a third of it saw no answer"),
+        ));
+    };
+    (last > RISING * first).then(|| {
+        Flag::new(
+            "not_sustained",
+            format!(
+                "{completed_rps:.0} of {offered_rps:.0} req/s offered completed in the step while p50 rose from \
+                 {first:.1} to {last:.1} ms: a growing backlog, not a sustainable rate"
+            ),
+        )
+    })
+}
+
 pub fn service_end_flags(oom_killed: bool, crashed: bool) -> Vec<Flag> {
     let mut out = Vec::new();
     if oom_killed {
@@ -169,6 +205,25 @@ pub fn legacy_step_flags(client_saturated: bool, dep_saturated: bool, oom_killed
     }
     out.extend(service_end_flags(oom_killed, crashed));
     out
+}
+
+#[cfg(test)]
+mod sustain_tests {
+    use super::*;
+
+    #[test]
+    fn a_backlog_is_not_sustained_and_a_kept_rate_is() {
+        // Behind the offered rate with latency climbing: flagged.
+        let climbing = [1000.0, 1200.0, 1800.0, 2400.0, 2900.0, 3400.0];
+        let f = sustain_flag(300.0, 200.0, &climbing).expect("a growing backlog");
+        assert!(f.detail.contains("200 of 300") && f.detail.contains("rose"), "{}", f.detail);
+        // Behind, but latency flat (errors, not a queue): another flag's business.
+        assert!(sustain_flag(300.0, 200.0, &[5.0, 5.2, 4.9, 5.1, 5.0, 5.3]).is_none());
+        // Keeping up while latency rises a little: sustained.
+        assert!(sustain_flag(300.0, 298.0, &climbing).is_none());
+        // Too short to tell.
+        assert!(sustain_flag(300.0, 100.0, &[1.0, 9.0]).is_none());
+    }
 }
 
 #[cfg(test)]
