@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The main job: build svcbench and the `hello` services, benchmark them with the `quick` profile
-# (2 runs each, interleaved), and write a report under results/.
+# (3 runs each, interleaved: the fewest `compare` decides on), and write a report under results/.
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/setup.sh
 bin=target/release/svcbench
 services=()
 for m in services/hello/*/svcbench.toml; do services+=("$(dirname "$m")"); done
-$bin run "${services[@]}" --profile quick --runs 2 --db results/svcbench.db
+$bin run "${services[@]}" --profile quick --runs 3 --db results/svcbench.db
 $bin report --db results/svcbench.db -o results/report.html
 $bin report --db results/svcbench.db --format markdown -o results/report.md
 echo "report: results/report.html (and results/report.md)"
