@@ -11,26 +11,28 @@ fn quick_profile(dir: &std::path::Path, steps: usize, secs: u32) -> std::path::P
     p
 }
 
+/// `svcbench run` of fixture services, one run each, into `dbp`.
+fn run_fixtures(
+    tmp: &std::path::Path,
+    services: &[&str],
+    prof: &std::path::Path,
+    dbp: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Output {
+    let paths: Vec<String> = services.iter().map(|s| fixture(s).display().to_string()).collect();
+    let mut args = vec!["run"];
+    args.extend(paths.iter().map(String::as_str));
+    args.extend(["--profile", prof.to_str().unwrap(), "--runs", "1", "--db", dbp.to_str().unwrap()]);
+    args.extend(extra);
+    svcbench(&args, tmp)
+}
+
 #[test]
 fn cpu_quota_holds_a_burner_to_half_a_cpu() {
     let tmp = tempfile::tempdir().unwrap();
     let dbp = tmp.path().join("s.db");
     let prof = quick_profile(tmp.path(), 2, 2);
-    let out = svcbench(
-        &[
-            "run",
-            fixture("burner").to_str().unwrap(),
-            "--profile",
-            prof.to_str().unwrap(),
-            "--cpus",
-            "0.5",
-            "--runs",
-            "1",
-            "--db",
-            dbp.to_str().unwrap(),
-        ],
-        tmp.path(),
-    );
+    let out = run_fixtures(tmp.path(), &["burner"], &prof, &dbp, &["--cpus", "0.5"]);
     assert!(out.status.success());
     let c = db(&dbp);
     let per_wall = f64_of(&c, "SELECT MAX(cpu_s / duration_s) FROM step");
@@ -47,22 +49,7 @@ fn memory_cap_oom_kill_is_recorded_and_the_next_run_works() {
     let tmp = tempfile::tempdir().unwrap();
     let dbp = tmp.path().join("s.db");
     let prof = quick_profile(tmp.path(), 2, 3);
-    let out = svcbench(
-        &[
-            "run",
-            fixture("hog").to_str().unwrap(),
-            fixture("steady").to_str().unwrap(),
-            "--profile",
-            prof.to_str().unwrap(),
-            "--memory",
-            "64M",
-            "--runs",
-            "1",
-            "--db",
-            dbp.to_str().unwrap(),
-        ],
-        tmp.path(),
-    );
+    let out = run_fixtures(tmp.path(), &["hog", "steady"], &prof, &dbp, &["--memory", "64M"]);
     assert_eq!(out.status.code(), Some(1), "a failed run makes the exit code 1");
     let c = db(&dbp);
     assert_eq!(i64_of(&c, "SELECT oom_killed FROM run WHERE service = 'test-hog'"), 1);
@@ -145,51 +132,31 @@ fn without_cgroup_write_access_the_run_completes_with_a_warning() {
     assert!(copy.success());
     std::fs::copy(bin(), tmp.path().join("svcbench")).unwrap();
     let _ = std::process::Command::new("chmod").args(["-R", "a+rX"]).arg(tmp.path()).status();
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(tmp.path().join("svcbench"))
-        .args([
-            "run",
-            tmp.path().join("fixtures/services/steady").to_str().unwrap(),
-            "--profile",
-            prof.to_str().unwrap(),
-            "--runs",
-            "1",
-            "--db",
-            dbp.to_str().unwrap(),
-        ])
-        .env("SVCBENCH_HOME", repo())
-        .env("HOME", tmp.path())
-        .current_dir(tmp.path())
-        .output()
-        .unwrap();
-    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    // As nobody: the same run refused, then allowed without limits.
+    let steady = tmp.path().join("fixtures/services/steady");
+    let as_nobody = |extra: &[&str]| {
+        let out = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(tmp.path().join("svcbench"))
+            .args(["run", steady.to_str().unwrap(), "--profile", prof.to_str().unwrap(), "--runs", "1"])
+            .args(["--db", dbp.to_str().unwrap()])
+            .args(extra)
+            .env("SVCBENCH_HOME", repo())
+            .env("HOME", tmp.path())
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+        out
+    };
+    let out = as_nobody(&[]);
     // Limits that cannot be applied stop the session before any work, saying how to go on anyway.
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("the limits cannot be applied") && err.contains("--allow-unlimited"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(!dbp.exists(), "nothing was stored");
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(tmp.path().join("svcbench"))
-        .args([
-            "run",
-            tmp.path().join("fixtures/services/steady").to_str().unwrap(),
-            "--profile",
-            prof.to_str().unwrap(),
-            "--runs",
-            "1",
-            "--allow-unlimited",
-            "--db",
-            dbp.to_str().unwrap(),
-        ])
-        .env("SVCBENCH_HOME", repo())
-        .env("HOME", tmp.path())
-        .current_dir(tmp.path())
-        .output()
-        .unwrap();
-    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    let out = as_nobody(&["--allow-unlimited"]);
     assert!(out.status.success());
     let c = db(&dbp);
     assert_eq!(text_of(&c, "SELECT status FROM run"), "completed");
@@ -214,19 +181,7 @@ fn lifecycle_refusal_graceful_stop_and_check_command() {
     let tmp = tempfile::tempdir().unwrap();
     let dbp = tmp.path().join("s.db");
     let prof = quick_profile(tmp.path(), 1, 1);
-    let out = svcbench(
-        &[
-            "run",
-            fixture("steady").to_str().unwrap(),
-            "--profile",
-            prof.to_str().unwrap(),
-            "--runs",
-            "1",
-            "--db",
-            dbp.to_str().unwrap(),
-        ],
-        tmp.path(),
-    );
+    let out = run_fixtures(tmp.path(), &["steady"], &prof, &dbp, &[]);
     assert!(out.status.success());
     let c = db(&dbp);
     assert_eq!(
@@ -260,19 +215,7 @@ fn fresh_start_steps_restart_the_service() {
     let prof = tmp.path().join("fresh.toml");
     std::fs::write(&prof, "name = \"fresh\"\n[[step]]\nrate = [20, 40, 60]\nduration = \"1s\"\nfresh_start = true\n")
         .unwrap();
-    let out = svcbench(
-        &[
-            "run",
-            fixture("steady").to_str().unwrap(),
-            "--profile",
-            prof.to_str().unwrap(),
-            "--runs",
-            "1",
-            "--db",
-            dbp.to_str().unwrap(),
-        ],
-        tmp.path(),
-    );
+    let out = run_fixtures(tmp.path(), &["steady"], &prof, &dbp, &[]);
     assert!(out.status.success());
     let c = db(&dbp);
     assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE model = 'open' AND requests_ok > 0 AND cpu_s > 0"), 3);
