@@ -34,7 +34,9 @@ mod timeline;
 
 pub use config::{split_url, LoadConfig, Model, RateRamp, StatusSet, Target};
 pub use hdrhistogram::Histogram;
-pub use report::{merge_reports, ErrorCounts, LoadReport, OpenStats, Percentiles, SecondStats};
+pub use report::{
+    merge_reports, ConnectionStats, ErrorCounts, LoadReport, OpenStats, Percentiles, SecondStats, WorkerUsage,
+};
 pub use request::{MixSpec, RequestMix, RequestSpec, RequestTemplate, ValueList, ValueOrder, ValuesSpec, DEFAULT_SEED};
 pub use run::run;
 pub use timeline::{LiveSnapshot, LiveStats};

@@ -84,8 +84,10 @@ pub fn summary(r: &LoadReport) -> String {
         let kinds = [
             ("connect refused", e.connect_refused),
             ("connect timeout", e.connect_timeout),
+            ("client resources", e.client_resource),
+            ("reset", e.reset),
+            ("closed early", e.closed_early),
             ("request timeout", e.request_timeout),
-            ("reset/closed", e.read_closed),
             ("malformed", e.malformed),
             ("status", e.status),
         ];

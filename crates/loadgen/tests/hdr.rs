@@ -18,6 +18,7 @@ fn report_of(latencies_us: &[u64], errors: u64) -> LoadReport {
     LoadReport {
         duration_s: 10.0,
         requests_ok: latencies_us.len() as u64,
+        requests_ok_in_window: latencies_us.len() as u64,
         requests_err: errors,
         errors: ErrorCounts { status: errors, ..Default::default() },
         status_counts: BTreeMap::from([(200, latencies_us.len() as u64)]),
@@ -26,11 +27,14 @@ fn report_of(latencies_us: &[u64], errors: u64) -> LoadReport {
         bytes_in: 100,
         bytes_out: 50,
         connections_opened: 4,
+        connect_attempts_failed: 0,
+        connections: Default::default(),
         in_flight_at_end: 0,
         timeline: vec![],
         open: None,
         threads: 1,
         client_cpu_s: 0.5,
+        workers: vec![],
     }
 }
 
