@@ -147,6 +147,11 @@ pub struct WorkerUsage {
     /// Time the worker was ready to run but waited for a CPU (from the kernel's schedstat; 0
     /// where the kernel does not report it).
     pub runqueue_wait_s: f64,
+    /// Part of `cpu_s` spent polling without sleeping because the open model's next send was
+    /// due within microseconds (sleeping would wake too late). It is waiting, not work: a
+    /// generator busy with it still has room for more load.
+    #[serde(default)]
+    pub spin_s: f64,
 }
 
 /// Every figure of one run.

@@ -116,17 +116,19 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
                         // Closing the sockets is part of the run's CPU time.
                         let mut stats = core.into_stats();
                         stats.finish(end.last);
+                        let usage = WorkerUsage {
+                            cpu_s: limits::thread_cpu_seconds() - cpu_before,
+                            wall_s: wall_before.elapsed().as_secs_f64(),
+                            runqueue_wait_s: (limits::thread_runqueue_wait_seconds() - wait_before).max(0.0),
+                            spin_s: stats.spin.as_secs_f64(),
+                        };
                         Ok(WorkerResult {
                             stats,
                             open,
                             ended: end.at,
                             in_flight: end.in_flight,
                             window: end.window,
-                            usage: WorkerUsage {
-                                cpu_s: limits::thread_cpu_seconds() - cpu_before,
-                                wall_s: wall_before.elapsed().as_secs_f64(),
-                                runqueue_wait_s: (limits::thread_runqueue_wait_seconds() - wait_before).max(0.0),
-                            },
+                            usage,
                         })
                     })
                     .expect("spawn worker thread")

@@ -22,6 +22,8 @@ pub(crate) struct Recorder {
     pub(crate) traffic: Traffic,
     pub(crate) connections_opened: u64,
     pub(crate) connect_attempts_failed: u64,
+    /// Time spent polling without sleeping for a send due within microseconds (open model).
+    pub(crate) spin: std::time::Duration,
     // The second in progress.
     start: Instant,
     second: u64,
@@ -51,6 +53,7 @@ impl Recorder {
             traffic: Traffic::default(),
             connections_opened: 0,
             connect_attempts_failed: 0,
+            spin: std::time::Duration::ZERO,
             start,
             second: 0,
             second_ok: 0,

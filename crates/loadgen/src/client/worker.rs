@@ -324,10 +324,14 @@ pub(crate) fn run_loop(core: &mut Core, driver: &mut dyn Driver, clock: &Clock) 
 
         let wake = until.min(next_tick).min(core.stats.next_second_at());
         let mut timeout = wake.saturating_duration_since(now);
+        let mut spin_from = None;
         if let Some(at) = driver.next_wakeup(now).filter(|&at| at < wake) {
             match &mut core.timer {
                 // Too close to sleep for: look at the sockets and come straight back.
-                Some(_) if at.saturating_duration_since(now) < SPIN_BELOW => timeout = Duration::ZERO,
+                Some(_) if at.saturating_duration_since(now) < SPIN_BELOW => {
+                    timeout = Duration::ZERO;
+                    spin_from = Some(Instant::now());
+                }
                 Some(timer) => timer.arm(at, now).context("cannot arm the open model's wake-up timer")?,
                 None => timeout = at.saturating_duration_since(now),
             }
@@ -336,6 +340,11 @@ pub(crate) fn run_loop(core: &mut Core, driver: &mut dyn Driver, clock: &Clock) 
             if e.kind() != std::io::ErrorKind::Interrupted {
                 return Err(e).context("event loop poll failed");
             }
+        }
+        if let Some(from) = spin_from.filter(|_| events.is_empty()) {
+            // Waiting by polling, not work: kept apart so that precise pacing is not taken for
+            // a saturated generator.
+            core.stats.spin += from.elapsed();
         }
         for event in events.iter() {
             if event.token() == TIMER {
