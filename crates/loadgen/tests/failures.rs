@@ -87,6 +87,25 @@ fn server_closing_after_the_headers_is_closed_early() {
 }
 
 #[test]
+fn server_resetting_with_a_request_in_flight_is_a_reset() {
+    let _serial = serial();
+    let server = TestServer::start(
+        None,
+        Arc::new(|_: &Seen, s: &mut TcpStream| {
+            // Linger 0: closing sends RST instead of FIN.
+            socket2::SockRef::from(&*s).set_linger(Some(Duration::ZERO))?;
+            Ok(Next::Close)
+        }),
+    );
+    let r = loadgen::run(&closed(server.target(), 2, 700), None).unwrap();
+    assert_eq!(r.requests_ok, 0);
+    let reset = only(&r, |e| e.reset);
+    assert!(reset >= 20, "{reset}");
+    // The connections themselves were made: a reset is not a failed connect.
+    assert_eq!(r.connect_attempts_failed, 0);
+}
+
+#[test]
 fn garbage_is_malformed() {
     let _serial = serial();
     let server = TestServer::start(

@@ -357,3 +357,19 @@ impl Connection {
         matches!(self.state, State::Sending | State::Awaiting)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clients_own_limits_are_not_refusals() {
+        for errno in [libc::EMFILE, libc::ENFILE, libc::EADDRNOTAVAIL, libc::ENOBUFS, libc::ENOMEM] {
+            assert_eq!(Failure::of_connect(&io::Error::from_raw_os_error(errno)), Failure::ClientResource, "{errno}");
+        }
+        for errno in [libc::ECONNREFUSED, libc::ENETUNREACH, libc::EHOSTUNREACH] {
+            assert_eq!(Failure::of_connect(&io::Error::from_raw_os_error(errno)), Failure::ConnectRefused, "{errno}");
+        }
+        assert_eq!(Failure::of_connect(&io::Error::other("no errno")), Failure::ConnectRefused);
+    }
+}
