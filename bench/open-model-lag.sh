@@ -55,25 +55,37 @@ PY
     sleep 0.1
 done
 
-printf '%-8s %10s %10s %10s %10s %12s %10s\n' rate lag_p50 lag_p99 lag_max unsent achieved p99_lat
+printf '%-7s %9s %9s %10s %7s %9s %10s %6s %6s %6s  %s\n' \
+    rate lag_p50 lag_p99 lag_max unsent achieved p99_lat cpu spin runq flags
 for rate in $RATES; do
     # timeout: a run can never outlive its duration by more than the drain and a margin.
     timeout 60 taskset -c "$GEN_CPU" "$LOAD" "http://127.0.0.1:$PORT/" --rate "$rate" -d "$DURATION" -t 1 \
-        --max-connections "$CONNECTIONS" --timeout 5s --json >"$work/r.json" 2>/dev/null || true
-    python3 - "$rate" "$work/r.json" <<'PY'
-import json, sys
-rate, path = sys.argv[1], sys.argv[2]
+        --max-connections "$CONNECTIONS" --timeout 5s --json >"$work/r.json" 2>"$work/err.txt" || true
+    python3 - "$rate" "$work/r.json" "$work/err.txt" <<'PY'
+import json, re, sys
+rate, path, err = sys.argv[1], sys.argv[2], sys.argv[3]
 try:
     r = json.load(open(path))
 except Exception as e:
-    print(f"{rate:<8} run failed: {e}")
+    print(f"{rate:<7} run failed: {e}")
     sys.exit(0)
 o = r.get("open") or {}
 na = "n/a"
 def ms(k):
     return f"{o[k]:.3f}ms" if k in o else na
 ach = f"{o['achieved_rate']:.0f}/s" if "achieved_rate" in o else na
-print(f"{rate:<8} {ms('lag_p50_ms'):>10} {ms('lag_p99_ms'):>10} {ms('max_lateness_ms'):>10} "
-      f"{o.get('unsent', na):>10} {ach:>12} {r['latency']['p99']:>8.3f}ms")
+# The generator's own usage: CPU share of its wall time, the part of it spent polling for a
+# send due within microseconds, and the share it waited for the CPU (another process on it).
+w = (r.get("workers") or [{}])[0]
+wall = w.get("wall_s") or 0
+def share(k):
+    return f"{100 * w[k] / wall:.0f}%" if wall and k in w else na
+# The generator's validity flags: the codes of its "NOT VALID (codes): ..." line (older
+# builds print none).
+m = re.search(r"NOT VALID \(([^)]*)\)", open(err).read())
+flags = [m.group(1)] if m else []
+print(f"{rate:<7} {ms('lag_p50_ms'):>9} {ms('lag_p99_ms'):>9} {ms('max_lateness_ms'):>10} "
+      f"{o.get('unsent', na):>7} {ach:>9} {r['latency']['p99']:>8.3f}ms "
+      f"{share('cpu_s'):>6} {share('spin_s'):>6} {share('runqueue_wait_s'):>6}  {','.join(flags)}")
 PY
 done

@@ -287,6 +287,11 @@ pub fn run_cli(args: &LoadArgs) -> Result<i32> {
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
+        // Beside the JSON, not in it (the report's fields stay as stored); users and scripts
+        // reading stderr still see that the figures are not about the service alone.
+        if let Some(line) = printer::not_valid(&report) {
+            eprintln!("{line}");
+        }
     } else {
         print!("{}", printer::summary(&report));
     }

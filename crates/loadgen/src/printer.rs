@@ -146,12 +146,21 @@ pub fn summary(r: &LoadReport) -> String {
     if r.connect_attempts_failed > 0 {
         let _ = writeln!(s, "Failed connection attempts: {}", r.connect_attempts_failed);
     }
-    let flags = r.flags();
-    if !flags.is_empty() {
-        let details: Vec<&str> = flags.iter().map(|f| f.detail.as_str()).collect();
-        let _ = writeln!(s, "NOT VALID: {}", details.join(" "));
+    if let Some(line) = not_valid(r) {
+        let _ = writeln!(s, "{line}");
     }
     s
+}
+
+/// `NOT VALID (codes): details` when the run raised validity flags, else None.
+pub fn not_valid(r: &LoadReport) -> Option<String> {
+    let flags = r.flags();
+    if flags.is_empty() {
+        return None;
+    }
+    let codes: Vec<&str> = flags.iter().map(|f| f.code.as_str()).collect();
+    let details: Vec<&str> = flags.iter().map(|f| f.detail.as_str()).collect();
+    Some(format!("NOT VALID ({}): {}", codes.join(", "), details.join(" ")))
 }
 
 #[cfg(test)]
@@ -181,7 +190,8 @@ mod tests {
         assert!(out.contains("client resources 2, reset 3, closed early 4"), "{out}");
         assert!(out.contains("Connections: 2 of 4 got no answer, 2 requests waiting over 1s"), "{out}");
         assert!(out.contains("p50 20.00us, p99 500.00us, max 3.00ms"), "{out}");
-        let not_valid = out.lines().find(|l| l.starts_with("NOT VALID: ")).expect(&out);
+        let not_valid = out.lines().find(|l| l.starts_with("NOT VALID (")).expect(&out);
+        assert!(not_valid.contains("(client_resource_errors, starved_connections): "), "{out}");
         assert!(not_valid.contains("client's own limits") && not_valid.contains("2 of 4 connections"), "{out}");
     }
 
