@@ -55,8 +55,9 @@ PY
     sleep 0.1
 done
 
-printf '%-7s %9s %9s %10s %7s %9s %10s %6s %6s %6s  %s\n' \
-    rate lag_p50 lag_p99 lag_max unsent achieved p99_lat cpu spin runq flags
+# late: sends that waited for a busy connection (the server's backpressure, not the generator).
+printf '%-7s %9s %9s %10s %7s %7s %9s %10s %6s %6s %6s  %s\n' \
+    rate lag_p50 lag_p99 lag_max late unsent achieved p99_lat cpu spin runq flags
 for rate in $RATES; do
     # timeout: a run can never outlive its duration by more than the drain and a margin.
     timeout 60 taskset -c "$GEN_CPU" "$LOAD" "http://127.0.0.1:$PORT/" --rate "$rate" -d "$DURATION" -t 1 \
@@ -85,7 +86,7 @@ def share(k):
 m = re.search(r"NOT VALID \(([^)]*)\)", open(err).read())
 flags = [m.group(1)] if m else []
 print(f"{rate:<7} {ms('lag_p50_ms'):>9} {ms('lag_p99_ms'):>9} {ms('max_lateness_ms'):>10} "
-      f"{o.get('unsent', na):>7} {ach:>9} {r['latency']['p99']:>8.3f}ms "
+      f"{o.get('sent_late', na):>7} {o.get('unsent', na):>7} {ach:>9} {r['latency']['p99']:>8.3f}ms "
       f"{share('cpu_s'):>6} {share('spin_s'):>6} {share('runqueue_wait_s'):>6}  {','.join(flags)}")
 PY
 done

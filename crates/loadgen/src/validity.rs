@@ -116,10 +116,17 @@ impl LoadReport {
                 ));
             }
             if o.lag_p99_ms > SCHEDULE_LAG_P99_MS {
+                // Sends that waited for a busy connection are late because of the service; say
+                // how many, so users can tell that from a generator that woke up late.
+                let busy = if o.sent_late > 0 {
+                    format!(" {} of the sends waited for a busy connection (the service's backpressure).", o.sent_late)
+                } else {
+                    String::new()
+                };
                 flags.push(flag(
                     SCHEDULE_LAG,
                     format!(
-                        "The generator sent requests late (lag p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms; p99 above {SCHEDULE_LAG_P99_MS} ms): its own lateness is counted in the latencies.",
+                        "The generator sent requests late (lag p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms; p99 above {SCHEDULE_LAG_P99_MS} ms): its lateness is counted in the latencies.{busy}",
                         o.lag_p50_ms, o.lag_p99_ms, o.lag_max_ms
                     ),
                 ));
@@ -258,6 +265,11 @@ pub(crate) mod tests {
         let flags = r.flags();
         assert_eq!(codes(&r), [SCHEDULE_LAG]);
         assert!(flags[0].detail.contains("p99 1.500 ms"), "{}", flags[0].detail);
+        assert!(!flags[0].detail.contains("busy connection"), "{}", flags[0].detail);
+        r.open.as_mut().unwrap().sent_late = 7;
+        assert!(r.flags()[0]
+            .detail
+            .ends_with("7 of the sends waited for a busy connection (the service's backpressure)."));
         r.open.as_mut().unwrap().lag_p99_ms = 0.9;
         assert!(r.flags().is_empty());
     }
