@@ -142,6 +142,20 @@ fn parse_header(h: &str) -> Result<(String, String)> {
 impl LoadArgs {
     /// Turns the flags into a run configuration; every error names the flag and the fix.
     pub fn to_config(&self) -> Result<LoadConfig> {
+        // Zeros are caught here, naming the flag, before anything connects; the run's own
+        // checks (LoadConfig::validate) only know the setting, not how it was given.
+        if self.duration.is_zero() {
+            bail!("-d/--duration is 0: give a positive duration such as 10s");
+        }
+        if self.connections == Some(0) {
+            bail!("-c/--connections is 0: use at least 1 connection");
+        }
+        if self.max_connections == Some(0) {
+            bail!("--max-connections is 0: allow at least 1 connection, or leave it out for {DEFAULT_MAX_CONNECTIONS}");
+        }
+        if self.threads == Some(0) {
+            bail!("-t/--threads is 0: use at least 1 thread, or leave it out for one per CPU");
+        }
         let (target, path) = split_url(&self.url)?;
         let mut mix_success = None;
         let mut mix = match &self.mix {
@@ -198,7 +212,7 @@ impl LoadArgs {
                 if self.connections.is_some() {
                     bail!("-c sets the closed model's connections; with --rate cap connections with --max-connections");
                 }
-                let mut ramp = RateRamp::parse(rate)?;
+                let mut ramp = RateRamp::parse(rate).map_err(|e| anyhow::anyhow!("--rate: {e:#}"))?;
                 if let Some(steps) = self.rate_steps {
                     if steps == 0 {
                         bail!("--rate-steps 0: use at least 1 step, or leave it out for a linear ramp");
@@ -273,6 +287,11 @@ pub fn run_cli(args: &LoadArgs) -> Result<i32> {
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
+        // Beside the JSON, not in it (the report's fields stay as stored); users and scripts
+        // reading stderr still see that the figures are not about the service alone.
+        if let Some(line) = printer::not_valid(&report) {
+            eprintln!("{line}");
+        }
     } else {
         print!("{}", printer::summary(&report));
     }
@@ -322,6 +341,24 @@ mod tests {
         assert!(err(&["http://h:1/", "--success", "2xx"]).contains("200-399"));
         assert!(err(&["https://h/"]).contains("http://"));
         assert!(err(&["http://h:1/", "-c", "0"]).contains("at least 1"));
+    }
+
+    #[test]
+    fn zero_and_nan_settings_name_the_flag() {
+        let err = |argv: &[&str]| format!("{:#}", config(argv).unwrap_err());
+        let e = err(&["http://h:1/", "-d", "0"]);
+        assert!(e.contains("-d/--duration") && e.contains("10s"), "{e}");
+        let e = err(&["http://h:1/", "-c", "0"]);
+        assert!(e.contains("-c/--connections") && e.contains("at least 1"), "{e}");
+        let e = err(&["http://h:1/", "--rate", "100", "--max-connections", "0"]);
+        assert!(e.contains("--max-connections") && e.contains("at least 1"), "{e}");
+        let e = err(&["http://h:1/", "-t", "0"]);
+        assert!(e.contains("-t/--threads") && e.contains("at least 1"), "{e}");
+        for rate in ["0", "nan", "NaN", "-5", "0:0", "inf"] {
+            let e = err(&["http://h:1/", &format!("--rate={rate}")]);
+            assert!(e.starts_with("--rate: ") && e.contains("requests per second"), "{rate}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
     }
 
     #[test]

@@ -15,7 +15,8 @@
 //! Layout: `config` (what to run), `request` + `template` (what to send), `client` (connections
 //! and the per-thread event loop), `http` (response parsing), `models` (closed and open),
 //! `stats` + `timeline` + `histogram` (what is measured), `report` (the result and merging),
-//! `printer` and `cli` (the `svcbench load` command).
+//! `printer` and `cli` (the `svcbench load` command), `validity` (flags saying when a figure
+//! measured the generator rather than the service).
 
 pub mod cli;
 mod client;
@@ -31,10 +32,14 @@ mod run;
 mod stats;
 mod template;
 mod timeline;
+pub mod validity;
 
 pub use config::{split_url, LoadConfig, Model, RateRamp, StatusSet, Target};
 pub use hdrhistogram::Histogram;
-pub use report::{merge_reports, ErrorCounts, LoadReport, OpenStats, Percentiles, SecondStats};
+pub use report::{
+    merge_reports, ConnectionStats, ErrorCounts, LoadReport, OpenStats, Percentiles, SecondStats, WorkerUsage,
+};
 pub use request::{MixSpec, RequestMix, RequestSpec, RequestTemplate, ValueList, ValueOrder, ValuesSpec, DEFAULT_SEED};
 pub use run::run;
 pub use timeline::{LiveSnapshot, LiveStats};
+pub use validity::Flag;

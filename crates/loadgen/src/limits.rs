@@ -57,6 +57,16 @@ pub fn thread_cpu_seconds() -> f64 {
     }
 }
 
+/// Time the calling thread has spent ready to run but waiting for a CPU, in seconds: the
+/// second field of `/proc/thread-self/schedstat` (ns). 0 when the kernel does not provide it
+/// (no schedstats, or not Linux), so a missing figure never raises a flag.
+pub fn thread_runqueue_wait_seconds() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0.0, |ns| ns as f64 / 1e9)
+}
+
 /// Parses a CPU list such as `0`, `0,2`, `0-3`.
 pub fn parse_cpu_list(s: &str) -> anyhow::Result<Vec<usize>> {
     let bad = || anyhow::anyhow!("CPU list '{s}' is not valid: write e.g. 0 or 0,2 or 0-3");
@@ -87,6 +97,13 @@ mod tests {
         assert_eq!(parse_cpu_list("0,2-4").unwrap(), [0, 2, 3, 4]);
         assert!(parse_cpu_list("x").is_err());
         assert!(parse_cpu_list("3-1").is_err());
+    }
+
+    #[test]
+    fn runqueue_wait_is_read_and_grows_monotonically() {
+        let a = thread_runqueue_wait_seconds();
+        let b = thread_runqueue_wait_seconds();
+        assert!(a >= 0.0 && b >= a, "{a} then {b}");
     }
 
     #[test]

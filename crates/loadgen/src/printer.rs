@@ -1,4 +1,5 @@
-//! The human-readable summary, laid out like wrk's, plus error kinds and open-model lateness.
+//! The human-readable summary, laid out like wrk's, plus error kinds, open-model lateness,
+//! connection fairness and the validity flags.
 
 use std::fmt::Write as _;
 
@@ -84,8 +85,10 @@ pub fn summary(r: &LoadReport) -> String {
         let kinds = [
             ("connect refused", e.connect_refused),
             ("connect timeout", e.connect_timeout),
+            ("client resources", e.client_resource),
+            ("reset", e.reset),
+            ("closed early", e.closed_early),
             ("request timeout", e.request_timeout),
-            ("reset/closed", e.read_closed),
             ("malformed", e.malformed),
             ("status", e.status),
         ];
@@ -105,6 +108,28 @@ pub fn summary(r: &LoadReport) -> String {
             o.unsent,
             fmt_ms(o.max_lateness_ms)
         );
+        let _ = writeln!(
+            s,
+            "  Send lag (actual - intended send time): p50 {}, p99 {}, max {}; sent {:.0} req/s",
+            fmt_ms(o.lag_p50_ms),
+            fmt_ms(o.lag_p99_ms),
+            fmt_ms(o.lag_max_ms),
+            o.achieved_rate
+        );
+    }
+    let c = &r.connections;
+    if c.starved > 0 || c.stalled > 0 {
+        let _ = writeln!(
+            s,
+            "  Connections: {} of {} got no answer, {} requests waiting over 1s at the end (oldest {}); answers per connection min {}, median {}, max {}",
+            c.starved,
+            c.used,
+            c.stalled,
+            fmt_ms(c.oldest_unanswered_ms),
+            c.answers_min,
+            c.answers_median,
+            c.answers_max
+        );
     }
     if r.in_flight_at_end > 0 {
         let _ = writeln!(s, "  Unanswered at the end: {} (sent, neither success nor error)", r.in_flight_at_end);
@@ -118,12 +143,57 @@ pub fn summary(r: &LoadReport) -> String {
         r.client_cpu_s,
         r.client_cpu_us_per_request()
     );
+    if r.connect_attempts_failed > 0 {
+        let _ = writeln!(s, "Failed connection attempts: {}", r.connect_attempts_failed);
+    }
+    if let Some(line) = not_valid(r) {
+        let _ = writeln!(s, "{line}");
+    }
     s
+}
+
+/// `NOT VALID (codes): details` when the run raised validity flags, else None.
+pub fn not_valid(r: &LoadReport) -> Option<String> {
+    let flags = r.flags();
+    if flags.is_empty() {
+        return None;
+    }
+    let codes: Vec<&str> = flags.iter().map(|f| f.code.as_str()).collect();
+    let details: Vec<&str> = flags.iter().map(|f| f.detail.as_str()).collect();
+    Some(format!("NOT VALID ({}): {}", codes.join(", "), details.join(" ")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn new_error_kinds_fairness_lag_and_flags_are_printed() {
+        let mut r = crate::validity::tests::healthy();
+        let out = summary(&r);
+        assert!(!out.contains("NOT VALID") && !out.contains("got no answer"), "{out}");
+        r.errors = crate::report::ErrorCounts { client_resource: 2, reset: 3, closed_early: 4, ..Default::default() };
+        r.requests_err = 9;
+        r.connections.starved = 2;
+        r.connections.used = 4;
+        r.connections.stalled = 2;
+        r.connections.oldest_unanswered_ms = 2_000.0;
+        r.open = Some(crate::report::OpenStats {
+            intended: 100_000,
+            lag_p50_ms: 0.02,
+            lag_p99_ms: 0.5,
+            lag_max_ms: 3.0,
+            achieved_rate: 10_000.0,
+            ..Default::default()
+        });
+        let out = summary(&r);
+        assert!(out.contains("client resources 2, reset 3, closed early 4"), "{out}");
+        assert!(out.contains("Connections: 2 of 4 got no answer, 2 requests waiting over 1s"), "{out}");
+        assert!(out.contains("p50 20.00us, p99 500.00us, max 3.00ms"), "{out}");
+        let not_valid = out.lines().find(|l| l.starts_with("NOT VALID (")).expect(&out);
+        assert!(not_valid.contains("(client_resource_errors, starved_connections): "), "{out}");
+        assert!(not_valid.contains("client's own limits") && not_valid.contains("2 of 4 connections"), "{out}");
+    }
 
     #[test]
     fn units() {

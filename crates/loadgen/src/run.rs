@@ -5,14 +5,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 
-use crate::client::worker::{run_loop, Clock, Core};
+use crate::client::worker::{run_loop, Clock, Core, WindowEnd};
 use crate::config::{LoadConfig, Model};
 use crate::histogram::{encode, new_latency_histogram, percentiles};
 use crate::limits;
 use crate::models::closed::ClosedDriver;
 use crate::models::open::{OpenDriver, Schedule};
-use crate::models::{Budget, Driver};
-use crate::report::{ErrorCounts, LoadReport, OpenStats};
+use crate::models::{Budget, Driver, OpenResult};
+use crate::report::{ConnectionStats, ErrorCounts, LoadReport, OpenStats, WorkerUsage};
 use crate::stats::Recorder;
 use crate::template::RequestFactory;
 use crate::timeline::{LiveStats, Timeline};
@@ -20,10 +20,11 @@ use crate::timeline::{LiveStats, Timeline};
 /// What one worker hands back.
 struct WorkerResult {
     stats: Recorder,
-    open: Option<OpenStats>,
+    open: Option<OpenResult>,
     ended: Instant,
     in_flight: u64,
-    cpu_s: f64,
+    window: WindowEnd,
+    usage: WorkerUsage,
 }
 
 /// Share `total` among `parts`: the first ones get one more when it does not divide.
@@ -76,7 +77,10 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
                             limits::pin_current_thread(cpu)
                                 .with_context(|| format!("cannot pin a worker to CPU {cpu}"))?;
                         }
+                        // CPU, wall and run-queue time all over the same span.
                         let cpu_before = limits::thread_cpu_seconds();
+                        let wait_before = limits::thread_runqueue_wait_seconds();
+                        let wall_before = Instant::now();
                         let factory = RequestFactory::new(
                             &config.mix,
                             &config.target.host_header(),
@@ -92,6 +96,7 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
                             config.connect_timeout,
                             config.request_timeout,
                             config.keepalive,
+                            matches!(config.model, Model::Open { .. }),
                         )?;
                         let mut driver: Box<dyn Driver> = match &config.model {
                             Model::Closed { connections } => {
@@ -107,16 +112,23 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
                             )),
                         };
                         let end = run_loop(&mut core, driver.as_mut(), clock)?;
-                        let open = driver.open_stats(end.at);
+                        let open = driver.open_result(end.at);
                         // Closing the sockets is part of the run's CPU time.
                         let mut stats = core.into_stats();
                         stats.finish(end.last);
+                        let usage = WorkerUsage {
+                            cpu_s: limits::thread_cpu_seconds() - cpu_before,
+                            wall_s: wall_before.elapsed().as_secs_f64(),
+                            runqueue_wait_s: (limits::thread_runqueue_wait_seconds() - wait_before).max(0.0),
+                            spin_s: stats.spin.as_secs_f64(),
+                        };
                         Ok(WorkerResult {
                             stats,
                             open,
                             ended: end.at,
                             in_flight: end.in_flight,
-                            cpu_s: limits::thread_cpu_seconds() - cpu_before,
+                            window: end.window,
+                            usage,
                         })
                     })
                     .expect("spawn worker thread")
@@ -138,10 +150,11 @@ fn build_report(
     workers: usize,
 ) -> Result<LoadReport> {
     let mut hist = new_latency_histogram();
+    let mut lag = new_latency_histogram();
     let mut errors = ErrorCounts::default();
     let mut statuses = vec![0u64; 1000];
-    let (mut ok, mut bytes_in, mut bytes_out, mut opened, mut cpu_s) = (0, 0, 0, 0, 0.0);
-    let mut in_flight = 0;
+    let (mut ok, mut ok_in_window, mut bytes_in, mut bytes_out, mut opened, mut cpu_s) = (0, 0, 0, 0, 0, 0.0);
+    let (mut in_flight, mut attempts_failed, mut sent) = (0, 0, 0);
     let mut open: Option<OpenStats> = None;
     let mut ended = start;
     for r in &results {
@@ -151,23 +164,36 @@ fn build_report(
             *total += n;
         }
         ok += r.stats.ok;
+        ok_in_window += r.window.ok;
         bytes_in += r.stats.traffic.bytes_in;
         bytes_out += r.stats.traffic.bytes_out;
         opened += r.stats.connections_opened;
-        cpu_s += r.cpu_s;
+        attempts_failed += r.stats.connect_attempts_failed;
+        cpu_s += r.usage.cpu_s;
         in_flight += r.in_flight;
         ended = ended.max(r.ended);
-        if let Some(o) = r.open {
+        if let Some(o) = &r.open {
+            lag.add(&o.lag).map_err(|e| anyhow!("cannot merge worker lag histograms: {e:?}"))?;
+            sent += o.sent;
             let t = open.get_or_insert_with(OpenStats::default);
-            t.intended += o.intended;
-            t.sent_late += o.sent_late;
-            t.unsent += o.unsent;
-            t.max_lateness_ms = t.max_lateness_ms.max(o.max_lateness_ms);
+            t.intended += o.stats.intended;
+            t.sent_late += o.stats.sent_late;
+            t.unsent += o.stats.unsent;
+            t.max_lateness_ms = t.max_lateness_ms.max(o.stats.max_lateness_ms);
         }
     }
+    let duration = ended.duration_since(start).max(Duration::from_micros(1)).as_secs_f64();
+    if let Some(o) = &mut open {
+        // Exact over all workers: their lag histograms were merged.
+        o.lag_p50_ms = lag.value_at_quantile(0.5) as f64 / 1000.0;
+        o.lag_p99_ms = lag.value_at_quantile(0.99) as f64 / 1000.0;
+        o.lag_max_ms = o.max_lateness_ms;
+        o.achieved_rate = sent as f64 / duration;
+    }
     Ok(LoadReport {
-        duration_s: ended.duration_since(start).max(Duration::from_micros(1)).as_secs_f64(),
+        duration_s: duration,
         requests_ok: ok,
+        requests_ok_in_window: ok_in_window,
         requests_err: errors.total(),
         errors,
         status_counts: statuses
@@ -181,10 +207,47 @@ fn build_report(
         bytes_in,
         bytes_out,
         connections_opened: opened,
+        connect_attempts_failed: attempts_failed,
+        connections: connection_stats(results.iter().map(|r| &r.window), duration),
         in_flight_at_end: in_flight,
         timeline,
         open,
         threads: workers,
         client_cpu_s: cpu_s,
+        workers: results.iter().map(|r| r.usage).collect(),
     })
+}
+
+/// Runs shorter than this never count starved connections: a slow first answer is not unfair.
+const STARVED_MIN_RUN_S: f64 = 1.0;
+
+/// Fairness over every worker's slots at the end of the window.
+fn connection_stats<'a>(windows: impl Iterator<Item = &'a WindowEnd>, duration_s: f64) -> ConnectionStats {
+    let mut c = ConnectionStats::default();
+    let mut answers = Vec::new();
+    let mut candidates = 0;
+    for w in windows {
+        c.oldest_unanswered_ms = c.oldest_unanswered_ms.max(w.oldest_unanswered.as_secs_f64() * 1000.0);
+        c.stalled += w.stalled;
+        for s in &w.slots {
+            answers.push(s.answers);
+            c.never_connected += u64::from(!s.connected);
+            // A slot that tried and got nothing: it failed to connect every time, or sent and
+            // waited in vain. A connected slot the open model never needed is not starved, nor
+            // one whose request has been out less than a second.
+            let sought = s.tried && (!s.connected || s.sent > 0);
+            candidates += u64::from(s.answers == 0 && sought && !s.recently_sent);
+        }
+    }
+    answers.sort_unstable();
+    c.used = answers.len() as u64;
+    if let (Some(&min), Some(&max)) = (answers.first(), answers.last()) {
+        c.answers_min = min;
+        c.answers_max = max;
+        c.answers_median = answers[answers.len() / 2];
+    }
+    if c.answers_max >= 1 && duration_s >= STARVED_MIN_RUN_S {
+        c.starved = candidates;
+    }
+    c
 }

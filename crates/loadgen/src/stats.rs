@@ -21,6 +21,9 @@ pub(crate) struct Recorder {
     pub(crate) statuses: Vec<u64>,
     pub(crate) traffic: Traffic,
     pub(crate) connections_opened: u64,
+    pub(crate) connect_attempts_failed: u64,
+    /// Time spent polling without sleeping for a send due within microseconds (open model).
+    pub(crate) spin: std::time::Duration,
     // The second in progress.
     start: Instant,
     second: u64,
@@ -49,6 +52,8 @@ impl Recorder {
             statuses: vec![0; 1000],
             traffic: Traffic::default(),
             connections_opened: 0,
+            connect_attempts_failed: 0,
+            spin: std::time::Duration::ZERO,
             start,
             second: 0,
             second_ok: 0,
@@ -85,8 +90,10 @@ impl Recorder {
         match why {
             Failure::ConnectRefused => e.connect_refused += 1,
             Failure::ConnectTimeout => e.connect_timeout += 1,
+            Failure::ClientResource => e.client_resource += 1,
+            Failure::Reset => e.reset += 1,
+            Failure::ClosedEarly => e.closed_early += 1,
             Failure::RequestTimeout => e.request_timeout += 1,
-            Failure::ReadClosed => e.read_closed += 1,
             Failure::Malformed => e.malformed += 1,
         }
         self.count_error();

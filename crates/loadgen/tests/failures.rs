@@ -30,8 +30,10 @@ fn no_listener_counts_only_connect_errors_and_ends_on_time() {
     assert!(took < Duration::from_millis(1500), "took {took:?}");
     assert_eq!(r.requests_ok, 0);
     let refused = only(&r, |e| e.connect_refused);
-    // 4 connections retrying every 10-20 ms for 1 s (fewer on a starved machine).
-    assert!(refused >= 8, "{refused} refused");
+    // Each of the 4 connections could not send its one request; the retries every 10-20 ms
+    // are attempts, not further errors.
+    assert_eq!(refused, 4, "{refused} refused");
+    assert!(r.connect_attempts_failed >= 8, "{} attempts failed", r.connect_attempts_failed);
     assert_eq!(r.connections_opened, 0);
     assert!(r.status_counts.is_empty());
 
@@ -42,10 +44,30 @@ fn no_listener_counts_only_connect_errors_and_ends_on_time() {
     let o = r.open.unwrap();
     assert_eq!(o.intended, 100);
     assert!(refused + o.unsent >= 99 && refused <= 100, "{refused} refused, {o:?}");
+    assert_eq!(r.connect_attempts_failed, refused, "each failed attempt cost one due request");
 }
 
 #[test]
-fn server_closing_after_the_headers_is_a_read_error() {
+fn closed_model_retrying_a_dead_port_counts_one_error_per_connection() {
+    let _serial = serial();
+    let addr = dead_port();
+    let target = Target { host: "127.0.0.1".into(), port: addr.port() };
+    const N: u64 = 8;
+    let r = loadgen::run(&closed(target, N as usize, 1000), None).unwrap();
+    assert_eq!(r.requests_ok, 0);
+    // One error per connection that could not send its request, however often it retried.
+    assert!(r.requests_err <= N + 1, "{:?}", r.errors);
+    assert!(r.requests_err >= 1, "{:?}", r.errors);
+    // Retries every 10 ms for a second: dozens of attempts per connection (a loaded machine
+    // manages fewer, still far more than one).
+    assert!(r.connect_attempts_failed >= 5 * N, "{} attempts failed", r.connect_attempts_failed);
+    assert_eq!(r.connections.never_connected, N);
+    assert_eq!(r.connections.used, N);
+    assert_eq!(r.connections.starved, 0, "no connection got answers, so none was treated unfairly");
+}
+
+#[test]
+fn server_closing_after_the_headers_is_closed_early() {
     let _serial = serial();
     let server = TestServer::start(
         None,
@@ -56,12 +78,31 @@ fn server_closing_after_the_headers_is_a_read_error() {
     );
     let r = loadgen::run(&closed(server.target(), 2, 700), None).unwrap();
     assert_eq!(r.requests_ok, 0);
-    let closed = only(&r, |e| e.read_closed);
+    let closed = only(&r, |e| e.closed_early);
     assert!(closed >= 20, "{closed}");
     // Every failure cost a connection, re-established and counted.
     assert!(r.connections_opened >= closed, "{} opened, {closed} closed", r.connections_opened);
     assert!(r.connections_opened <= closed + 2);
     assert!(r.status_counts.is_empty(), "incomplete responses are not counted by status");
+}
+
+#[test]
+fn server_resetting_with_a_request_in_flight_is_a_reset() {
+    let _serial = serial();
+    let server = TestServer::start(
+        None,
+        Arc::new(|_: &Seen, s: &mut TcpStream| {
+            // Linger 0: closing sends RST instead of FIN.
+            socket2::SockRef::from(&*s).set_linger(Some(Duration::ZERO))?;
+            Ok(Next::Close)
+        }),
+    );
+    let r = loadgen::run(&closed(server.target(), 2, 700), None).unwrap();
+    assert_eq!(r.requests_ok, 0);
+    let reset = only(&r, |e| e.reset);
+    assert!(reset >= 20, "{reset}");
+    // The connections themselves were made: a reset is not a failed connect.
+    assert_eq!(r.connect_attempts_failed, 0);
 }
 
 #[test]
@@ -158,7 +199,7 @@ fn server_accepting_100_of_1000_connections() {
     // The rest never get an answer: their connect times out (SYNs dropped once the backlog is
     // full), or the handshake completed into the backlog and the request times out.
     assert!(e.connect_timeout > 0, "{e:?}");
-    assert_eq!(e.malformed + e.status + e.read_closed, 0, "{e:?}");
+    assert_eq!(e.malformed + e.status + e.reset + e.closed_early + e.client_resource, 0, "{e:?}");
     assert_eq!(r.requests_err, e.connect_timeout + e.connect_refused + e.request_timeout);
     // Over 2 s with 400 ms timeouts, each of the ~900 waiting connections fails a few times.
     assert!(r.requests_err >= 900, "{e:?}");

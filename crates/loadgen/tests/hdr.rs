@@ -18,6 +18,7 @@ fn report_of(latencies_us: &[u64], errors: u64) -> LoadReport {
     LoadReport {
         duration_s: 10.0,
         requests_ok: latencies_us.len() as u64,
+        requests_ok_in_window: latencies_us.len() as u64,
         requests_err: errors,
         errors: ErrorCounts { status: errors, ..Default::default() },
         status_counts: BTreeMap::from([(200, latencies_us.len() as u64)]),
@@ -26,11 +27,14 @@ fn report_of(latencies_us: &[u64], errors: u64) -> LoadReport {
         bytes_in: 100,
         bytes_out: 50,
         connections_opened: 4,
+        connect_attempts_failed: 0,
+        connections: Default::default(),
         in_flight_at_end: 0,
         timeline: vec![],
         open: None,
         threads: 1,
         client_cpu_s: 0.5,
+        workers: vec![],
     }
 }
 
@@ -101,4 +105,75 @@ fn interval_log_is_readable_by_hdr_tools() {
     assert!((intervals[0].max() - 400.0).abs() < 1.0, "max column in ms: {}", intervals[0].max());
     let back = decode(intervals[0].encoded_histogram()).unwrap();
     assert_eq!(back, h);
+}
+
+#[test]
+fn fairness_usage_and_lag_merge() {
+    use loadgen::{ConnectionStats, OpenStats, WorkerUsage};
+    let mut a = report_of(&[1000, 2000], 0);
+    let mut b = report_of(&[3000], 0);
+    a.connections = ConnectionStats {
+        used: 4,
+        starved: 1,
+        never_connected: 0,
+        answers_min: 0,
+        answers_median: 10,
+        answers_max: 20,
+        oldest_unanswered_ms: 1500.0,
+        stalled: 1,
+    };
+    b.connections = ConnectionStats {
+        used: 2,
+        starved: 0,
+        never_connected: 1,
+        answers_min: 5,
+        answers_median: 30,
+        answers_max: 40,
+        oldest_unanswered_ms: 200.0,
+        stalled: 0,
+    };
+    a.workers = vec![WorkerUsage { cpu_s: 1.0, wall_s: 10.0, runqueue_wait_s: 0.1, spin_s: 0.0 }];
+    b.workers = vec![WorkerUsage { cpu_s: 2.0, wall_s: 10.0, runqueue_wait_s: 0.2, spin_s: 0.5 }];
+    a.connect_attempts_failed = 3;
+    b.connect_attempts_failed = 4;
+    let lag = |p50, p99, max, rate| OpenStats {
+        intended: 100,
+        max_lateness_ms: max,
+        lag_p50_ms: p50,
+        lag_p99_ms: p99,
+        lag_max_ms: max,
+        achieved_rate: rate,
+        ..Default::default()
+    };
+    a.open = Some(lag(0.01, 0.2, 0.5, 10.0));
+    b.open = Some(lag(0.02, 0.1, 0.9, 9.0));
+    let m = merge_reports(&[a, b]).unwrap();
+    let c = m.connections;
+    assert_eq!((c.used, c.starved, c.never_connected, c.stalled), (6, 1, 1, 1));
+    assert_eq!((c.answers_min, c.answers_median, c.answers_max), (0, 30, 40), "median: the higher one");
+    assert_eq!(c.oldest_unanswered_ms, 1500.0);
+    assert_eq!(m.workers.len(), 2);
+    assert_eq!(m.workers[1].spin_s, 0.5);
+    assert_eq!(m.connect_attempts_failed, 7);
+    assert_eq!(m.requests_ok_in_window, 3);
+    let o = m.open.unwrap();
+    assert_eq!((o.lag_p50_ms, o.lag_p99_ms, o.lag_max_ms, o.max_lateness_ms), (0.02, 0.2, 0.9, 0.9));
+    assert_eq!(o.achieved_rate, 19.0);
+}
+
+#[test]
+fn reports_written_before_the_new_fields_still_read() {
+    let mut v: serde_json::Value = serde_json::to_value(report_of(&[1000], 0)).unwrap();
+    let obj = v.as_object_mut().unwrap();
+    for key in ["requests_ok_in_window", "connect_attempts_failed", "connections", "workers"] {
+        obj.remove(key);
+    }
+    let errors = obj["errors"].as_object_mut().unwrap();
+    for key in ["client_resource", "reset", "closed_early"] {
+        errors.remove(key);
+    }
+    errors.insert("read_closed".into(), 2.into());
+    let r: LoadReport = serde_json::from_value(v).unwrap();
+    assert_eq!(r.connections, Default::default());
+    assert!(r.workers.is_empty() && r.flags().is_empty());
 }

@@ -125,6 +125,13 @@ fn open_model_keeps_the_rate() {
     assert!(r.requests_ok >= 995, "{} ok", r.requests_ok);
     assert_eq!(o.sent_late, 0, "{o:?}");
     assert_eq!(o.unsent, 0, "{o:?}");
+    // Every due request left within the window, and the typical one on time (timerfd wake-ups:
+    // well under the millisecond that epoll's timeout would add).
+    assert!((o.achieved_rate - 500.0).abs() <= 25.0, "{o:?}");
+    assert!(o.lag_p50_ms < 1.0 && o.lag_p50_ms <= o.lag_p99_ms && o.lag_p99_ms <= o.lag_max_ms + 0.001, "{o:?}");
+    assert_eq!(o.lag_max_ms, o.max_lateness_ms);
+    assert_eq!(r.workers.len(), 2);
+    assert!(r.workers.iter().all(|w| w.wall_s >= 1.9 && w.cpu_s > 0.0 && w.runqueue_wait_s >= 0.0), "{:?}", r.workers);
     // Requests are spread over the run, not sent in a burst.
     let per_second: Vec<u64> = r.timeline.iter().map(|s| s.ok).collect();
     assert!(per_second.len() >= 2 && per_second[..2].iter().all(|&n| (450..=550).contains(&n)), "{per_second:?}");
@@ -180,10 +187,17 @@ fn open_model_waits_for_the_answers_of_requests_due_before_the_end() {
     assert!(t0.elapsed() >= Duration::from_millis(2400), "the last answers were awaited");
     assert!((r.success_rps() - 40.0).abs() < 1.0);
     assert_eq!(r.timeline.iter().map(|s| s.ok).sum::<u64>(), 80, "{:?}", r.timeline);
+    // By the deadline only the requests due before 1.5 s were answered; the rest came in the
+    // wait after it, in flight for less than a second at the end of the window.
+    assert!((55..=62).contains(&r.requests_ok_in_window), "{} in the window", r.requests_ok_in_window);
+    let c = r.connections;
+    assert!(c.oldest_unanswered_ms >= 300.0 && c.oldest_unanswered_ms < 1000.0, "{c:?}");
+    assert_eq!((c.stalled, c.starved), (0, 0), "{c:?}");
 
     // The closed model does not wait (as wrk): its last requests are reported as unanswered.
     let r = loadgen::run(&closed(server.target(), 4, 1200), None).unwrap();
     assert_eq!(r.in_flight_at_end, 4, "{r:?}");
+    assert_eq!(r.requests_ok_in_window, r.requests_ok, "the closed model counts nothing after the window");
 }
 
 #[test]

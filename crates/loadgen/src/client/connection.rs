@@ -17,9 +17,27 @@ use crate::template::{Prepared, RequestFactory};
 pub(crate) enum Failure {
     ConnectRefused,
     ConnectTimeout,
+    /// The generator's own limits (descriptors, local ports, memory), not the service's answer.
+    ClientResource,
+    /// Reset, or a read or write error, with a request in flight.
+    Reset,
+    /// Clean end of stream with a request in flight, before the response was complete.
+    ClosedEarly,
     RequestTimeout,
-    ReadClosed,
     Malformed,
+}
+
+impl Failure {
+    /// A failed socket()/connect(): the client's own limits, or the target refusing. Users
+    /// must be able to tell them apart, since only the second says anything about the service.
+    pub(crate) fn of_connect(e: &io::Error) -> Failure {
+        match e.raw_os_error() {
+            Some(libc::EMFILE | libc::ENFILE | libc::EADDRNOTAVAIL | libc::ENOBUFS | libc::ENOMEM) => {
+                Failure::ClientResource
+            }
+            _ => Failure::ConnectRefused,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +100,14 @@ pub(crate) struct Connection {
     parser: ResponseParser,
     /// Unparsed response bytes carried to the next read (a head split across reads).
     carry: Vec<u8>,
+    /// The slot's history over the run (a slot keeps it across reconnects), for the fairness
+    /// figures: connects tried, ever connected, requests sent, complete responses.
+    pub(crate) tried: bool,
+    pub(crate) connected_once: bool,
+    pub(crate) sent: u64,
+    pub(crate) answers: u64,
+    /// The last connect attempt failed and no connect has succeeded since.
+    pub(crate) connect_failing: bool,
 }
 
 impl Connection {
@@ -97,6 +123,11 @@ impl Connection {
             written: 0,
             parser: ResponseParser::default(),
             carry: Vec::new(),
+            tried: false,
+            connected_once: false,
+            sent: 0,
+            answers: 0,
+            connect_failing: false,
         }
     }
 
@@ -104,13 +135,15 @@ impl Connection {
     pub(crate) fn connect(&mut self, addr: SocketAddr, registry: &Registry, token: Token, now: Instant) -> Outcome {
         self.close();
         self.since = now;
+        self.tried = true;
         let mut stream = match TcpStream::connect(addr) {
             Ok(s) => s,
-            Err(_) => return Outcome::Failed(Failure::ConnectRefused),
+            Err(e) => return Outcome::Failed(Failure::of_connect(&e)),
         };
-        // Readable and writable once, edge-triggered: no re-registration per request.
+        // Readable and writable once, edge-triggered: no re-registration per request. Failing
+        // to register is the generator's own limit (epoll's memory or watch count).
         if registry.register(&mut stream, token, Interest::READABLE | Interest::WRITABLE).is_err() {
-            return Outcome::Failed(Failure::ConnectRefused);
+            return Outcome::Failed(Failure::ClientResource);
         }
         // Requests are single small writes; don't let Nagle hold them back.
         let _ = stream.set_nodelay(true);
@@ -138,7 +171,7 @@ impl Connection {
         };
         match stream.take_error() {
             Ok(None) => {}
-            Ok(Some(_)) | Err(_) => return self.fail(Failure::ConnectRefused),
+            Ok(Some(e)) | Err(e) => return self.fail(Failure::of_connect(&e)),
         }
         match stream.peer_addr() {
             Ok(_) => {
@@ -169,6 +202,7 @@ impl Connection {
         self.parser.start(head);
         self.origin = origin;
         self.since = now;
+        self.sent += 1;
         self.state = State::Sending;
         self.write(traffic)
     }
@@ -184,14 +218,14 @@ impl Connection {
         };
         while self.written < bytes.len() {
             match stream.write(&bytes[self.written..]) {
-                Ok(0) => return self.fail(Failure::ReadClosed),
+                Ok(0) => return self.fail(Failure::Reset),
                 Ok(n) => {
                     self.written += n;
                     traffic.bytes_out += n as u64;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Nothing,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return self.fail(Failure::ReadClosed),
+                Err(_) => return self.fail(Failure::Reset),
             }
         }
         self.state = State::Awaiting;
@@ -272,7 +306,7 @@ impl Connection {
                 self.close();
                 Outcome::Response { status, reusable: false }
             }
-            State::Awaiting | State::Sending => self.fail(Failure::ReadClosed),
+            State::Awaiting | State::Sending => self.fail(Failure::ClosedEarly),
             _ => {
                 self.close();
                 Outcome::ClosedIdle
@@ -282,7 +316,7 @@ impl Connection {
 
     fn on_reset(&mut self) -> Outcome {
         match self.state {
-            State::Awaiting | State::Sending => self.fail(Failure::ReadClosed),
+            State::Awaiting | State::Sending => self.fail(Failure::Reset),
             _ => {
                 self.close();
                 Outcome::ClosedIdle
@@ -321,5 +355,21 @@ impl Connection {
 
     pub(crate) fn is_busy(&self) -> bool {
         matches!(self.state, State::Sending | State::Awaiting)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clients_own_limits_are_not_refusals() {
+        for errno in [libc::EMFILE, libc::ENFILE, libc::EADDRNOTAVAIL, libc::ENOBUFS, libc::ENOMEM] {
+            assert_eq!(Failure::of_connect(&io::Error::from_raw_os_error(errno)), Failure::ClientResource, "{errno}");
+        }
+        for errno in [libc::ECONNREFUSED, libc::ENETUNREACH, libc::EHOSTUNREACH] {
+            assert_eq!(Failure::of_connect(&io::Error::from_raw_os_error(errno)), Failure::ConnectRefused, "{errno}");
+        }
+        assert_eq!(Failure::of_connect(&io::Error::other("no errno")), Failure::ConnectRefused);
     }
 }

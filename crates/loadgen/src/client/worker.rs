@@ -15,13 +15,16 @@
 //! the open model direct control of wake-ups and of which connection sends, without a
 //! runtime's scheduler in between. The probe was not kept.
 
+use std::io;
 use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use mio::{Events, Poll, Token};
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Registry, Token};
 
 use crate::client::connection::{Connection, Failure, Outcome, Ready, State};
 use crate::models::Driver;
@@ -32,6 +35,65 @@ use crate::template::RequestFactory;
 pub(crate) const TICK: Duration = Duration::from_millis(10);
 /// Size of the worker's read buffer (also the largest response head accepted).
 const READ_BUFFER: usize = 64 * 1024;
+/// Event token of the open model's wake-up timer (connections use their slot index).
+const TIMER: Token = Token(usize::MAX);
+/// A wake-up closer than this is not slept for: the loop polls without blocking instead,
+/// since arming a timer and waking from epoll costs about as much and is less punctual.
+const SPIN_BELOW: Duration = Duration::from_micros(50);
+/// A request in flight longer than this at the end of the window counts as stalled, and its
+/// connection as starved if it never got an answer.
+pub(crate) const STALLED_AFTER: Duration = Duration::from_secs(1);
+
+/// The open model's wake-up clock: a timerfd with nanosecond resolution. epoll's own timeout
+/// has millisecond resolution (mio rounds it up), which would send a request due in 0.2 ms up to
+/// a millisecond late, and open-model latency charges that lateness to the service.
+struct WakeTimer {
+    fd: OwnedFd,
+    /// The instant the timer is armed for, if armed and not yet fired.
+    armed: Option<Instant>,
+}
+
+impl WakeTimer {
+    fn new(registry: &Registry) -> io::Result<WakeTimer> {
+        // SAFETY: plain syscall; the returned descriptor is owned by the OwnedFd below.
+        let raw = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `raw` is a fresh descriptor nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        registry.register(&mut SourceFd(&fd.as_raw_fd()), TIMER, Interest::READABLE)?;
+        Ok(WakeTimer { fd, armed: None })
+    }
+
+    /// Fires at `at` (relative to `now`; `now` may be slightly stale, which fires early, never
+    /// late). Re-arming for the same instant is skipped: it costs a syscall per loop pass.
+    fn arm(&mut self, at: Instant, now: Instant) -> io::Result<()> {
+        if self.armed == Some(at) {
+            return Ok(());
+        }
+        // A zero it_value would disarm the timer instead.
+        let d = at.saturating_duration_since(now).max(Duration::from_nanos(1));
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+            it_value: libc::timespec { tv_sec: d.as_secs() as libc::time_t, tv_nsec: d.subsec_nanos() as _ },
+        };
+        // SAFETY: the descriptor is a timerfd we own; `spec` outlives the call.
+        if unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.armed = Some(at);
+        Ok(())
+    }
+
+    /// The timer fired: read its expiry count so the descriptor is no longer readable.
+    fn clear(&mut self) {
+        let mut expirations = [0u8; 8];
+        // SAFETY: reads at most 8 bytes into a buffer of 8; errors (EAGAIN) are harmless here.
+        unsafe { libc::read(self.fd.as_raw_fd(), expirations.as_mut_ptr().cast(), expirations.len()) };
+        self.armed = None;
+    }
+}
 
 /// The connections of one worker and what they need to do I/O; the model (driver) decides
 /// when to connect and send.
@@ -45,6 +107,12 @@ pub(crate) struct Core {
     connect_timeout: Duration,
     request_timeout: Duration,
     keepalive: bool,
+    /// Open model: precise wake-ups for due requests.
+    timer: Option<WakeTimer>,
+    /// Closed model: a slot failing to reconnect again and again counts one error (the one
+    /// request it could not send), not one per retry; the open model's failed attempts each
+    /// cost a due request, so each is an error.
+    one_error_per_failing_slot: bool,
 }
 
 impl Core {
@@ -55,9 +123,16 @@ impl Core {
         connect_timeout: Duration,
         request_timeout: Duration,
         keepalive: bool,
+        open_model: bool,
     ) -> Result<Core> {
+        let poll = Poll::new().context("cannot create the event loop (epoll)")?;
+        let timer = if open_model && std::env::var_os("LOADGEN_NO_TIMERFD").is_none() {
+            Some(WakeTimer::new(poll.registry()).context("cannot create the open model's wake-up timer (timerfd)")?)
+        } else {
+            None
+        };
         Ok(Core {
-            poll: Poll::new().context("cannot create the event loop (epoll)")?,
+            poll,
             addr,
             conns: Vec::new(),
             factory,
@@ -66,7 +141,48 @@ impl Core {
             connect_timeout,
             request_timeout,
             keepalive,
+            timer,
+            one_error_per_failing_slot: !open_model,
         })
+    }
+
+    /// Counts a failure of slot `idx`. `was_connecting`: it was a connect attempt.
+    pub(crate) fn record_failure(&mut self, idx: usize, why: Failure, was_connecting: bool) {
+        if was_connecting {
+            self.stats.connect_attempts_failed += 1;
+            let c = &mut self.conns[idx];
+            let repeated = c.connect_failing;
+            c.connect_failing = true;
+            if repeated && self.one_error_per_failing_slot {
+                return;
+            }
+        }
+        self.stats.failure(why);
+    }
+
+    /// The figures taken at the end of the measured window (see [`WindowEnd`]).
+    pub(crate) fn window_end(&self, now: Instant) -> WindowEnd {
+        let mut oldest = Duration::ZERO;
+        let mut stalled = 0;
+        let slots = self
+            .conns
+            .iter()
+            .map(|c| {
+                let waiting = if c.is_busy() { Some(now.saturating_duration_since(c.since)) } else { None };
+                if let Some(w) = waiting {
+                    oldest = oldest.max(w);
+                    stalled += u64::from(w > STALLED_AFTER);
+                }
+                SlotEnd {
+                    answers: c.answers,
+                    sent: c.sent,
+                    tried: c.tried,
+                    connected: c.connected_once,
+                    recently_sent: waiting.is_some_and(|w| w < STALLED_AFTER),
+                }
+            })
+            .collect();
+        WindowEnd { slots, oldest_unanswered: oldest, stalled, ok: self.stats.ok }
     }
 
     /// A new connection slot; returns its index (also its event token).
@@ -79,7 +195,7 @@ impl Core {
     pub(crate) fn connect(&mut self, idx: usize, now: Instant) -> bool {
         match self.conns[idx].connect(self.addr, self.poll.registry(), Token(idx), now) {
             Outcome::Failed(why) => {
-                self.stats.failure(why);
+                self.record_failure(idx, why, true);
                 false
             }
             _ => true,
@@ -91,7 +207,7 @@ impl Core {
     pub(crate) fn send(&mut self, idx: usize, origin: Instant, now: Instant) -> bool {
         match self.conns[idx].send(&mut self.factory, origin, now, &mut self.stats.traffic) {
             Outcome::Failed(why) => {
-                self.stats.failure(why);
+                self.record_failure(idx, why, false);
                 false
             }
             _ => true,
@@ -125,7 +241,7 @@ impl Core {
             };
             let was_connecting = c.state == State::Connecting;
             self.conns[idx].close();
-            self.stats.failure(why);
+            self.record_failure(idx, why, was_connecting);
             driver.on_closed(self, idx, now, Some(why), was_connecting);
         }
     }
@@ -140,6 +256,26 @@ pub(crate) struct Clock {
     pub(crate) drain: Duration,
 }
 
+/// One slot at the end of the measured window.
+pub(crate) struct SlotEnd {
+    pub(crate) answers: u64,
+    pub(crate) sent: u64,
+    pub(crate) tried: bool,
+    pub(crate) connected: bool,
+    /// A request is in flight and went out less than [`STALLED_AFTER`] ago.
+    pub(crate) recently_sent: bool,
+}
+
+/// What a worker saw at the end of the measured window (before the open model's drain).
+pub(crate) struct WindowEnd {
+    pub(crate) slots: Vec<SlotEnd>,
+    pub(crate) oldest_unanswered: Duration,
+    /// Requests in flight for longer than [`STALLED_AFTER`].
+    pub(crate) stalled: u64,
+    /// Successes so far.
+    pub(crate) ok: u64,
+}
+
 /// How a worker's loop ended.
 pub(crate) struct LoopEnd {
     /// End of the measured window: the deadline, the stop, or the driver's end.
@@ -148,6 +284,7 @@ pub(crate) struct LoopEnd {
     pub(crate) last: Instant,
     /// Requests still unanswered then.
     pub(crate) in_flight: u64,
+    pub(crate) window: WindowEnd,
 }
 
 /// Runs the loop until the deadline (then drains, see [`Clock::drain`]), a stop, or the
@@ -157,18 +294,30 @@ pub(crate) fn run_loop(core: &mut Core, driver: &mut dyn Driver, clock: &Clock) 
     let mut now = Instant::now();
     driver.start(core, now);
     let mut next_tick = now + TICK;
+    let mut window: Option<WindowEnd> = None;
     loop {
         let stopped = clock.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed));
         // Past the deadline the loop only collects answers, until the drain ends.
         let draining = now >= clock.deadline;
         let until = if draining { clock.deadline + clock.drain } else { clock.deadline };
         if draining {
-            driver.stop_sending();
-            if stopped || now >= until || !core.any_busy() {
-                return Ok(LoopEnd { at: clock.deadline, last: now, in_flight: core.in_flight() });
+            if window.is_none() {
+                // Requests due before the deadline that the loop reached only after it (a late
+                // wake-up on a busy machine) still go out: they belong to the window's schedule,
+                // and leaving them unsent would report a rate the generator did not mean.
+                driver.dispatch(core, now);
             }
+            driver.stop_sending();
+            // The window's figures are taken once, as the drain begins.
+            let snapshot = window.take().unwrap_or_else(|| core.window_end(now));
+            if stopped || now >= until || !core.any_busy() {
+                let window = snapshot;
+                return Ok(LoopEnd { at: clock.deadline, last: now, in_flight: core.in_flight(), window });
+            }
+            window = Some(snapshot);
         } else if stopped || driver.finished(core) {
-            return Ok(LoopEnd { at: now, last: now, in_flight: core.in_flight() });
+            let window = core.window_end(now);
+            return Ok(LoopEnd { at: now, last: now, in_flight: core.in_flight(), window });
         }
         core.stats.close_seconds(now);
         if now >= next_tick {
@@ -179,17 +328,42 @@ pub(crate) fn run_loop(core: &mut Core, driver: &mut dyn Driver, clock: &Clock) 
         }
         driver.dispatch(core, now);
 
-        let mut wake = until.min(next_tick).min(core.stats.next_second_at());
-        if let Some(at) = driver.next_wakeup(now) {
-            wake = wake.min(at);
+        let wake = until.min(next_tick).min(core.stats.next_second_at());
+        let mut timeout = Some(wake.saturating_duration_since(now));
+        let mut spin_from = None;
+        if let Some(at) = driver.next_wakeup(now).filter(|&at| at < wake) {
+            match &mut core.timer {
+                // Too close to sleep for: look at the sockets and come straight back.
+                Some(_) if at.saturating_duration_since(now) < SPIN_BELOW => {
+                    timeout = Some(Duration::ZERO);
+                    spin_from = Some(Instant::now());
+                }
+                // The timer fires before anything else is due, so epoll needs no timeout (and
+                // no second kernel timer): one timer per sleep costs less CPU.
+                Some(timer) => {
+                    timer.arm(at, now).context("cannot arm the open model's wake-up timer")?;
+                    timeout = None;
+                }
+                None => timeout = Some(at.saturating_duration_since(now)),
+            }
         }
-        let timeout = wake.saturating_duration_since(now);
-        if let Err(e) = core.poll.poll(&mut events, Some(timeout)) {
+        if let Err(e) = core.poll.poll(&mut events, timeout) {
             if e.kind() != std::io::ErrorKind::Interrupted {
                 return Err(e).context("event loop poll failed");
             }
         }
+        if let Some(from) = spin_from.filter(|_| events.is_empty()) {
+            // Waiting by polling, not work: kept apart so that precise pacing is not taken for
+            // a saturated generator.
+            core.stats.spin += from.elapsed();
+        }
         for event in events.iter() {
+            if event.token() == TIMER {
+                if let Some(timer) = &mut core.timer {
+                    timer.clear();
+                }
+                continue;
+            }
             let idx = event.token().0;
             let Some(conn) = core.conns.get_mut(idx) else {
                 continue;
@@ -206,11 +380,15 @@ pub(crate) fn run_loop(core: &mut Core, driver: &mut dyn Driver, clock: &Clock) 
                 Outcome::Nothing => {}
                 Outcome::Connected => {
                     core.stats.connections_opened += 1;
+                    let c = &mut core.conns[idx];
+                    c.connected_once = true;
+                    c.connect_failing = false;
                     driver.on_idle(core, idx, Instant::now(), true);
                 }
                 Outcome::Response { status, reusable } => {
                     let t = Instant::now();
                     let origin = core.conns[idx].origin;
+                    core.conns[idx].answers += 1;
                     core.stats.response(status, origin, t);
                     if reusable {
                         driver.on_idle(core, idx, t, false);
@@ -219,7 +397,7 @@ pub(crate) fn run_loop(core: &mut Core, driver: &mut dyn Driver, clock: &Clock) 
                     }
                 }
                 Outcome::Failed(why) => {
-                    core.stats.failure(why);
+                    core.record_failure(idx, why, was_connecting);
                     driver.on_closed(core, idx, Instant::now(), Some(why), was_connecting);
                 }
                 Outcome::ClosedIdle => driver.on_closed(core, idx, Instant::now(), None, false),

@@ -31,10 +31,20 @@ pub(crate) trait Driver {
     fn stop_sending(&mut self) {}
     /// The model has nothing left to do (request budget spent and every answer in).
     fn finished(&self, core: &Core) -> bool;
-    /// Schedule bookkeeping at the end (open model only).
-    fn open_stats(&self, _end: Instant) -> Option<OpenStats> {
+    /// Schedule bookkeeping at the end of the window `end` (open model only).
+    fn open_result(&mut self, _end: Instant) -> Option<OpenResult> {
         None
     }
+}
+
+/// A worker's open-model figures, with what merging them across workers exactly needs.
+pub(crate) struct OpenResult {
+    /// This worker's figures alone.
+    pub(crate) stats: OpenStats,
+    /// Schedule lag of every send (µs).
+    pub(crate) lag: hdrhistogram::Histogram<u64>,
+    /// Requests sent within the window.
+    pub(crate) sent: u64,
 }
 
 /// Shared request budget (`max_requests`) of the closed model's workers.

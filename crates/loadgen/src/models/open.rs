@@ -5,7 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::Driver;
+use hdrhistogram::Histogram;
+
+use super::{Driver, OpenResult};
 use crate::client::connection::{Failure, State};
 use crate::client::worker::Core;
 use crate::config::RateRamp;
@@ -139,6 +141,10 @@ pub(crate) struct OpenDriver {
     blocked_until: u64,
     sent_late: u64,
     max_lateness: Duration,
+    /// Schedule lag of every send (µs): how late the generator itself was.
+    lag: Histogram<u64>,
+    /// Requests sent (before the deadline: nothing is sent after it).
+    sent: u64,
     /// Past the deadline: requests still waiting for a connection stay unsent.
     stopped: bool,
 }
@@ -175,6 +181,8 @@ impl OpenDriver {
             blocked_until: 0,
             sent_late: 0,
             max_lateness: Duration::ZERO,
+            lag: crate::histogram::new_latency_histogram(),
+            sent: 0,
             stopped: false,
         };
         d.refresh_next();
@@ -206,7 +214,13 @@ impl OpenDriver {
         if self.next_m < self.blocked_until {
             self.sent_late += 1;
         }
-        self.max_lateness = self.max_lateness.max(now.saturating_duration_since(at));
+        // A fresh clock reading: when several requests are due at once, the later ones of the
+        // batch leave after `now`, and their lag must say so.
+        let lag = Instant::now().saturating_duration_since(at);
+        self.max_lateness = self.max_lateness.max(lag);
+        // Sub-microsecond lags are recorded as 0 (the latency histogram's floor is 1 µs).
+        self.lag.saturating_record((lag.as_micros() as u64).min(crate::histogram::MAX_LATENCY_US));
+        self.sent += 1;
         self.next_m += 1;
         self.refresh_next();
         if !core.send(idx, at, now) {
@@ -306,14 +320,22 @@ impl Driver for OpenDriver {
         self.next_m >= self.limit && !core.any_busy()
     }
 
-    fn open_stats(&self, end: Instant) -> Option<OpenStats> {
+    fn open_result(&mut self, end: Instant) -> Option<OpenResult> {
         let intended = self.due_count(end).max(self.next_m);
-        Some(OpenStats {
+        let max_lateness_ms = self.max_lateness.as_secs_f64() * 1000.0;
+        let window = end.saturating_duration_since(self.start).as_secs_f64();
+        let stats = OpenStats {
             intended,
             sent_late: self.sent_late,
             unsent: intended - self.next_m,
-            max_lateness_ms: self.max_lateness.as_secs_f64() * 1000.0,
-        })
+            max_lateness_ms,
+            lag_p50_ms: self.lag.value_at_quantile(0.5) as f64 / 1000.0,
+            lag_p99_ms: self.lag.value_at_quantile(0.99) as f64 / 1000.0,
+            lag_max_ms: max_lateness_ms,
+            achieved_rate: if window > 0.0 { self.sent as f64 / window } else { 0.0 },
+        };
+        let lag = std::mem::replace(&mut self.lag, crate::histogram::new_latency_histogram());
+        Some(OpenResult { stats, lag, sent: self.sent })
     }
 }
 

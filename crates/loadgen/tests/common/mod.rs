@@ -116,7 +116,8 @@ fn listen(backlog: i32) -> TcpListener {
     socket.into()
 }
 
-fn serve_connection(mut conn: TcpStream, handler: &Handler) {
+/// Serves requests on one connection with `handler` until it closes or the handler says so.
+pub fn serve_connection(mut conn: TcpStream, handler: &Handler) {
     let _ = conn.set_nodelay(true);
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];

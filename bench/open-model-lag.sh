@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# How late does the open model send? Runs the generator's open model against a tiny fast
+# loopback server at 1000, 10000 and 50000 req/s and prints the schedule lag (actual send time
+# minus intended send time) p50/p99/max of each run. A lag near or above a millisecond means the
+# generator's own lateness is charged to the service in open-model latencies.
+#
+# The server (the loadgen crate's hello_server example) is pinned to CPU 1, the generator to
+# CPU 0 with one thread. Every run is bounded (DURATION each, plus the build).
+#
+# Usage: bench/open-model-lag.sh           (from the repository root)
+# Env:   DURATION=5s  RATES="1000 10000 50000"  PORT=18090  CONNECTIONS=256
+#        CARGO_TARGET_DIR (where the examples are built; default target)
+# Needs: cargo, taskset, python3, 2+ CPUs.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-5s}
+RATES=${RATES:-"1000 10000 50000"}
+PORT=${PORT:-18090}
+CONNECTIONS=${CONNECTIONS:-256}
+GEN_CPU=0
+SERVER_CPU=1
+TARGET_DIR=${CARGO_TARGET_DIR:-target}
+
+for tool in cargo taskset python3; do
+    command -v "$tool" >/dev/null || { echo "error: $tool is missing" >&2; exit 1; }
+done
+if [ "$(nproc)" -lt 2 ]; then
+    echo "error: needs 2 CPUs (generator on CPU $GEN_CPU, server on CPU $SERVER_CPU)" >&2
+    exit 1
+fi
+
+echo "building the load and hello_server examples ..." >&2
+cargo build --release -q -p loadgen --example load --example hello_server
+LOAD="$TARGET_DIR/release/examples/load"
+SERVER="$TARGET_DIR/release/examples/hello_server"
+
+work=$(mktemp -d)
+server_pid=""
+cleanup() {
+    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+taskset -c "$SERVER_CPU" "$SERVER" "127.0.0.1:$PORT" &
+server_pid=$!
+for _ in $(seq 50); do
+    python3 - "$PORT" <<'PY' && break
+import socket, sys
+s = socket.socket()
+s.settimeout(0.2)
+sys.exit(0 if s.connect_ex(("127.0.0.1", int(sys.argv[1]))) == 0 else 1)
+PY
+    sleep 0.1
+done
+
+# late: sends that waited for a busy connection (the server's backpressure, not the generator).
+printf '%-7s %9s %9s %10s %7s %7s %9s %10s %6s %6s %6s  %s\n' \
+    rate lag_p50 lag_p99 lag_max late unsent achieved p99_lat cpu spin runq flags
+for rate in $RATES; do
+    # timeout: a run can never outlive its duration by more than the drain and a margin.
+    timeout 60 taskset -c "$GEN_CPU" "$LOAD" "http://127.0.0.1:$PORT/" --rate "$rate" -d "$DURATION" -t 1 \
+        --max-connections "$CONNECTIONS" --timeout 5s --json >"$work/r.json" 2>"$work/err.txt" || true
+    python3 - "$rate" "$work/r.json" "$work/err.txt" <<'PY'
+import json, re, sys
+rate, path, err = sys.argv[1], sys.argv[2], sys.argv[3]
+try:
+    r = json.load(open(path))
+except Exception as e:
+    print(f"{rate:<7} run failed: {e}")
+    sys.exit(0)
+o = r.get("open") or {}
+na = "n/a"
+def ms(k):
+    return f"{o[k]:.3f}ms" if k in o else na
+ach = f"{o['achieved_rate']:.0f}/s" if "achieved_rate" in o else na
+# The generator's own usage: CPU share of its wall time, the part of it spent polling for a
+# send due within microseconds, and the share it waited for the CPU (another process on it).
+w = (r.get("workers") or [{}])[0]
+wall = w.get("wall_s") or 0
+def share(k):
+    return f"{100 * w[k] / wall:.0f}%" if wall and k in w else na
+# The generator's validity flags: the codes of its "NOT VALID (codes): ..." line (older
+# builds print none).
+m = re.search(r"NOT VALID \(([^)]*)\)", open(err).read())
+flags = [m.group(1)] if m else []
+print(f"{rate:<7} {ms('lag_p50_ms'):>9} {ms('lag_p99_ms'):>9} {ms('max_lateness_ms'):>10} "
+      f"{o.get('sent_late', na):>7} {o.get('unsent', na):>7} {ach:>9} {r['latency']['p99']:>8.3f}ms "
+      f"{share('cpu_s'):>6} {share('spin_s'):>6} {share('runqueue_wait_s'):>6}  {','.join(flags)}")
+PY
+done

@@ -1,0 +1,287 @@
+//! Is a run's figure about the service, or about the generator? Flags raised from the
+//! generator's own side of the run, each with a code for machines and one English sentence with
+//! the numbers for users. A report with flags measured something other than the service (or not
+//! only the service); svcbench marks such steps as not valid.
+//!
+//! Codes:
+//! - `generator_saturated`: a worker thread used more than [`SATURATED_CPU_SHARE`] of its wall
+//!   time on CPU (polling while waiting for a due send excluded): the generator, not the
+//!   service, may have set the pace. One saturated worker among several is enough.
+//! - `generator_contended`: a worker waited for a CPU (run queue) more than
+//!   [`CONTENDED_WAIT_SHARE`] of its wall time: another process took the generator's CPU, so
+//!   sends and answer reads were delayed by the machine, not the service.
+//! - `client_resource_errors`: connections failed on the client's own limits (file
+//!   descriptors, local ports, memory).
+//! - `rate_not_held`: open model; requests were left unsent, or fewer than
+//!   [`RATE_HELD_SHARE`] of the intended requests per second were sent.
+//! - `schedule_lag`: open model; the 99th percentile of send lag (actual minus intended send
+//!   time) exceeded [`SCHEDULE_LAG_P99_MS`]: the generator's lateness is inside the latencies.
+//! - `starved_connections`: some connections got no answer in the whole run while others did.
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::LoadReport;
+
+/// A worker busier than this share of its wall time is saturated.
+pub const SATURATED_CPU_SHARE: f64 = 0.9;
+/// A worker waiting for a CPU more than this share of its wall time is contended.
+pub const CONTENDED_WAIT_SHARE: f64 = 0.10;
+/// The open model holds its rate when it sends at least this share of the intended rate.
+pub const RATE_HELD_SHARE: f64 = 0.95;
+/// Largest acceptable 99th percentile of the open model's send lag, in ms.
+pub const SCHEDULE_LAG_P99_MS: f64 = 1.0;
+
+pub const GENERATOR_SATURATED: &str = "generator_saturated";
+pub const GENERATOR_CONTENDED: &str = "generator_contended";
+pub const CLIENT_RESOURCE_ERRORS: &str = "client_resource_errors";
+pub const RATE_NOT_HELD: &str = "rate_not_held";
+pub const SCHEDULE_LAG: &str = "schedule_lag";
+pub const STARVED_CONNECTIONS: &str = "starved_connections";
+
+/// One reason to doubt a run's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Flag {
+    /// One of the codes above.
+    pub code: String,
+    /// One sentence with the numbers, for users.
+    pub detail: String,
+}
+
+fn flag(code: &str, detail: String) -> Flag {
+    Flag { code: code.to_string(), detail }
+}
+
+impl LoadReport {
+    /// Every flag this run raises, in the order of the codes above (empty: nothing found).
+    pub fn flags(&self) -> Vec<Flag> {
+        let mut flags = Vec::new();
+        // The busiest worker names the problem; the count says whether it was one or all.
+        let share = |num: f64, wall: f64| if wall > 0.0 { num / wall } else { 0.0 };
+        let busy: Vec<(usize, f64)> = self
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (i, share((w.cpu_s - w.spin_s).max(0.0), w.wall_s)))
+            .filter(|(_, s)| *s > SATURATED_CPU_SHARE)
+            .collect();
+        if let Some(&(i, s)) = busy.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
+            flags.push(flag(
+                GENERATOR_SATURATED,
+                format!(
+                    "{} of {} generator workers were saturated (worker {i} on CPU {:.0}% of its time, above {:.0}%): the generator may have set the pace, not the service.",
+                    busy.len(),
+                    self.workers.len(),
+                    s * 100.0,
+                    SATURATED_CPU_SHARE * 100.0
+                ),
+            ));
+        }
+        let waiting: Vec<(usize, f64)> = self
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (i, share(w.runqueue_wait_s, w.wall_s)))
+            .filter(|(_, s)| *s > CONTENDED_WAIT_SHARE)
+            .collect();
+        if let Some(&(i, s)) = waiting.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
+            flags.push(flag(
+                GENERATOR_CONTENDED,
+                format!(
+                    "{} of {} generator workers waited for a CPU (worker {i} for {:.0}% of its time, above {:.0}%): another process took the generator's CPU.",
+                    waiting.len(),
+                    self.workers.len(),
+                    s * 100.0,
+                    CONTENDED_WAIT_SHARE * 100.0
+                ),
+            ));
+        }
+        let resource = self.errors.client_resource;
+        if resource > 0 {
+            flags.push(flag(
+                CLIENT_RESOURCE_ERRORS,
+                format!(
+                    "{resource} connection attempts failed on the client's own limits (file descriptors, local ports or memory), not on the service."
+                ),
+            ));
+        }
+        if let Some(o) = &self.open {
+            let intended_rate = if self.duration_s > 0.0 { o.intended as f64 / self.duration_s } else { 0.0 };
+            if o.unsent > 0 || o.achieved_rate < RATE_HELD_SHARE * intended_rate {
+                flags.push(flag(
+                    RATE_NOT_HELD,
+                    format!(
+                        "The open model sent {:.0} req/s of the intended {:.0} req/s and left {} of {} due requests unsent.",
+                        o.achieved_rate, intended_rate, o.unsent, o.intended
+                    ),
+                ));
+            }
+            if o.lag_p99_ms > SCHEDULE_LAG_P99_MS {
+                // Sends that waited for a busy connection are late because of the service; say
+                // how many, so users can tell that from a generator that woke up late.
+                let busy = if o.sent_late > 0 {
+                    format!(" {} of the sends waited for a busy connection (the service's backpressure).", o.sent_late)
+                } else {
+                    String::new()
+                };
+                flags.push(flag(
+                    SCHEDULE_LAG,
+                    format!(
+                        "The generator sent requests late (lag p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms; p99 above {SCHEDULE_LAG_P99_MS} ms): its lateness is counted in the latencies.{busy}",
+                        o.lag_p50_ms, o.lag_p99_ms, o.lag_max_ms
+                    ),
+                ));
+            }
+        }
+        let c = &self.connections;
+        if c.starved > 0 {
+            flags.push(flag(
+                STARVED_CONNECTIONS,
+                format!(
+                    "{} of {} connections got no answer in the whole step; oldest request waited {:.1} s.",
+                    c.starved,
+                    c.used,
+                    c.oldest_unanswered_ms / 1000.0
+                ),
+            ));
+        }
+        flags
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::report::{ConnectionStats, ErrorCounts, OpenStats, Percentiles, WorkerUsage};
+
+    /// A healthy closed-model run: 10 s, two workers at half load, no errors.
+    pub(crate) fn healthy() -> LoadReport {
+        LoadReport {
+            duration_s: 10.0,
+            requests_ok: 100_000,
+            requests_ok_in_window: 100_000,
+            requests_err: 0,
+            errors: ErrorCounts::default(),
+            status_counts: BTreeMap::from([(200, 100_000)]),
+            latency: Percentiles::default(),
+            latency_hdr: String::new(),
+            bytes_in: 0,
+            bytes_out: 0,
+            connections_opened: 8,
+            connect_attempts_failed: 0,
+            connections: ConnectionStats {
+                used: 8,
+                answers_min: 12_000,
+                answers_median: 12_500,
+                answers_max: 13_000,
+                ..Default::default()
+            },
+            in_flight_at_end: 8,
+            timeline: vec![],
+            open: None,
+            threads: 2,
+            client_cpu_s: 10.0,
+            workers: vec![WorkerUsage { cpu_s: 5.0, wall_s: 10.0, runqueue_wait_s: 0.1, spin_s: 0.0 }; 2],
+        }
+    }
+
+    fn open_healthy() -> LoadReport {
+        let mut r = healthy();
+        r.open = Some(OpenStats {
+            intended: 100_000,
+            sent_late: 0,
+            unsent: 0,
+            max_lateness_ms: 0.4,
+            lag_p50_ms: 0.01,
+            lag_p99_ms: 0.1,
+            lag_max_ms: 0.4,
+            achieved_rate: 10_000.0,
+        });
+        r
+    }
+
+    fn codes(r: &LoadReport) -> Vec<String> {
+        r.flags().into_iter().map(|f| f.code).collect()
+    }
+
+    #[test]
+    fn healthy_runs_raise_nothing() {
+        assert!(healthy().flags().is_empty(), "{:?}", healthy().flags());
+        assert!(open_healthy().flags().is_empty(), "{:?}", open_healthy().flags());
+    }
+
+    #[test]
+    fn one_saturated_worker_among_several_is_enough() {
+        let mut r = healthy();
+        r.workers[1].cpu_s = 9.5;
+        let flags = r.flags();
+        assert_eq!(codes(&r), [GENERATOR_SATURATED]);
+        assert!(flags[0].detail.contains("worker 1") && flags[0].detail.contains("95%"), "{}", flags[0].detail);
+        // Polling for a due send is waiting, not work.
+        r.workers[1].spin_s = 2.0;
+        assert!(r.flags().is_empty());
+    }
+
+    #[test]
+    fn run_queue_wait_means_contention() {
+        let mut r = healthy();
+        r.workers[0].runqueue_wait_s = 1.5;
+        let flags = r.flags();
+        assert_eq!(codes(&r), [GENERATOR_CONTENDED]);
+        assert!(flags[0].detail.contains("15%"), "{}", flags[0].detail);
+        r.workers[0].runqueue_wait_s = 0.9;
+        assert!(r.flags().is_empty());
+    }
+
+    #[test]
+    fn client_resource_errors_are_flagged() {
+        let mut r = healthy();
+        r.errors.client_resource = 3;
+        r.requests_err = 3;
+        let flags = r.flags();
+        assert_eq!(codes(&r), [CLIENT_RESOURCE_ERRORS]);
+        assert!(flags[0].detail.starts_with("3 connection attempts"), "{}", flags[0].detail);
+    }
+
+    #[test]
+    fn open_model_rate_not_held() {
+        let mut r = open_healthy();
+        r.open.as_mut().unwrap().achieved_rate = 9_000.0;
+        assert_eq!(codes(&r), [RATE_NOT_HELD]);
+        let mut r = open_healthy();
+        r.open.as_mut().unwrap().achieved_rate = 9_600.0;
+        assert!(r.flags().is_empty());
+        r.open.as_mut().unwrap().unsent = 1;
+        let flags = r.flags();
+        assert_eq!(codes(&r), [RATE_NOT_HELD]);
+        assert!(flags[0].detail.contains("1 of 100000"), "{}", flags[0].detail);
+    }
+
+    #[test]
+    fn open_model_schedule_lag() {
+        let mut r = open_healthy();
+        r.open.as_mut().unwrap().lag_p99_ms = 1.5;
+        let flags = r.flags();
+        assert_eq!(codes(&r), [SCHEDULE_LAG]);
+        assert!(flags[0].detail.contains("p99 1.500 ms"), "{}", flags[0].detail);
+        assert!(!flags[0].detail.contains("busy connection"), "{}", flags[0].detail);
+        r.open.as_mut().unwrap().sent_late = 7;
+        assert!(r.flags()[0]
+            .detail
+            .ends_with("7 of the sends waited for a busy connection (the service's backpressure)."));
+        r.open.as_mut().unwrap().lag_p99_ms = 0.9;
+        assert!(r.flags().is_empty());
+    }
+
+    #[test]
+    fn starved_connections_are_flagged_with_the_wait() {
+        let mut r = healthy();
+        r.connections.starved = 2;
+        r.connections.used = 4;
+        r.connections.oldest_unanswered_ms = 9_500.0;
+        let flags = r.flags();
+        assert_eq!(codes(&r), [STARVED_CONNECTIONS]);
+        assert_eq!(flags[0].detail, "2 of 4 connections got no answer in the whole step; oldest request waited 9.5 s.");
+    }
+}
