@@ -47,8 +47,14 @@ pub struct Flag {
     pub detail: String,
 }
 
+impl Flag {
+    pub fn new(code: &str, detail: impl Into<String>) -> Flag {
+        Flag { code: code.to_string(), detail: detail.into() }
+    }
+}
+
 fn flag(code: &str, detail: String) -> Flag {
-    Flag { code: code.to_string(), detail }
+    Flag::new(code, detail)
 }
 
 impl LoadReport {

@@ -6,18 +6,9 @@
 //! and the run.
 use serde::{Deserialize, Serialize};
 
-/// One reason a figure is not clean: a stable code and a sentence with the numbers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Flag {
-    pub code: String,
-    pub detail: String,
-}
-
-impl Flag {
-    pub fn new(code: &str, detail: impl Into<String>) -> Flag {
-        Flag { code: code.to_string(), detail: detail.into() }
-    }
-}
+/// One reason a figure is not clean: a stable code and a sentence with the numbers. The generator's type,
+/// so its judgements are stored as they come.
+pub use loadgen::Flag;
 
 /// Every code, with what it tells a reader. Codes are stored; labels are what the report prints.
 pub const CODES: &[(&str, &str)] = &[

@@ -142,7 +142,14 @@ pub fn run_step(
     let oom_killed = around.after.oom_kills > around.before.oom_kills;
     let crashed = exited.is_some() && !oom_killed;
     let mut row = step_row(seq, step, &mix_name, &report, &around, cfg.threads);
-    let mut flags: Vec<Flag> = generator_flags(&report);
+    // The generator's own judgements first (headroom, open-model fidelity, starved connections), then
+    // what only svcbench sees.
+    let mut flags: Vec<Flag> = report.flags();
+    if let Some(o) = &report.open {
+        let offered = o.intended as f64 / report.duration_s.max(1e-9);
+        let p50s: Vec<f64> = report.timeline.iter().map(|s| s.p50_ms).collect();
+        flags.extend(crate::figures::validity::sustain_flag(offered, row.success_rps, &p50s));
+    }
     if let Some(dep_cpu_s) = around.dep_cpu_s {
         let usage = DependencyUsage { cpu_s: dep_cpu_s, wait_s: around.dep_wait_s, cpus: ctx.deps.cpus() };
         let shared = ctx.loadgen_cpus.len().max(1);
@@ -182,19 +189,6 @@ fn print_step_line(prefix: &str, row: &StepRow, v: &Validity) {
     eprintln!("{line}");
 }
 
-/// The generator's own judgements of the step (headroom, open-model fidelity, starved connections).
-fn generator_flags(report: &loadgen::LoadReport) -> Vec<Flag> {
-    let share = crate::figures::cpu_share(report.client_cpu_s, report.duration_s, report.threads);
-    if share > crate::figures::SATURATED {
-        vec![Flag::new(
-            "generator_saturated",
-            format!("the load generator used {:.0} % of its {} worker CPU(s)", share * 100.0, report.threads),
-        )]
-    } else {
-        vec![]
-    }
-}
-
 /// Every stored figure of the step, from the generator's report and the sandbox's readings.
 fn step_row(seq: u32, step: &Step, mix: &str, r: &loadgen::LoadReport, a: &Around, threads: usize) -> StepRow {
     let e = &r.errors;
@@ -203,11 +197,18 @@ fn step_row(seq: u32, step: &Step, mix: &str, r: &loadgen::LoadReport, a: &Aroun
     let summary = summarize(&a.samples);
     let i = |x: u64| x as i64;
     let ok = r.requests_ok;
-    let rps = r.success_rps();
+    // Throughput counts what completed inside the step's window; the open model's answers during the drain
+    // count for success and latency only.
+    let rps = if r.duration_s > 0.0 { r.requests_ok_in_window as f64 / r.duration_s } else { 0.0 };
     let cpu_s = Some((a.after.cpu_s - a.before.cpu_s).max(0.0));
     let mem_peak = Some(a.mem_peak_kernel.unwrap_or(0.0).max(summary.mem_peak_mib).max(a.after.mem_mib));
-    let outcomes =
-        crate::figures::Outcomes { ok, errors: r.requests_err, stalled: 0, intended: open.map(|o| o.intended) };
+    let outcomes = crate::figures::Outcomes {
+        ok,
+        errors: r.requests_err,
+        stalled: r.connections.stalled,
+        intended: open.map(|o| o.intended),
+    };
+    let conn = &r.connections;
     StepRow {
         seq: seq as i64,
         label: step.label(),
@@ -228,15 +229,19 @@ fn step_row(seq: u32, step: &Step, mix: &str, r: &loadgen::LoadReport, a: &Aroun
         upstream_delay_ms: step.upstream_delay_ms.map(|d| d as i64),
         duration_s: r.duration_s,
         requests_ok: i(ok),
-        requests_ok_in_window: Some(i(ok)),
+        requests_ok_in_window: Some(i(r.requests_ok_in_window)),
         requests_err: i(r.requests_err),
         err_connect: i(e.connect_refused + e.connect_timeout),
         err_timeout: i(e.request_timeout),
-        err_read: i(e.read_closed),
+        err_read: i(e.reset + e.closed_early),
         err_status: i(e.status),
         err_malformed: i(e.malformed),
         err_connect_refused: Some(i(e.connect_refused)),
         err_connect_timeout: Some(i(e.connect_timeout)),
+        err_client_resource: Some(i(e.client_resource)),
+        err_reset: Some(i(e.reset)),
+        err_closed_early: Some(i(e.closed_early)),
+        connect_attempts_failed: Some(i(r.connect_attempts_failed)),
         status_counts: serde_json::to_string(&r.status_counts).unwrap_or_else(|_| "{}".into()),
         success_rps: rps,
         success_ratio: Some(crate::figures::success_ratio(&outcomes)),
@@ -254,6 +259,18 @@ fn step_row(seq: u32, step: &Step, mix: &str, r: &loadgen::LoadReport, a: &Aroun
         open_late: open.map(|o| i(o.sent_late)),
         open_unsent: open.map(|o| i(o.unsent)),
         open_max_lateness_ms: open.map(|o| o.max_lateness_ms),
+        open_lag_p50_ms: open.map(|o| o.lag_p50_ms),
+        open_lag_p99_ms: open.map(|o| o.lag_p99_ms),
+        open_lag_max_ms: open.map(|o| o.lag_max_ms),
+        open_achieved_rate: open.map(|o| o.achieved_rate),
+        conn_used: Some(i(conn.used)),
+        conn_starved: Some(i(conn.starved)),
+        conn_never_connected: Some(i(conn.never_connected)),
+        answers_min: Some(i(conn.answers_min)),
+        answers_median: Some(i(conn.answers_median)),
+        answers_max: Some(i(conn.answers_max)),
+        oldest_unanswered_ms: Some(conn.oldest_unanswered_ms),
+        stalled: Some(i(conn.stalled)),
         in_flight_at_end: Some(i(r.in_flight_at_end)),
         cpu_s,
         cpu_ms_per_req: crate::figures::cpu_ms_per_req(cpu_s, ok),
@@ -264,8 +281,8 @@ fn step_row(seq: u32, step: &Step, mix: &str, r: &loadgen::LoadReport, a: &Aroun
         throttled_s: Some((a.after.throttled_s - a.before.throttled_s).max(0.0)),
         client_cpu_s: Some(r.client_cpu_s),
         client_cpus: Some(threads as i64),
-        client_saturated: crate::figures::cpu_share(r.client_cpu_s, r.duration_s, r.threads)
-            > crate::figures::SATURATED,
+        client_saturated: r.flags().iter().any(|f| f.code == loadgen::validity::GENERATOR_SATURATED),
+        client_workers: serde_json::to_string(&r.workers).ok(),
         dep_cpu_s: a.dep_cpu_s,
         dep_wait_s: a.dep_wait_s,
         probe_ms: a.probe_ms,
