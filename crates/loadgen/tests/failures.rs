@@ -106,6 +106,17 @@ fn server_resetting_with_a_request_in_flight_is_a_reset() {
 }
 
 #[test]
+fn two_responses_to_one_request_are_malformed() {
+    let _serial = serial();
+    const TWICE: &[u8] =
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    let server = TestServer::fixed(TWICE);
+    let r = loadgen::run(&closed(server.target(), 2, 500), None).unwrap();
+    assert_eq!(r.requests_ok, 0, "an answer followed by another is not clean");
+    assert!(only(&r, |e| e.malformed) >= 10);
+}
+
+#[test]
 fn garbage_is_malformed() {
     let _serial = serial();
     let server = TestServer::start(

@@ -266,6 +266,11 @@ impl Connection {
             }
             match self.parser.parse(&buf[..filled]) {
                 Ok(Parsed::Complete { consumed }) => {
+                    // Bytes after the answer to the only request in flight: a second response to one
+                    // request is a protocol violation, not a clean answer.
+                    if consumed < filled && self.state == State::Awaiting {
+                        return self.fail(Failure::Malformed);
+                    }
                     let status = self.parser.status();
                     // Not reusable: an early answer (before the request was fully written), a
                     // server that closed after answering (without saying so), extra bytes.
