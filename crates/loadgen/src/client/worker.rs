@@ -315,8 +315,7 @@ pub(crate) fn run_loop(core: &mut Core, driver: &mut dyn Driver, clock: &Clock) 
             // The window's figures are taken once, as the drain begins.
             let snapshot = window.take().unwrap_or_else(|| core.window_end(now));
             if stopped || now >= until || !core.any_busy() {
-                let window = snapshot;
-                return Ok(LoopEnd { at: clock.deadline, last: now, in_flight: core.in_flight(), window });
+                return Ok(LoopEnd { at: clock.deadline, last: now, in_flight: core.in_flight(), window: snapshot });
             }
             window = Some(snapshot);
         } else if stopped || driver.finished(core) {
