@@ -79,9 +79,10 @@ pub fn clean(results_dir: &Path) -> Vec<String> {
         .map(|rd| rd.flatten().map(|e| e.path().join(LOCK_NAME)).filter(|p| p.exists()).collect())
         .unwrap_or_default();
     for path in locks {
-        let Ok(lf) = std::fs::read_to_string(&path).map_err(anyhow::Error::from).and_then(|t| {
-            serde_json::from_str::<LockFile>(&t).map_err(anyhow::Error::from)
-        }) else {
+        let Ok(lf) = std::fs::read_to_string(&path)
+            .map_err(anyhow::Error::from)
+            .and_then(|t| serde_json::from_str::<LockFile>(&t).map_err(anyhow::Error::from))
+        else {
             continue;
         };
         if owner_alive(lf.pid, lf.start_ticks) {
