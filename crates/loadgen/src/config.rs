@@ -108,6 +108,11 @@ pub struct RateRamp {
     pub steps: Option<u32>,
 }
 
+/// Highest rate the open model accepts, in requests per second.
+pub const MAX_RATE: f64 = 10_000_000.0;
+/// Most connections to one target (local ports).
+pub const MAX_CONNECTIONS: usize = 65_000;
+
 impl RateRamp {
     pub fn constant(rate: f64) -> RateRamp {
         RateRamp { start: rate, end: rate, steps: None }
@@ -121,6 +126,13 @@ impl RateRamp {
                 .ok()
                 .filter(|r| r.is_finite() && *r >= 0.0)
                 .ok_or_else(|| anyhow!("rate '{v}' is not a number of requests per second (e.g. 1000 or 100:2000)"))
+                .and_then(|r| {
+                    // Beyond what one machine can send; a schedule that size is a typo.
+                    if r > MAX_RATE {
+                        bail!("rate '{v}' is above {MAX_RATE:.0} requests per second: give a rate one machine can send")
+                    }
+                    Ok(r)
+                })
         };
         let ramp = match s.split_once(':') {
             Some((a, b)) => RateRamp { start: num(a)?, end: num(b)?, steps: None },
@@ -264,6 +276,7 @@ impl LoadConfig {
     }
 
     /// Checks the numbers make sense; every message names the setting and how to fix it.
+    /// (Rates above [`MAX_RATE`] are refused where they are parsed.)
     pub fn validate(&self) -> Result<()> {
         if self.duration.is_zero() {
             bail!("duration is zero: give a positive duration such as 10s");
@@ -280,6 +293,11 @@ impl LoadConfig {
         match &self.model {
             Model::Closed { connections: 0 } => {
                 bail!("connections is 0: use at least 1 connection")
+            }
+            Model::Closed { connections } | Model::Open { max_connections: connections, .. }
+                if *connections > MAX_CONNECTIONS =>
+            {
+                bail!("{connections} connections: one machine has at most {MAX_CONNECTIONS} local ports to one target")
             }
             Model::Open { max_connections: 0, .. } => bail!("max connections is 0: allow at least 1 connection"),
             Model::Open { rate, .. } => {
@@ -317,6 +335,16 @@ mod tests {
         for bad in ["https://x/", "127.0.0.1:80", "http://:80/", "http://h:99999/", "http://h:x/", "ftp://h/"] {
             assert!(split_url(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn rates_and_connections_beyond_one_machine_are_refused() {
+        assert!(RateRamp::parse("1e300").unwrap_err().to_string().contains("above 10000000"));
+        assert!(RateRamp::parse("10:2e7").is_err());
+        assert!(RateRamp::parse("1000").is_ok());
+        let target = Target::parse("http://127.0.0.1:9").unwrap();
+        let c = LoadConfig::new(target, RequestMix::single("GET", "/"), Model::Closed { connections: 100_000_000 });
+        assert!(c.validate().unwrap_err().to_string().contains("local ports"));
     }
 
     #[test]
