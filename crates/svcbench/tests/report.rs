@@ -354,8 +354,15 @@ fn compare_a_store_with_itself_is_within_noise_or_too_few_runs() {
     let (code, v) = compare_json(&["--db", &dbp, "--base", "label=full", "--new", "label=full", "--fail-on", "all"]);
     assert_eq!(code, 0);
     let lines = v["lines"].as_array().unwrap();
-    assert_eq!(v["tested"].as_u64(), Some(lines.len() as u64));
+    // Every whole-run metric is tested; a per-step line may lack runs where that step was flagged (e.g. the
+    // generator lost its CPU), and then says so instead of deciding.
+    let whole_run = lines.iter().filter(|l| l["step"].is_null()).count() as u64;
+    assert!(v["tested"].as_u64().unwrap() >= whole_run, "{}", v["tested"]);
     for l in lines {
+        if l["verdict"] == "too few runs" {
+            assert!(!l["step"].is_null(), "{l}");
+            continue;
+        }
         assert_eq!(l["verdict"], "within noise", "{l}");
         assert_eq!(l["p"].as_f64(), Some(1.0), "{l}");
     }
