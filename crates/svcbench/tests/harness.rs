@@ -11,22 +11,6 @@ fn quick_profile(dir: &std::path::Path, steps: usize, secs: u32) -> std::path::P
     p
 }
 
-/// `svcbench run` of fixture services, one run each, into `dbp`.
-fn run_fixtures(
-    tmp: &std::path::Path,
-    services: &[&str],
-    prof: &std::path::Path,
-    dbp: &std::path::Path,
-    extra: &[&str],
-) -> std::process::Output {
-    let paths: Vec<String> = services.iter().map(|s| fixture(s).display().to_string()).collect();
-    let mut args = vec!["run"];
-    args.extend(paths.iter().map(String::as_str));
-    args.extend(["--profile", prof.to_str().unwrap(), "--runs", "1", "--db", dbp.to_str().unwrap()]);
-    args.extend(extra);
-    svcbench(&args, tmp)
-}
-
 #[test]
 fn cpu_quota_holds_a_burner_to_half_a_cpu() {
     let tmp = tempfile::tempdir().unwrap();

@@ -145,21 +145,7 @@ fn a_second_measurement_on_the_machine_refuses_or_waits() {
 fn the_refusal_check_is_not_fooled() {
     let tmp = tempfile::tempdir().unwrap();
     let (dbp, prof) = (tmp.path().join("s.db"), profile(tmp.path(), 1));
-    let (badcmd, answers) = (fixture("refuse-badcmd"), fixture("refuse-answers"));
-    let out = svcbench(
-        &[
-            "run",
-            badcmd.to_str().unwrap(),
-            answers.to_str().unwrap(),
-            "--profile",
-            prof.to_str().unwrap(),
-            "--runs",
-            "1",
-            "--db",
-            dbp.to_str().unwrap(),
-        ],
-        tmp.path(),
-    );
+    let out = run_fixtures(tmp.path(), &["refuse-badcmd", "refuse-answers"], &prof, &dbp, &[]);
     assert!(out.status.success());
     let c = db(&dbp);
     let verdict = |svc: &str| {
@@ -183,23 +169,7 @@ fn the_refusal_check_is_not_fooled() {
 fn out_of_memory_is_told_apart_at_startup_and_in_the_checks() {
     let tmp = tempfile::tempdir().unwrap();
     let (dbp, prof) = (tmp.path().join("s.db"), profile(tmp.path(), 1));
-    let (start, checks) = (fixture("oom-start"), fixture("oom-checks"));
-    let out = svcbench(
-        &[
-            "run",
-            start.to_str().unwrap(),
-            checks.to_str().unwrap(),
-            "--profile",
-            prof.to_str().unwrap(),
-            "--runs",
-            "1",
-            "--memory",
-            "64M",
-            "--db",
-            dbp.to_str().unwrap(),
-        ],
-        tmp.path(),
-    );
+    let out = run_fixtures(tmp.path(), &["oom-start", "oom-checks"], &prof, &dbp, &["--memory", "64M"]);
     assert_eq!(out.status.code(), Some(1));
     let c = db(&dbp);
     for (svc, stage) in [("oom-start", "startup"), ("oom-checks", "checks")] {
@@ -216,25 +186,8 @@ fn out_of_memory_is_told_apart_at_startup_and_in_the_checks() {
 fn a_service_stuck_at_its_memory_cap_is_given_up_on_early() {
     let tmp = tempfile::tempdir().unwrap();
     let (dbp, prof) = (tmp.path().join("s.db"), profile(tmp.path(), 1));
-    let at_cap = fixture("at-cap");
     let t0 = Instant::now();
-    let out = svcbench(
-        &[
-            "run",
-            at_cap.to_str().unwrap(),
-            "--profile",
-            prof.to_str().unwrap(),
-            "--runs",
-            "1",
-            "--memory",
-            "48M",
-            "--startup-timeout",
-            "120s",
-            "--db",
-            dbp.to_str().unwrap(),
-        ],
-        tmp.path(),
-    );
+    let out = run_fixtures(tmp.path(), &["at-cap"], &prof, &dbp, &["--memory", "48M", "--startup-timeout", "120s"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(t0.elapsed() < Duration::from_secs(60), "gave up after {:?}, not well before the timeout", t0.elapsed());
     let err = text_of(&db(&dbp), "SELECT error FROM run");

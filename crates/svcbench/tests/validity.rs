@@ -12,19 +12,7 @@ fn profile(dir: &std::path::Path, connections: usize, secs: u32) -> std::path::P
 }
 
 fn run(service: &str, prof: &std::path::Path, dbp: &std::path::Path, cwd: &std::path::Path) {
-    let out = svcbench(
-        &[
-            "run",
-            fixture(service).to_str().unwrap(),
-            "--profile",
-            prof.to_str().unwrap(),
-            "--runs",
-            "1",
-            "--db",
-            dbp.to_str().unwrap(),
-        ],
-        cwd,
-    );
+    let out = run_fixtures(cwd, &[service], prof, dbp, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 

@@ -26,6 +26,16 @@ pub fn svcbench(args: &[&str], cwd: &Path) -> Output {
     out
 }
 
+/// `svcbench run` of fixture services, one run each, into `dbp`.
+pub fn run_fixtures(tmp: &Path, services: &[&str], prof: &Path, dbp: &Path, extra: &[&str]) -> Output {
+    let paths: Vec<String> = services.iter().map(|s| fixture(s).display().to_string()).collect();
+    let mut args = vec!["run"];
+    args.extend(paths.iter().map(String::as_str));
+    args.extend(["--profile", prof.to_str().unwrap(), "--runs", "1", "--db", dbp.to_str().unwrap()]);
+    args.extend(extra);
+    svcbench(&args, tmp)
+}
+
 pub fn db(path: &Path) -> Connection {
     Connection::open(path).unwrap()
 }
