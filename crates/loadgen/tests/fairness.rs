@@ -37,17 +37,22 @@ fn pooled_server(workers: usize, close_after_answer: bool) -> Target {
     Target { host: "127.0.0.1".into(), port: addr.port() }
 }
 
-#[test]
-fn a_worker_pool_pinned_to_keepalive_connections_starves_the_others() {
-    let _serial = serial();
-    let target = pooled_server(2, false);
+/// Four connections for 2 s against `target`; every one of them is used and the run is served.
+fn four_connections_for_2s(target: Target) -> loadgen::LoadReport {
     let mut config = closed(target, 4, 2000);
     // Longer than the run: the waiting requests must still be in flight at the end.
     config.request_timeout = Duration::from_secs(10);
     let r = loadgen::run(&config, None).unwrap();
-    let c = r.connections;
     assert!(r.requests_ok >= 100, "{} ok", r.requests_ok);
-    assert_eq!(c.used, 4, "{c:?}");
+    assert_eq!(r.connections.used, 4, "{:?}", r.connections);
+    r
+}
+
+#[test]
+fn a_worker_pool_pinned_to_keepalive_connections_starves_the_others() {
+    let _serial = serial();
+    let r = four_connections_for_2s(pooled_server(2, false));
+    let c = r.connections;
     assert_eq!(c.starved, 2, "{c:?}");
     assert_eq!(c.never_connected, 0, "the kernel completed their handshakes: {c:?}");
     assert_eq!(c.answers_min, 0, "{c:?}");
@@ -62,13 +67,8 @@ fn a_worker_pool_pinned_to_keepalive_connections_starves_the_others() {
 #[test]
 fn a_worker_pool_closing_after_each_answer_serves_everyone() {
     let _serial = serial();
-    let target = pooled_server(2, true);
-    let mut config = closed(target, 4, 2000);
-    config.request_timeout = Duration::from_secs(10);
-    let r = loadgen::run(&config, None).unwrap();
+    let r = four_connections_for_2s(pooled_server(2, true));
     let c = r.connections;
-    assert!(r.requests_ok >= 100, "{} ok", r.requests_ok);
-    assert_eq!(c.used, 4, "{c:?}");
     assert_eq!(c.starved, 0, "{c:?}");
     assert!(c.answers_min >= 1, "{c:?}");
     assert_eq!(c.stalled, 0, "{c:?}");
