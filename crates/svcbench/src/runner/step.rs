@@ -158,6 +158,7 @@ pub fn run_step(
     flags.extend(service_end_flags(oom_killed, crashed));
     row.oom_killed = oom_killed;
     row.crashed = crashed;
+    row.client_saturated = flags.iter().any(|f| f.code == loadgen::validity::GENERATOR_SATURATED);
     row.dep_saturated = flags.iter().any(|f| f.code == "dependency_saturated");
     let validity = Validity { flags };
     row.valid = Some(validity.valid());
@@ -281,7 +282,6 @@ fn step_row(seq: u32, step: &Step, mix: &str, r: &loadgen::LoadReport, a: &Aroun
         throttled_s: Some((a.after.throttled_s - a.before.throttled_s).max(0.0)),
         client_cpu_s: Some(r.client_cpu_s),
         client_cpus: Some(threads as i64),
-        client_saturated: r.flags().iter().any(|f| f.code == loadgen::validity::GENERATOR_SATURATED),
         client_workers: serde_json::to_string(&r.workers).ok(),
         dep_cpu_s: a.dep_cpu_s,
         dep_wait_s: a.dep_wait_s,
