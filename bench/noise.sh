@@ -18,10 +18,12 @@ bin=target/release/svcbench
 [ -x "$bin" ] || cargo build --release -p svcbench
 a=services/hello/go-nethttp
 b=services/hello/rust-actix
-rm -f "$DB" "$DB"-wal "$DB"-shm
-
-echo "== $RUNS interleaved runs of $(basename $a) and $(basename $b)"
-$bin run "$a" "$b" --profile bench/noise-profile.toml --runs "$RUNS" --label noise --db "$DB"
+# REUSE=1: analyse the runs already in $DB instead of measuring them again.
+if [ "${REUSE:-0}" != 1 ]; then
+  rm -f "$DB" "$DB"-wal "$DB"-shm
+  echo "== $RUNS interleaved runs of $(basename $a) and $(basename $b)"
+  $bin run "$a" "$b" --profile bench/noise-profile.toml --runs "$RUNS" --label noise --db "$DB"
+fi
 
 echo "== spread over runs (svcbench's own figures: peak among valid steps, CPU µs per request over the run)"
 $bin report --db "$DB" --filter label=noise --format json -o - | python3 -c '
@@ -31,9 +33,12 @@ for s in d["summary"]:
     def spread(k):
         v = s.get(k)
         if not v: return "–"
-        return f"median {v[\"median\"]:,.1f}, spread {(v[\"max\"] - v[\"min\"]) / v[\"median\"] * 100:.0f} % (n={v[\"n\"]})"
-    print(f"{s[\"name\"]}: peak req/s {spread(\"peak_rps\")}; CPU µs/req {spread(\"cpu_us_per_req\")}")
-    print(f"   runs left out: {s[\"runs_left_out\"] or \"none\"}; steps left out: {s[\"steps_left_out\"] or \"none\"}")
+        med, lo, hi, n = v["median"], v["min"], v["max"], v["n"]
+        return f"median {med:,.1f}, spread {(hi - lo) / med * 100:.0f} % (n={n})"
+    name, runs_out, steps_out = s["name"], s["runs_left_out"] or "none", s["steps_left_out"] or "none"
+    peak, cpu = spread("peak_rps"), spread("cpu_us_per_req")
+    print(f"{name}: peak req/s {peak}; CPU µs/req {cpu}")
+    print(f"   runs left out: {runs_out}; steps left out: {steps_out}")
 '
 
 echo "== A/A: $RESAMPLES comparisons of disjoint random 3-run halves of the same service"
@@ -52,6 +57,7 @@ for i in $(seq 1 "$RESAMPLES"); do
 done
 echo "A/A: $false_verdicts false verdicts in $total compared lines ($((RESAMPLES * 2)) comparisons)"
 
+if [ "$AB_RUNS" = 0 ]; then exit 0; fi
 echo "== A/B: $AB_RUNS runs at --cpus 0.5 and $AB_RUNS at --cpus 0.4 of $(basename $a)"
 $bin run "$a" --profile bench/noise-profile.toml --runs "$AB_RUNS" --cpus 0.5 --label ab-0.5 --db "$DB"
 $bin run "$a" --profile bench/noise-profile.toml --runs "$AB_RUNS" --cpus 0.4 --label ab-0.4 --db "$DB"

@@ -26,6 +26,8 @@ pub enum Command {
     Report(crate::report::ReportArgs),
     /// Compare two stores (or two filters of one): ratios and verdicts per service and metric.
     Compare(crate::report::CompareArgs),
+    /// Run a study file: services and variants × a limits axis, interleaved, resumable, with its report.
+    Study(crate::study::StudyArgs),
 }
 
 #[derive(clap::Args, Debug)]

@@ -17,6 +17,7 @@ mod sandbox;
 mod scenario;
 mod speed_probe;
 mod store;
+mod study;
 mod toml_file;
 mod upstream;
 
@@ -69,6 +70,9 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 probe_tolerance: a.probe_tolerance / 100.0,
                 allow_unlimited: a.allow_unlimited,
                 wait_lock: a.wait_lock,
+                cells: Vec::new(),
+                study: None,
+                completed: Default::default(),
             };
             let db = opts.db.clone();
             let s = runner::run_session(opts, stop)?;
@@ -119,5 +123,9 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Upstream(a) => upstream::run_cli(&a),
         Command::Report(a) => report::run_report(&a),
         Command::Compare(a) => report::run_compare(&a),
+        Command::Study(a) => {
+            let stop = guard::signals::stop_flag()?;
+            study::run_study(a, stop)
+        }
     }
 }

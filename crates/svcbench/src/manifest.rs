@@ -31,6 +31,9 @@ pub struct Manifest {
     pub model: ProgrammingModel,
     #[serde(default)]
     pub build: Option<String>,
+    /// Environment of the build command (cargo profile settings, RUSTFLAGS, Maven properties).
+    #[serde(default)]
+    pub build_env: BTreeMap<String, String>,
     pub run: String,
     #[serde(default)]
     pub artifacts: Vec<String>,
@@ -40,16 +43,132 @@ pub struct Manifest {
     /// Overrides that point the service at a wrong dependency: it must then refuse to start.
     #[serde(default)]
     pub broken_env: BTreeMap<String, String>,
+    /// Named variants of this service (an engine, a build profile, a worker count), each its own series.
+    #[serde(default)]
+    pub variant: BTreeMap<String, Variant>,
 }
 
-/// A manifest together with the folder it came from.
+/// `[variant.<name>]`: what a variant changes in its service's manifest. Absent keys keep the base's value;
+/// `env` and `build_env` are merged over the base's.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub framework: Option<String>,
+    #[serde(default)]
+    pub framework_version: Option<String>,
+    #[serde(default)]
+    pub model: Option<ProgrammingModel>,
+    #[serde(default)]
+    pub build: Option<String>,
+    #[serde(default)]
+    pub build_env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub run: Option<String>,
+    #[serde(default)]
+    pub artifacts: Option<Vec<String>>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// A manifest together with the folder it came from. For a variant, the manifest is the base's with the
+/// variant applied, and its name is `base@variant`.
 #[derive(Debug, Clone)]
 pub struct Service {
     pub dir: PathBuf,
     pub manifest: Manifest,
+    /// The base service's name (the name without `@variant`).
+    pub base_name: String,
+    pub variant: Option<String>,
+    /// The variant's `description`, for people.
+    pub description: Option<String>,
+}
+
+/// Separates a service argument into its folder and variant: `services/x@jetty`, `services/x@*` (the base
+/// and every variant). A path that exists as given is never split.
+pub fn split_spec(spec: &str) -> (&str, Option<&str>) {
+    if Path::new(spec).exists() {
+        return (spec, None);
+    }
+    match spec.rsplit_once('@') {
+        Some((path, v)) if !v.contains('/') => (path, Some(v)),
+        _ => (spec, None),
+    }
 }
 
 impl Service {
+    /// Loads the services a command-line argument names: a folder (the base), `folder@variant`, or
+    /// `folder@*` (the base, then every variant in name order).
+    pub fn load_spec(spec: &str) -> Result<Vec<Service>> {
+        let (path, variant) = split_spec(spec);
+        let base = Service::load(Path::new(path))?;
+        match variant {
+            None | Some("") => Ok(vec![base]),
+            Some("*") => {
+                let names: Vec<String> = base.manifest.variant.keys().cloned().collect();
+                if names.is_empty() {
+                    bail!("{spec}: `{}` declares no [variant.*] tables; name the folder alone", base.name());
+                }
+                let mut all = vec![base.clone()];
+                for n in names {
+                    all.push(base.with_variant(&n)?);
+                }
+                Ok(all)
+            }
+            Some(v) => Ok(vec![base.with_variant(v)?]),
+        }
+    }
+
+    /// This (base) service with one of its variants applied.
+    pub fn with_variant(&self, name: &str) -> Result<Service> {
+        let Some(v) = self.manifest.variant.get(name) else {
+            let known: Vec<&str> = self.manifest.variant.keys().map(|k| k.as_str()).collect();
+            bail!(
+                "{}: no variant `{name}` in {}; variants here: {} (see [variant.*] in docs/manifest.md)",
+                self.name(),
+                self.dir.join("svcbench.toml").display(),
+                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            );
+        };
+        let mut m = self.manifest.clone();
+        m.name = format!("{}@{name}", self.manifest.name);
+        if let Some(f) = &v.framework {
+            m.framework = f.clone();
+        }
+        if let Some(f) = &v.framework_version {
+            m.framework_version = f.clone();
+        }
+        if let Some(x) = v.model {
+            m.model = x;
+        }
+        if let Some(b) = &v.build {
+            m.build = Some(b.clone());
+        }
+        m.build_env.extend(v.build_env.clone());
+        if let Some(r) = &v.run {
+            m.run = r.clone();
+        }
+        if let Some(a) = &v.artifacts {
+            m.artifacts = a.clone();
+        }
+        m.env.extend(v.env.clone());
+        m.variant.clear();
+        Ok(Service {
+            dir: self.dir.clone(),
+            manifest: m,
+            base_name: self.base_name.clone(),
+            variant: Some(name.into()),
+            description: v.description.clone(),
+        })
+    }
+
+    /// What decides the build's output: services (or variants) with the same key share one build.
+    pub fn build_key(&self) -> String {
+        format!("{}|{:?}|{:?}", self.dir.display(), self.manifest.build, self.manifest.build_env)
+    }
+
     /// Loads `DIR/svcbench.toml` (or the file itself when given a path to a `.toml`).
     pub fn load(path: &Path) -> Result<Service> {
         let file = if path.is_dir() { path.join("svcbench.toml") } else { path.to_path_buf() };
@@ -71,7 +190,37 @@ impl Service {
         if !manifest.readiness.starts_with('/') {
             bail!("{}: key `readiness` must be a path starting with '/', got {:?}", file.display(), manifest.readiness);
         }
-        Ok(Service { dir, manifest })
+        let base = Service { dir, base_name: manifest.name.clone(), manifest, variant: None, description: None };
+        base.check_variants(&file)?;
+        Ok(base)
+    }
+
+    /// Variant names are plain words, and variants built differently never share an artifact path: each
+    /// build must land in its own folder (e.g. `CARGO_TARGET_DIR`), or the last build would be measured for all.
+    fn check_variants(&self, file: &Path) -> Result<()> {
+        let mut builds: Vec<(String, String, Vec<String>)> =
+            vec![("the base".into(), self.build_key(), self.manifest.artifacts.clone())];
+        for name in self.manifest.variant.keys() {
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+                bail!("{}: variant name {name:?} must be letters, digits, '-', '_' or '.'", file.display());
+            }
+            let v = self.with_variant(name)?;
+            builds.push((format!("variant `{name}`"), v.build_key(), v.manifest.artifacts.clone()));
+        }
+        for (i, (a, ka, arts_a)) in builds.iter().enumerate() {
+            for (b, kb, arts_b) in &builds[..i] {
+                if ka != kb {
+                    if let Some(shared) = arts_a.iter().find(|x| arts_b.contains(x)) {
+                        bail!(
+                            "{}: {a} is built differently from {b} but both name the artifact {shared:?}; give {a} its \
+                             own build output and `artifacts` (e.g. build_env CARGO_TARGET_DIR = \"target/<variant>\")",
+                            file.display()
+                        );
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn name(&self) -> &str {
@@ -182,6 +331,63 @@ PORT = "{port}"
         write(d.path(), &GOOD.replace("framework_version = \"4\"\n", ""));
         let e = Service::load(d.path()).unwrap_err().to_string();
         assert!(e.contains("framework_version"), "{e}");
+    }
+
+    const VARIANTS: &str = r#"
+[variant.jetty]
+framework = "x (Jetty)"
+env = { ENGINE = "jetty" }
+
+[variant.lto]
+build = "cargo build --release"
+build_env = { CARGO_TARGET_DIR = "target/lto" }
+run = "target/lto/release/x"
+artifacts = ["target/lto/release/x"]
+"#;
+
+    #[test]
+    fn variants_apply_over_the_base_and_carry_their_own_name() {
+        let d = tempfile::tempdir().unwrap();
+        write(
+            d.path(),
+            &format!(
+                "{}\nartifacts = [\"target/release/x\"]\n[env]\nPORT = \"{{port}}\"\nENGINE = \"netty\"\n{VARIANTS}",
+                GOOD.replace("[env]\nPORT = \"{port}\"\n", "")
+            ),
+        );
+        let spec = format!("{}@*", d.path().display());
+        let all = Service::load_spec(&spec).unwrap();
+        let names: Vec<&str> = all.iter().map(|s| s.name()).collect();
+        assert_eq!(names, ["x", "x@jetty", "x@lto"]);
+        let jetty = &all[1];
+        assert_eq!(jetty.base_name, "x");
+        assert_eq!(jetty.variant.as_deref(), Some("jetty"));
+        assert_eq!(jetty.manifest.env["ENGINE"], "jetty");
+        assert_eq!(jetty.manifest.env["PORT"], "{port}", "the base's env stays under the variant's");
+        assert_eq!(jetty.manifest.framework, "x (Jetty)");
+        assert_eq!(jetty.build_key(), all[0].build_key(), "an env-only variant shares the base's build");
+        let lto = &all[2];
+        assert_ne!(lto.build_key(), all[0].build_key());
+        assert_eq!(lto.manifest.run, "target/lto/release/x");
+        let one = Service::load_spec(&format!("{}@lto", d.path().display())).unwrap();
+        assert_eq!(one.len(), 1);
+        let e = Service::load_spec(&format!("{}@nope", d.path().display())).unwrap_err().to_string();
+        assert!(e.contains("no variant `nope`") && e.contains("jetty, lto"), "{e}");
+    }
+
+    #[test]
+    fn variants_built_differently_may_not_share_an_artifact() {
+        let d = tempfile::tempdir().unwrap();
+        let text = format!("{GOOD}\n{VARIANTS}")
+            .replace("run = \"target/lto/release/x\"\nartifacts = [\"target/lto/release/x\"]\n", "");
+        let text = text.replace("run = \"./x\"", "run = \"./x\"\nartifacts = [\"x\"]");
+        write(d.path(), &text);
+        let e = Service::load(d.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("variant `lto` is built differently from the base") && e.contains("CARGO_TARGET_DIR"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "one line: {e}");
     }
 
     #[test]

@@ -113,6 +113,30 @@ fn a_second_sigint_50ms_after_the_first_still_tears_down() {
 }
 
 #[test]
+fn ctrl_c_ends_a_session_stuck_in_the_checks_and_in_the_stop_grace_within_seconds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dbp, prof) = (tmp.path().join("s.db"), profile(tmp.path(), 1));
+    let stuck = fixture("stuck-checks");
+    let mut child = spawn_run(tmp.path(), "stuck", &run_args(stuck.to_str().unwrap(), &prof, &dbp));
+    // Started and idle memory read: the checks are under way, and GET /nope hangs for a minute.
+    let t0 = Instant::now();
+    while !(dbp.exists() && i64_of(&db(&dbp), "SELECT COUNT(*) FROM run WHERE startup_ms IS NOT NULL") > 0) {
+        assert!(t0.elapsed() < Duration::from_secs(60), "the service never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t1 = Instant::now();
+    // Neither the 10 s check timeout nor the 15 s stop grace of a service that ignores SIGTERM is waited out.
+    let status = wait_exit(&mut child, Duration::from_secs(5));
+    assert_eq!(status.code(), Some(130), "{}", stderr_of(tmp.path(), "stuck"));
+    assert!(t1.elapsed() < Duration::from_secs(3), "took {:?}", t1.elapsed());
+    let c = db(&dbp);
+    assert_eq!(text_of(&c, "SELECT status FROM run"), "interrupted");
+    assert_no_leftovers("fixtures/testservice.py");
+}
+
+#[test]
 fn a_second_measurement_on_the_machine_refuses_or_waits() {
     let tmp = tempfile::tempdir().unwrap();
     let prof = profile(tmp.path(), 4);

@@ -179,3 +179,40 @@ fn locations_quick_run_with_opensearch() {
     assert_no_leftovers("services/locations/");
     assert_no_leftovers("locations-server");
 }
+
+/// Seed 001's finding that wrk could not show: a blocking server with a fixed pool of workers and keep-alive
+/// on serves only as many keep-alive connections as it has workers; the rest get no answer at all. With
+/// `Connection: close` every answer frees its worker and nothing starves.
+#[test]
+fn blocking_server_with_keepalive_starves_connections_beyond_its_workers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dbp = tmp.path().join("ka.db");
+    let prof = tmp.path().join("eight.toml");
+    std::fs::write(&prof, "name = \"eight\"\n[[step]]\nconnections = 8\nduration = \"3s\"\n").unwrap();
+    let out = run(
+        &["locations/rust-hyper010-blocking@w4-keepalive", "locations/rust-hyper010-blocking@w4"],
+        &["--profile", prof.to_str().unwrap()],
+        &dbp,
+    );
+    assert!(out.status.success());
+    let c = db(&dbp);
+    let of = |variant: &str, col: &str| {
+        i64_of(&c, &format!(
+            "SELECT s.{col} FROM step s JOIN run r ON r.id = s.run_id WHERE r.service = 'locations-rust-hyper010-blocking@{variant}'"
+        ))
+    };
+    assert_eq!(of("w4-keepalive", "conn_starved"), 4, "8 keep-alive connections, 4 workers");
+    assert_eq!(of("w4", "conn_starved"), 0, "Connection: close frees the workers");
+    let flags = |variant: &str| {
+        text_of(&c, &format!(
+        "SELECT s.flags FROM step s JOIN run r ON r.id = s.run_id WHERE r.service = 'locations-rust-hyper010-blocking@{variant}'"
+    ))
+    };
+    assert!(flags("w4-keepalive").contains("starved_connections"));
+    assert!(!flags("w4").contains("starved_connections"), "{}", flags("w4"));
+    // The stand-in is a real Locations service: every conformance check, and it refuses a wrong store address.
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE checks_passed >= 60 AND checks_failed = 0"), 2);
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM service WHERE refuses_bad_dependency = 1"), 2);
+    assert_no_leftovers("opensearch");
+    assert_no_leftovers("locations-hyper010");
+}

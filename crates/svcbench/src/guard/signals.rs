@@ -7,12 +7,20 @@ use signal_hook::iterator::Signals;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+/// Set by the first signal, for waits that are not handed the session's flag (a service's stop grace).
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
 pub fn stop_flag() -> Result<Arc<AtomicBool>> {
     let flag = Arc::new(AtomicBool::new(false));
     let mut signals = Signals::new([SIGINT, SIGTERM])?;
     let f = flag.clone();
     std::thread::Builder::new().name("signals".into()).spawn(move || {
         for sig in signals.forever() {
+            INTERRUPTED.store(true, Ordering::SeqCst);
             if f.swap(true, Ordering::SeqCst) {
                 eprintln!("\nsvcbench: second signal ({sig}): stopping every service and dependency now");
                 super::teardown_all(&format!("svcbench stopped at once by a second signal ({sig})"));

@@ -14,6 +14,8 @@ use std::path::Path;
 pub struct Group {
     pub name: String,
     pub service: Service,
+    /// The limits cell of the group's runs, when the selection holds several (a study's limits axis).
+    pub cell: Option<String>,
     pub runs: Vec<usize>,
 }
 
@@ -147,21 +149,49 @@ fn group(sessions: &[Session], services: &[Service], runs: &mut [Run], pooled: b
             _ => format!("{name} (session {session_id})"),
         }
     };
+    // A limits axis: one group per service and cell, in the order the cells first appear.
+    let mut cells: Vec<String> = Vec::new();
+    for r in runs.iter() {
+        if let Some(c) = &r.cell {
+            if !cells.contains(c) {
+                cells.push(c.clone());
+            }
+        }
+    }
+    let multi = cells.len() > 1;
+    let cell_of = |r: &Run| if multi { r.cell.clone() } else { None };
+    let named = |name: String, cell: &Option<String>| match cell {
+        Some(c) => format!("{name} [{c}]"),
+        None => name,
+    };
     let mut groups: Vec<Group> = Vec::new();
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
-    let mut add = |name: String, svc: &Service, groups: &mut Vec<Group>| -> usize {
+    let mut add = |name: String, svc: &Service, cell: Option<String>, groups: &mut Vec<Group>| -> usize {
         *index.entry(name.clone()).or_insert_with(|| {
-            groups.push(Group { name, service: svc.clone(), runs: Vec::new() });
+            groups.push(Group { name, service: svc.clone(), cell, runs: Vec::new() });
             groups.len() - 1
         })
     };
     for svc in services {
-        add(tag(&svc.name, svc.session_id), svc, &mut groups);
+        if !multi {
+            add(tag(&svc.name, svc.session_id), svc, None, &mut groups);
+            continue;
+        }
+        for c in &cells {
+            if runs
+                .iter()
+                .any(|r| r.service == svc.name && r.session_id == svc.session_id && r.cell.as_ref() == Some(c))
+            {
+                add(named(tag(&svc.name, svc.session_id), &Some(c.clone())), svc, Some(c.clone()), &mut groups);
+            }
+        }
     }
     for (i, r) in runs.iter_mut().enumerate() {
-        let name = tag(&r.service, r.session_id);
-        let placeholder = Service::placeholder(r.session_id, &r.service);
-        let g = add(name, &placeholder, &mut groups);
+        let cell = cell_of(r);
+        let name = named(tag(&r.service, r.session_id), &cell);
+        let known = services.iter().find(|s| s.name == r.service && s.session_id == r.session_id);
+        let row = known.cloned().unwrap_or_else(|| Service::placeholder(r.session_id, &r.service));
+        let g = add(name, &row, cell, &mut groups);
         r.group = g;
         groups[g].runs.push(i);
     }

@@ -105,6 +105,20 @@ pub fn render(r: &Report) -> String {
         env!("CARGO_PKG_VERSION"),
         if r.levels.is_empty() { "" } else { "<a href=\"#s-scenario\">Per step level</a>" },
     );
+    if let Some(st) = &r.study {
+        let _ = write!(body, "<section id=\"s-study\"><h2>Study: {}</h2>", escape(&st.title));
+        for p in &st.paragraphs {
+            let _ = write!(body, "<p>{}</p>", escape(p));
+        }
+        for t in &st.tables {
+            let _ = write!(body, "<h3>{}</h3>{}", escape(&t.caption), table(t, d));
+        }
+        let boxes: Vec<String> = st.charts.iter().map(chart_box).collect();
+        if !boxes.is_empty() {
+            let _ = write!(body, "<div class=\"charts\">{}</div>", boxes.join(""));
+        }
+        body.push_str("</section>");
+    }
     let _ = write!(body, "<section id=\"s-setup\"><h2>Setup</h2>{}</section>", table(&r.setup, d));
     let _ = write!(
         body,
@@ -169,7 +183,8 @@ pub fn render(r: &Report) -> String {
         escape(ECHARTS_VERSION.trim())
     );
 
-    let json = serde_json::json!({ "charts": r.charts });
+    let study_charts = r.study.iter().flat_map(|s| &s.charts);
+    let json = serde_json::json!({ "charts": r.charts.iter().chain(study_charts).collect::<Vec<_>>() });
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\

@@ -55,6 +55,15 @@ pub fn render(r: &Report) -> String {
         r.generated_at,
         env!("CARGO_PKG_VERSION")
     );
+    if let Some(st) = &r.study {
+        let _ = writeln!(s, "### Study: {}\n", st.title);
+        for p in &st.paragraphs {
+            let _ = writeln!(s, "{p}\n");
+        }
+        for t in &st.tables {
+            let _ = writeln!(s, "#### {}\n\n{}", t.caption, table(t));
+        }
+    }
     let _ = writeln!(s, "### Setup\n\n{}", table(&r.setup));
     let _ = writeln!(s, "### Summary\n\n{}", table(&r.summary));
     for t in &r.quality {

@@ -2,7 +2,7 @@
 //! (docs/report.md). One file per concern:
 //!   filter (which sessions), data (store → structs), stats (median, spread, verdict), summary (per-run and
 //!   per-service figures), charts (chart specifications), tables + levels (tables), table (the table model
-//!   and number format), html + markdown (the two outputs), compare (NEW vs BASE).
+//!   and number format), html + markdown (the two outputs), compare (NEW vs BASE), study (a study's page).
 mod charts;
 mod compare;
 mod data;
@@ -12,6 +12,7 @@ mod levels;
 mod markdown;
 mod quality;
 mod stats;
+pub mod study;
 mod summary;
 mod table;
 mod tables;
@@ -105,6 +106,8 @@ pub struct Report {
     pub runs: table::Table,
     pub levels: Vec<table::Table>,
     pub charts: Vec<charts::Chart>,
+    /// A study's own section (its question, round tables, sizing), above the rest.
+    pub study: Option<study::StudySection>,
 }
 
 fn build(d: data::Dataset, vcpu_hour_price: f64) -> Report {
@@ -122,6 +125,7 @@ fn build(d: data::Dataset, vcpu_hour_price: f64) -> Report {
         runs: tables::runs(&d),
         levels: levels::tables(&d),
         charts: charts::charts(&d),
+        study: None,
         data: d,
     }
 }

@@ -1,7 +1,7 @@
 //! The report's tables: where it was measured, the services, the summary, conformance, and every run.
 use super::data::{Dataset, Session};
 use super::summary::{group_summaries, GroupSummary};
-use super::table::{num, Cell, Row, Table};
+use super::table::{num, num_fractional, Cell, Row, Table};
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
     v.as_ref().map(|x| x.to_string()).unwrap_or_else(|| "–".into())
@@ -36,9 +36,27 @@ pub fn setup(d: &Dataset) -> Table {
             c
         }
     });
-    row("CPU limit", &|s| Cell::text(s.limit_cpus.map(|c| format!("{c} CPUs")).unwrap_or_else(|| "none".into())));
-    row("memory limit", &|s| {
-        Cell::text(s.limit_memory_mib.map(|m| format!("{} MiB, no swap", num(m))).unwrap_or_else(|| "none".into()))
+    // A study's limits axis is asked per run: list what the session's runs asked.
+    let asked = |s: &Session, f: fn(&super::data::Run) -> Option<f64>| -> Option<Vec<f64>> {
+        let mut v: Vec<f64> =
+            d.runs.iter().filter(|r| r.session_id == s.id && r.cell.is_some()).filter_map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v.dedup();
+        (v.len() > 1).then_some(v)
+    };
+    let list = |v: Vec<f64>, unit: &str| {
+        v.iter().map(|x| format!("{}{unit}", num_fractional(*x))).collect::<Vec<_>>().join(" / ")
+    };
+    row("study", &|s| Cell::text(opt(&s.study)));
+    row("CPU limit", &|s| match asked(s, |r| r.asked_cpus) {
+        Some(v) => Cell::text(format!("per cell: {} CPUs", list(v, ""))),
+        None => Cell::text(s.limit_cpus.map(|c| format!("{c} CPUs")).unwrap_or_else(|| "none".into())),
+    });
+    row("memory limit", &|s| match asked(s, |r| r.asked_memory_mib) {
+        Some(v) => Cell::text(format!("per cell: {}, no swap", list(v, " MiB"))),
+        None => {
+            Cell::text(s.limit_memory_mib.map(|m| format!("{} MiB, no swap", num(m))).unwrap_or_else(|| "none".into()))
+        }
     });
     row("service CPUs", &|s| Cell::text(opt(&s.service_cpuset)));
     row("load generator CPUs", &|s| Cell::text(opt(&s.loadgen_cpuset)));

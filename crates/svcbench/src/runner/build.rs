@@ -17,12 +17,14 @@ pub fn build(svc: &Service, log_dir: &Path, skip: bool) -> Result<Built> {
         std::fs::create_dir_all(log_dir)?;
         let log_path = log_dir.join(format!("build-{}.log", svc.name()));
         let log = std::fs::File::create(&log_path)?;
-        eprintln!("svcbench: building {} ({cmd})", svc.name());
+        let env: Vec<String> = svc.manifest.build_env.iter().map(|(k, v)| format!("{k}={v} ")).collect();
+        eprintln!("svcbench: building {} ({}{cmd})", svc.name(), env.concat());
         let t0 = Instant::now();
         let status = Command::new("/bin/sh")
             .arg("-c")
             .arg(cmd)
             .current_dir(&svc.dir)
+            .envs(&svc.manifest.build_env)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)

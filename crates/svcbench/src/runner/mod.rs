@@ -48,6 +48,55 @@ pub struct RunOptions {
     pub allow_unlimited: bool,
     /// Queue behind another measurement on this machine instead of refusing.
     pub wait_lock: bool,
+    /// The limits axis of a study: every service runs under each of these (CPU quota and memory cap; the
+    /// CPU set is `limits`'s). Empty: `limits` alone.
+    pub cells: Vec<Limits>,
+    /// The study this session belongs to (stored with the session).
+    pub study: Option<String>,
+    /// Runs already completed per (service, cell key), from earlier sessions of a resumed study: the plan
+    /// starts after them.
+    pub completed: BTreeMap<(String, String), u32>,
+}
+
+impl RunOptions {
+    /// The limits of every cell, with the session's CPU set.
+    pub fn cell_limits(&self) -> Vec<Limits> {
+        if self.cells.is_empty() {
+            return vec![self.limits.clone()];
+        }
+        self.cells.iter().map(|c| Limits { cpuset: self.limits.cpuset.clone(), ..c.clone() }).collect()
+    }
+}
+
+/// One run to do: which service, under which limits, its index among that cell's runs.
+#[derive(Debug, Clone)]
+pub struct PlannedRun {
+    pub service: usize,
+    pub cell: usize,
+    pub run_index: u32,
+}
+
+/// Every run of a session, interleaved (A1 B1 A2 B2 …, the cells within each round), so that a drift of the
+/// machine over time spreads over every service and limit instead of landing on one. Runs already
+/// completed (a resumed study) are left out.
+pub fn plan(
+    services: &[String],
+    cells: &[String],
+    runs: u32,
+    completed: &BTreeMap<(String, String), u32>,
+) -> Vec<PlannedRun> {
+    let mut out = Vec::new();
+    for run_index in 1..=runs {
+        for (c, cell) in cells.iter().enumerate() {
+            for (s, svc) in services.iter().enumerate() {
+                if completed.get(&(svc.clone(), cell.clone())).copied().unwrap_or(0) >= run_index {
+                    continue;
+                }
+                out.push(PlannedRun { service: s, cell: c, run_index });
+            }
+        }
+    }
+    out
 }
 
 /// What every step of the session shares.
@@ -83,7 +132,10 @@ pub fn load_services(paths: &[PathBuf], scenario: Option<&str>) -> Result<(Vec<S
     if paths.is_empty() {
         bail!("no service given; pass service folders, e.g. services/hello/go-nethttp");
     }
-    let services: Vec<Service> = paths.iter().map(|p| Service::load(p)).collect::<Result<_>>()?;
+    let mut services = Vec::new();
+    for p in paths {
+        services.extend(Service::load_spec(&p.to_string_lossy())?);
+    }
     let mut names = std::collections::BTreeSet::new();
     for s in &services {
         if !names.insert(s.name().to_string()) {
@@ -180,9 +232,12 @@ fn split_cpus(limits: &mut Limits, loadgen_cpuset: Option<&str>, allowed: &[usiz
 /// missing, no write access): a sandbox is set up and read back before anything is built. With
 /// `--allow-unlimited` the session goes on and every run is recorded as unlimited.
 fn preflight_limits(opts: &RunOptions) -> Result<Vec<String>> {
-    let name = format!("{}-preflight", std::process::id());
-    let sandbox = crate::sandbox::Sandbox::new(&name, &opts.limits, opts.cgroup);
-    let (_, mismatches) = sandbox.limits_held(&opts.limits);
+    let mut mismatches = Vec::new();
+    for limits in opts.cell_limits() {
+        let name = format!("{}-preflight", std::process::id());
+        let sandbox = crate::sandbox::Sandbox::new(&name, &limits, opts.cgroup);
+        mismatches.extend(sandbox.limits_held(&limits).1);
+    }
     if !mismatches.is_empty() && !opts.allow_unlimited {
         bail!(
             "the limits cannot be applied on this machine ({}): choose another --cgroup or fix the cgroup mount, or \
@@ -208,7 +263,16 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
     if opts.runs == 0 {
         bail!("--runs must be at least 1");
     }
+    // The quota check holds for the largest quota of the limits axis.
+    let widest = opts
+        .cell_limits()
+        .iter()
+        .filter_map(|l| l.cpus)
+        .fold(opts.limits.cpus, |a, b| Some(a.map_or(b, |a: f64| a.max(b))));
+    let asked_cpus = std::mem::replace(&mut opts.limits.cpus, widest);
     let loadgen_cpus = cpu_split(&mut opts.limits, opts.loadgen_cpuset.as_deref())?;
+    opts.limits.cpus = asked_cpus;
+    let cells = opts.cell_limits();
     let results_dir = opts.db.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
     // One measurement at a time, then whatever a killed svcbench left behind, then the limits: all before
     // anything is built or started.
@@ -232,8 +296,14 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
         runs_per_service: opts.runs,
         host: crate::host::facts(),
         cgroup_version: cgroup_version.to_string(),
-        limit_cpus: opts.limits.cpus,
-        limit_memory_mib: opts.limits.memory_bytes.map(|b| b as f64 / 1048576.0),
+        // A limit that varies along a study's axis is recorded per run (its cell), not per session.
+        limit_cpus: cells.iter().all(|c| c.cpus == cells[0].cpus).then_some(cells[0].cpus).flatten(),
+        limit_memory_mib: cells
+            .iter()
+            .all(|c| c.memory_bytes == cells[0].memory_bytes)
+            .then_some(cells[0].memory_bytes.map(|b| b as f64 / 1048576.0))
+            .flatten(),
+        study: opts.study.clone(),
         service_cpuset: opts.limits.cpuset.clone(),
         loadgen_cpuset: Some(crate::cpus::format(&loadgen_cpus)),
         probe_tolerance: opts.probe_tolerance,
@@ -260,28 +330,45 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
     // From here on, a later svcbench can end what this one started if this one is killed.
     guard::open_lock(&work_dir, &opts.db, session_id);
     eprintln!(
-        "svcbench: session {session_id}: {} service(s) × {} run(s), scenario `{}`, profile `{}` ({} steps, {} per run); store {}",
-        services.len(), opts.runs, scenario.name(), profile.name, profile.steps.len(),
+        "svcbench: session {session_id}: {} service(s) × {}{} run(s), scenario `{}`, profile `{}` ({} steps, {} per run); store {}",
+        services.len(),
+        if cells.len() > 1 { format!("{} limits × ", cells.len()) } else { String::new() },
+        opts.runs, scenario.name(), profile.name, profile.steps.len(),
         progress::fmt_duration(profile.total_duration()), opts.db.display()
     );
     eprintln!("svcbench:   scenario: {}", scenario.file.description);
+    for v in services.iter().filter(|s| s.variant.is_some()) {
+        let what = v.description.clone().unwrap_or_else(|| format!("{:?}", v.manifest.env));
+        eprintln!("svcbench:   variant {}: {what}", v.name());
+    }
     eprintln!("svcbench:   profile:  {} ({})", profile.description, profile.path.display());
 
     let result = (|| -> Result<SessionSummary> {
         // Build each service once; a failed build is recorded and that service skipped.
+        // Variants that differ only in how they run share their base's build.
         let mut ready = Vec::new();
+        let mut builds: BTreeMap<String, std::result::Result<f64, String>> = BTreeMap::new();
         for svc in &services {
             if stop.load(Ordering::Relaxed) {
                 break;
             }
-            match build::build(svc, &work_dir, opts.skip_build) {
-                Ok(b) => {
-                    store.add_service(session_id, svc, true, Some(b.seconds), None, Some(b.artifact_bytes))?;
+            let built = match builds.get(&svc.build_key()) {
+                Some(Ok(_)) => svc.artifact_bytes().map(|bytes| (0.0, bytes)).map_err(|e| format!("{e:#}")),
+                Some(Err(e)) => Err(e.clone()),
+                None => {
+                    let b = build::build(svc, &work_dir, opts.skip_build).map_err(|e| format!("{e:#}"));
+                    builds.insert(svc.build_key(), b.as_ref().map(|b| b.seconds).map_err(|e| e.clone()));
+                    b.map(|b| (b.seconds, b.artifact_bytes))
+                }
+            };
+            match built {
+                Ok((seconds, bytes)) => {
+                    store.add_service(session_id, svc, true, Some(seconds), None, Some(bytes))?;
                     ready.push(svc.clone());
                 }
                 Err(e) => {
-                    eprintln!("svcbench: {e:#}");
-                    store.add_service(session_id, svc, false, None, Some(&format!("{e:#}")), None)?;
+                    eprintln!("svcbench: {e}");
+                    store.add_service(session_id, svc, false, None, Some(&e), None)?;
                 }
             }
         }
@@ -319,7 +406,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
                 break;
             }
             let placeholders = ctx.deps.placeholders();
-            let spec = start_spec(&ctx, svc, "refusal", &placeholders, &svc.manifest.broken_env);
+            let spec = start_spec(&ctx, svc, &cells[0], "refusal", &placeholders, &svc.manifest.broken_env);
             match lifecycle::check_refusal(svc, spec, &stop) {
                 Ok(Some((refused, detail))) => {
                     eprintln!("svcbench: {}: wrong dependency address: {detail}", svc.name());
@@ -333,7 +420,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
             let placeholders = ctx.deps.placeholders();
             let empty = BTreeMap::new();
             eprintln!("svcbench: warming the dependencies through {} until its throughput settles", first.name());
-            let start = start_spec(&ctx, first, "warmup", &placeholders, &empty);
+            let start = start_spec(&ctx, first, &cells[0], "warmup", &placeholders, &empty);
             let w = warmup::warm_up(spec, &scenario, first, &start, &ctx.loadgen_cpus, opts.startup_timeout, &stop)?;
             eprintln!(
                 "svcbench: warm-up {} after {:.0} s: {} req/s per window",
@@ -351,20 +438,27 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
         }
         let mut summary =
             SessionSummary { session_id, runs_ok: 0, runs_interrupted: 0, runs_failed: 0, interrupted: false };
-        'plan: for run_index in 1..=opts.runs {
-            for svc in &ready {
-                if stop.load(Ordering::Relaxed) {
-                    break 'plan;
-                }
-                let (status, err) = run_one(&mut ctx, svc, run_index)?;
-                match status {
-                    "completed" => summary.runs_ok += 1,
-                    "interrupted" => summary.runs_interrupted += 1,
-                    _ => summary.runs_failed += 1,
-                }
-                if let Some(e) = err {
-                    eprintln!("svcbench: {} run {run_index} {status}: {e}", svc.name());
-                }
+        let names: Vec<String> = ready.iter().map(|s| s.name().to_string()).collect();
+        let keys: Vec<String> = cells.iter().map(cell_key).collect();
+        let todo = plan(&names, &keys, opts.runs, &opts.completed);
+        let mut left = progress::TimeLeft::new(todo.len());
+        for (i, p) in todo.iter().enumerate() {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let svc = &ready[p.service];
+            let cell = Cell { limits: &cells[p.cell], key: &keys[p.cell], of: cells.len() };
+            let (status, err) = run_one(&mut ctx, svc, &cell, p.run_index)?;
+            match status {
+                "completed" => summary.runs_ok += 1,
+                "interrupted" => summary.runs_interrupted += 1,
+                _ => summary.runs_failed += 1,
+            }
+            if let Some(e) = err {
+                eprintln!("svcbench: {} run {} {status}: {e}", svc.name(), p.run_index);
+            }
+            if todo.len() > 1 && i + 1 < todo.len() && !stop.load(Ordering::Relaxed) {
+                eprintln!("svcbench: {}", left.run_done());
             }
         }
         summary.interrupted = stop.load(Ordering::Relaxed);
@@ -389,16 +483,36 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
     result
 }
 
+/// The limits a run is measured under, and their key in the store.
+pub struct Cell<'a> {
+    pub limits: &'a Limits,
+    pub key: &'a str,
+    /// How many cells the session has (one: the key is not shown).
+    pub of: usize,
+}
+
+/// The store's key of a cell of the limits axis: `cpus=0.5 memory=256M`.
+pub fn cell_key(l: &Limits) -> String {
+    let cpus = l.cpus.map(|c| format!("{c}")).unwrap_or_else(|| "none".into());
+    let mem = match l.memory_bytes {
+        Some(b) if b % (1 << 30) == 0 => format!("{}G", b >> 30),
+        Some(b) => format!("{}M", b >> 20),
+        None => "none".into(),
+    };
+    format!("cpus={cpus} memory={mem}")
+}
+
 fn start_spec<'a>(
     ctx: &'a SessionCtx,
     svc: &Service,
+    limits: &'a Limits,
     what: &str,
     placeholders: &'a BTreeMap<String, String>,
     overrides: &'a BTreeMap<String, String>,
 ) -> StartSpec<'a> {
     StartSpec {
-        sandbox_name: format!("{}-{}-{what}", ctx.tag, svc.name()),
-        limits: &ctx.opts.limits,
+        sandbox_name: format!("{}-{}-{what}", ctx.tag, svc.name().replace('@', "-")),
+        limits,
         cgroup: ctx.opts.cgroup,
         dep_placeholders: placeholders,
         log_dir: &ctx.work_dir,
@@ -412,8 +526,16 @@ const IDLE_SETTLE: Duration = Duration::from_millis(1000);
 
 /// One run, stored; returns its status as stored (completed, interrupted, failed) and why it did not
 /// complete. Only a store that cannot be written is an error here.
-fn run_one(ctx: &mut SessionCtx, svc: &Service, run_index: u32) -> Result<(&'static str, Option<String>)> {
+fn run_one(ctx: &mut SessionCtx, svc: &Service, cell: &Cell, run_index: u32) -> Result<(&'static str, Option<String>)> {
     let run_id = ctx.store.start_run(ctx.session_id, svc.name(), run_index)?;
+    ctx.store.record_cell(
+        run_id,
+        &crate::store::RunCell {
+            key: cell.key.to_string(),
+            cpus: cell.limits.cpus,
+            memory_mib: cell.limits.memory_bytes.map(|b| b as f64 / 1048576.0),
+        },
+    )?;
     // The previous run's service is gone by now: what still uses these CPUs is someone else.
     if ctx.session_runs > 0 {
         let cpus: Vec<usize> = ctx.service_cpus.iter().chain(&ctx.loadgen_cpus).copied().collect();
@@ -424,7 +546,7 @@ fn run_one(ctx: &mut SessionCtx, svc: &Service, run_index: u32) -> Result<(&'sta
     }
     ctx.session_runs += 1;
     let mut unlimited = Vec::new();
-    let r = run_one_inner(ctx, svc, run_index, run_id, &mut unlimited);
+    let r = run_one_inner(ctx, svc, cell, run_index, run_id, &mut unlimited);
     let (status, err) = match &r {
         Ok(()) if ctx.stop.load(Ordering::Relaxed) => ("interrupted", None),
         Ok(()) => ("completed", None),
@@ -442,6 +564,7 @@ fn run_one(ctx: &mut SessionCtx, svc: &Service, run_index: u32) -> Result<(&'sta
 fn run_one_inner(
     ctx: &mut SessionCtx,
     svc: &Service,
+    cell: &Cell,
     run_index: u32,
     run_id: i64,
     unlimited: &mut Vec<String>,
@@ -449,10 +572,14 @@ fn run_one_inner(
     ctx.deps.before_run(&format!("{}-run{run_index}", svc.name()))?;
     let placeholders = ctx.deps.placeholders();
     let empty = BTreeMap::new();
-    let what = format!("run{run_index}");
-    let mut inst = Instance::spawn(svc, &start_spec(ctx, svc, &what, &placeholders, &empty))?;
+    let what = if cell.of > 1 {
+        format!("run{run_index}-cell{}", cell.key.replace([' ', '='], ""))
+    } else {
+        format!("run{run_index}")
+    };
+    let mut inst = Instance::spawn(svc, &start_spec(ctx, svc, cell.limits, &what, &placeholders, &empty))?;
     // What the kernel holds, not what was asked: a mismatch makes the run unlimited.
-    let (held, mismatches) = inst.sandbox.limits_held(&ctx.opts.limits);
+    let (held, mismatches) = inst.sandbox.limits_held(cell.limits);
     ctx.store.record_limits(
         run_id,
         &crate::store::RunLimits {
@@ -489,7 +616,11 @@ fn run_one_inner(
             idle_threads: idle.threads,
         },
     )?;
-    let checks = crate::scenario::checks::run_checks(&inst.base_url(), &ctx.scenario.file.check);
+    let Some(checks) = crate::scenario::checks::run_checks_until(&inst.base_url(), &ctx.scenario.file.check, &ctx.stop)
+    else {
+        inst.sandbox.stop(ctx.opts.stop_grace);
+        bail!("interrupted during the conformance checks");
+    };
     ctx.store.add_checks(run_id, &checks)?;
     if let Some(exit) = inst.sandbox.try_exit() {
         let oom = inst.oom_killed();
@@ -518,13 +649,20 @@ fn run_one_inner(
         if step.fresh_start && i > 0 {
             cpu_before_restarts += inst.sandbox.sample().cpu_s;
             inst.sandbox.stop(ctx.opts.stop_grace);
-            let what = format!("run{run_index}-step{}", i + 1);
-            inst = Instance::spawn(svc, &start_spec(ctx, svc, &what, &placeholders, &empty))?;
+            let what = format!("{what}-step{}", i + 1);
+            inst = Instance::spawn(svc, &start_spec(ctx, svc, cell.limits, &what, &placeholders, &empty))?;
             inst.wait_ready(svc, ctx.opts.startup_timeout, &ctx.stop)?;
         }
         let left: Duration = steps[i + 1..].iter().map(|s| s.duration).sum();
-        let prefix =
-            format!("{} run {run_index}/{} step {}/{} {}", svc.name(), ctx.opts.runs, i + 1, steps.len(), step.label());
+        let under = if cell.of > 1 { format!(" [{}]", cell.key) } else { String::new() };
+        let prefix = format!(
+            "{}{under} run {run_index}/{} step {}/{} {}",
+            svc.name(),
+            ctx.opts.runs,
+            i + 1,
+            steps.len(),
+            step.label()
+        );
         let out = step::run_step(ctx, &mut inst, (svc.name(), run_index, run_id), i as u32 + 1, step, &prefix, left)?;
         total_ok += out.requests_ok;
         if out.interrupted {
@@ -615,7 +753,10 @@ pub fn check_service(
     )?;
     let startup = inst.wait_ready(svc, Duration::from_secs(120), &stop)?;
     eprintln!("svcbench: {} answered after {:.1} ms", svc.name(), startup.as_secs_f64() * 1e3);
-    let results = crate::scenario::checks::run_checks(&inst.base_url(), &scenario.file.check);
+    let Some(results) = crate::scenario::checks::run_checks_until(&inst.base_url(), &scenario.file.check, &stop) else {
+        inst.sandbox.stop(Duration::from_secs(15));
+        bail!("interrupted during the conformance checks");
+    };
     inst.sandbox.stop(Duration::from_secs(15));
     Ok(results)
 }

@@ -76,3 +76,32 @@ pub fn fmt_duration(d: Duration) -> String {
     let s = d.as_secs();
     format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
+
+/// What a run costs beyond its profile's steps before one has been timed: startup, checks, probes, stop.
+pub const RUN_OVERHEAD_GUESS: Duration = Duration::from_secs(15);
+
+/// A plan's duration before anything has been timed: the profile's steps and the overhead guess per run.
+pub fn estimate(runs: usize, profile: Duration) -> Duration {
+    (profile + RUN_OVERHEAD_GUESS) * runs as u32
+}
+
+/// The time a whole session (or study) has left, from the average run so far.
+pub struct TimeLeft {
+    started: Instant,
+    total: usize,
+    done: usize,
+}
+
+impl TimeLeft {
+    pub fn new(total: usize) -> TimeLeft {
+        TimeLeft { started: Instant::now(), total, done: 0 }
+    }
+
+    /// Counts one run as done and says how far the session is.
+    pub fn run_done(&mut self) -> String {
+        self.done += 1;
+        let per_run = self.started.elapsed() / self.done as u32;
+        let left = per_run * self.total.saturating_sub(self.done) as u32;
+        format!("{}/{} runs done, about {} left", self.done, self.total, fmt_duration(left))
+    }
+}

@@ -240,7 +240,11 @@ impl Sandbox {
         }
         let t0 = Instant::now();
         process::signal_group(self.pgid, libc::SIGTERM);
-        let exit = self.wait_exit(grace);
+        // In slices, so that a Ctrl-C cuts the grace short (the run is interrupted anyway).
+        let mut exit = None;
+        while exit.is_none() && t0.elapsed() < grace && !crate::guard::signals::interrupted() {
+            exit = self.wait_exit(Duration::from_millis(100).min(grace.saturating_sub(t0.elapsed())));
+        }
         let elapsed = t0.elapsed();
         self.kill_all();
         let graceful = exit.is_some_and(|e| e.signal.is_none());

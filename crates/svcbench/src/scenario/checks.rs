@@ -79,6 +79,30 @@ impl Answer {
     }
 }
 
+/// Runs the checks on a thread of their own, so that a Ctrl-C ends the wait within a tenth of a second
+/// (a check may wait 10 s on a stuck service). None when `stop` was set first.
+pub fn run_checks_until(
+    base_url: &str,
+    checks: &[Check],
+    stop: &std::sync::atomic::AtomicBool,
+) -> Option<Vec<CheckResult>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (url, list) = (base_url.to_string(), checks.to_vec());
+    std::thread::spawn(move || {
+        let _ = tx.send(run_checks(&url, &list));
+    });
+    loop {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(r) => return Some(r),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Some(Vec::new()),
+        }
+    }
+}
+
 pub fn run_checks(base_url: &str, checks: &[Check]) -> Vec<CheckResult> {
     let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(10)).redirects(0).build();
     checks

@@ -13,7 +13,7 @@ use rusqlite::{params, Connection};
 use std::path::Path;
 
 pub use read::Reader;
-pub use records::{RunDeath, RunEnd, RunLimits, RunStartup, SessionRecord, StepRow};
+pub use records::{RunCell, RunDeath, RunEnd, RunLimits, RunStartup, SessionRecord, StepRow};
 pub use upgrade::SCHEMA_VERSION;
 
 pub struct Store {
@@ -55,8 +55,8 @@ impl Store {
         self.conn.execute(
             "INSERT INTO session (started_at, label, command, svcbench_version, scenario, profile, runs_per_service,
                host_name, cpu_model, cpu_cores, memory_mib, kernel, cgroup_version, limit_cpus, limit_memory_mib,
-               service_cpuset, loadgen_cpuset, probe_tolerance)
-             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18)",
+               service_cpuset, loadgen_cpuset, probe_tolerance, study)
+             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19)",
             params![
                 now(),
                 s.label,
@@ -75,7 +75,8 @@ impl Store {
                 s.limit_memory_mib,
                 s.service_cpuset,
                 s.loadgen_cpuset,
-                s.probe_tolerance
+                s.probe_tolerance,
+                s.study
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
@@ -132,7 +133,8 @@ impl Store {
         let m = &svc.manifest;
         self.conn.execute(
             "INSERT OR REPLACE INTO service (session_id, name, scenario, language, framework, framework_version, model, dir,
-               build_ok, build_s, build_error, artifact_bytes) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)",
+               build_ok, build_s, build_error, artifact_bytes, base_name, variant)
+             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)",
             params![
                 session,
                 m.name,
@@ -145,7 +147,9 @@ impl Store {
                 build_ok,
                 build_s,
                 build_error,
-                artifact_bytes
+                artifact_bytes,
+                svc.base_name,
+                svc.variant
             ],
         )?;
         Ok(())
@@ -172,6 +176,14 @@ impl Store {
             "UPDATE run SET cgroup_version = ?2, applied_cpus = ?3, applied_memory_mib = ?4, applied_cpuset = ?5
              WHERE id = ?1",
             params![run, l.cgroup_version, l.cpus, l.memory_mib, l.cpuset],
+        )?;
+        Ok(())
+    }
+
+    pub fn record_cell(&self, run: i64, c: &RunCell) -> Result<()> {
+        self.conn.execute(
+            "UPDATE run SET cell = ?2, asked_cpus = ?3, asked_memory_mib = ?4 WHERE id = ?1",
+            params![run, c.key, c.cpus, c.memory_mib],
         )?;
         Ok(())
     }

@@ -30,6 +30,7 @@ pub struct Session {
     pub loadgen_cpuset: Option<String>,
     pub status: String,
     pub warnings: Vec<String>,
+    pub study: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -46,6 +47,9 @@ pub struct Service {
     pub artifact_bytes: Option<i64>,
     pub refuses_bad_dependency: Option<bool>,
     pub refuse_detail: Option<String>,
+    /// The name without `@variant`, and the variant (None: the base).
+    pub base_name: String,
+    pub variant: Option<String>,
 }
 
 impl Service {
@@ -64,6 +68,8 @@ impl Service {
             artifact_bytes: None,
             refuses_bad_dependency: None,
             refuse_detail: None,
+            base_name: name.split('@').next().unwrap_or(name).to_string(),
+            variant: name.split_once('@').map(|(_, v)| v.to_string()),
         }
     }
 }
@@ -109,6 +115,10 @@ pub struct Run {
     pub applied_cpus: Option<f64>,
     pub applied_memory_mib: Option<f64>,
     pub applied_cpuset: Option<String>,
+    /// The limits cell as asked (`cpus=0.5 memory=256M`); None before studies were stored.
+    pub cell: Option<String>,
+    pub asked_cpus: Option<f64>,
+    pub asked_memory_mib: Option<f64>,
     pub warnings: Vec<String>,
     flags: Option<String>,
     pub steps: Vec<Step>,
@@ -158,6 +168,7 @@ fn session_of(r: &Row) -> rusqlite::Result<Session> {
         loadgen_cpuset: r.get("loadgen_cpuset")?,
         status: r.get("status")?,
         warnings: json_strings(r.get("warnings")?),
+        study: r.get("study")?,
     })
 }
 
@@ -175,6 +186,8 @@ fn service_of(r: &Row) -> rusqlite::Result<Service> {
         artifact_bytes: r.get("artifact_bytes")?,
         refuses_bad_dependency: r.get::<_, Option<i64>>("refuses_bad_dependency")?.map(|v| v != 0),
         refuse_detail: r.get("refuse_detail")?,
+        base_name: r.get::<_, Option<String>>("base_name")?.unwrap_or_else(|| r.get("name").unwrap_or_default()),
+        variant: r.get("variant")?,
     })
 }
 
@@ -207,6 +220,9 @@ fn run_of(r: &Row) -> rusqlite::Result<Run> {
         applied_cpus: r.get("applied_cpus")?,
         applied_memory_mib: r.get("applied_memory_mib")?,
         applied_cpuset: r.get("applied_cpuset")?,
+        cell: r.get("cell")?,
+        asked_cpus: r.get("asked_cpus")?,
+        asked_memory_mib: r.get("asked_memory_mib")?,
         warnings: json_strings(r.get("warnings")?),
         flags: r.get("flags")?,
         steps: Vec::new(),
@@ -256,6 +272,21 @@ impl Reader {
             .prepare("SELECT * FROM session ORDER BY id")?
             .query_map([], session_of)?
             .collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Completed runs of a study per (service, cell): what a resumed study does not run again.
+    pub fn completed_cells(&self, study: &str) -> Result<std::collections::BTreeMap<(String, String), u32>> {
+        let mut st = self.conn.prepare(
+            "SELECT r.service, COALESCE(r.cell, ''), COUNT(*) FROM run r JOIN session s ON s.id = r.session_id
+             WHERE s.study = ?1 AND r.status = 'completed' GROUP BY 1, 2",
+        )?;
+        let rows = st.query_map([study], |r| Ok(((r.get(0)?, r.get(1)?), r.get::<_, u32>(2)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Sessions of a study in this store.
+    pub fn study_sessions(&self, study: &str) -> Result<usize> {
+        Ok(self.conn.query_row("SELECT COUNT(*) FROM session WHERE study = ?1", [study], |r| r.get(0))?)
     }
 
     pub fn run_count(&self, session: i64) -> Result<i64> {

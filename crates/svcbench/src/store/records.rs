@@ -169,6 +169,8 @@ pub struct SessionRecord {
     pub service_cpuset: Option<String>,
     pub loadgen_cpuset: Option<String>,
     pub probe_tolerance: f64,
+    /// The study the session ran for (`svcbench study`).
+    pub study: Option<String>,
 }
 
 /// A run's figures once the service answered.
@@ -187,6 +189,15 @@ pub struct RunLimits {
     pub cpus: Option<f64>,
     pub memory_mib: Option<f64>,
     pub cpuset: Option<String>,
+}
+
+/// The cell of a study's limits axis a run belongs to: the limits as asked (RunLimits holds what the
+/// kernel applied).
+#[derive(Debug, Clone, Default)]
+pub struct RunCell {
+    pub key: String,
+    pub cpus: Option<f64>,
+    pub memory_mib: Option<f64>,
 }
 
 /// How a run ended: its totals and its stop.

@@ -40,9 +40,15 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
     ("run", "flags", "TEXT", 3, "JSON: [{code, detail}]"),
     ("session", "probe_tolerance", "REAL", 3, "machine-speed drift allowed before a step is flagged"),
     ("session", "warmup", "TEXT", 3, "JSON: the dependencies' warm-up before the first run"),
+    ("session", "study", "TEXT", 4, "the study the session ran for (svcbench study)"),
+    ("service", "base_name", "TEXT", 4, "the service's name without @variant"),
+    ("service", "variant", "TEXT", 4, "the variant ([variant.<name>] of the manifest); NULL: the base"),
+    ("run", "cell", "TEXT", 4, "the limits cell as asked, e.g. `cpus=0.5 memory=256M`"),
+    ("run", "asked_cpus", "REAL", 4, "CPU quota asked for this run (a study's limits axis)"),
+    ("run", "asked_memory_mib", "REAL", 4, "memory cap asked for this run"),
 ];
 
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 fn has_column(conn: &Connection, table: &str, col: &str) -> Result<bool> {
     let mut st = conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?;

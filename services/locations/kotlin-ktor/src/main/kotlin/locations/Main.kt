@@ -6,11 +6,10 @@ import io.ktor.client.engine.cio.endpoint
 import io.ktor.client.plugins.HttpTimeout
 import io.ktor.client.plugins.defaultRequest
 import io.ktor.http.HttpStatusCode
+import io.ktor.http.URLDecodeException
 import io.ktor.serialization.kotlinx.json.json
 import io.ktor.server.application.Application
 import io.ktor.server.application.install
-import io.ktor.server.engine.embeddedServer
-import io.ktor.server.netty.Netty
 import io.ktor.server.plugins.BadRequestException
 import io.ktor.server.plugins.calllogging.CallLogging
 import io.ktor.server.plugins.calllogging.processingTimeMillis
@@ -33,6 +32,8 @@ import io.ktor.client.plugins.contentnegotiation.ContentNegotiation as ClientCon
 private val log = LoggerFactory.getLogger("locations")
 
 fun main() {
+    // First, so that a wrong engine name is refused before anything else is tried.
+    val engine = ServerEngine.parse(System.getenv(ServerEngine.VARIABLE)).getOrElse { fail(it.message!!) }
     val elasticUrl = System.getenv("ELASTIC_URL")?.takeIf { it.isNotBlank() }
         ?: fail("ELASTIC_URL is not set")
     val port = System.getenv("PORT")?.toIntOrNull() ?: 8080
@@ -53,9 +54,9 @@ fun main() {
     for (signal in listOf("TERM", "INT")) Signal.handle(Signal(signal)) { stopRequested.countDown() }
 
     val inFlightCalls = InFlightCalls()
-    val server = embeddedServer(Netty, port = port, host = "0.0.0.0") { module(repository, inFlightCalls) }
+    val server = engine.server(port) { module(repository, inFlightCalls, engine) }
     server.start(wait = false)
-    log.info("Locations (Ktor on Netty) listening on port {}, store {}", port, elasticUrl)
+    log.info("locations-ktor listening on {} (engine={}), store {}", port, engine.id, elasticUrl)
 
     stopRequested.await()
 
@@ -67,7 +68,9 @@ fun main() {
     exitProcess(0)
 }
 
-fun Application.module(repository: LocationsRepository, inFlightCalls: InFlightCalls) {
+fun Application.module(repository: LocationsRepository, inFlightCalls: InFlightCalls, engine: ServerEngine) {
+    // First, so that every answer names the engine, the error answers and the 503 while draining included.
+    install(serverEngineHeader(engine))
     install(ContentNegotiation) { json() }
     install(CallLogging) {
         level = Level.INFO
@@ -80,6 +83,11 @@ fun Application.module(repository: LocationsRepository, inFlightCalls: InFlightC
         exception<ApiException> { call, e -> call.respond(HttpStatusCode.fromValue(e.status), ErrorResponse(e.message)) }
         exception<BadRequestException> { call, e ->
             call.respond(HttpStatusCode.BadRequest, ErrorResponse(e.message ?: "Bad request."))
+        }
+        // A malformed %-escape in the query: Netty's engine reports it as a BadRequestException, CIO's
+        // lets the decoder's own exception through; both are the client's error.
+        exception<URLDecodeException> { call, e ->
+            call.respond(HttpStatusCode.BadRequest, ErrorResponse("Malformed URL: ${e.message}"))
         }
         exception<Throwable> { call, e ->
             log.error("Request {} failed", call.request.uri, e)

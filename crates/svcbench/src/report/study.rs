@@ -1,0 +1,323 @@
+//! A study's page (docs/study.md): its question and cells, one round table per limits cell (every service
+//! and variant with its figures and a verdict against the round's best, by compare's statistic), the SLO
+//! sizing when the study has an SLO, then the full report of its runs (one chart series per variant).
+use super::charts::{self, Axis, Chart, Point, Series};
+use super::compare::{judge, Values};
+use super::data::{Dataset, Run, Step};
+use super::summary::{group_summaries, run_figures, GroupSummary};
+use super::table::{num, Cell, Row, Table};
+use crate::study::file::{Slo, Study};
+use anyhow::{bail, Result};
+use std::path::Path;
+
+/// The study's own section, rendered above the report's usual ones.
+pub struct StudySection {
+    pub title: String,
+    pub paragraphs: Vec<String>,
+    pub tables: Vec<Table>,
+    pub charts: Vec<Chart>,
+}
+
+/// Family-wise false-positive rate of a round's verdicts (as `compare`'s default).
+const ALPHA: f64 = 0.05;
+
+/// Renders the study's page (HTML) and its Markdown beside it, from what the store holds of the study.
+pub fn write(db: &Path, study: &Study, html_path: &Path) -> Result<()> {
+    let reader = super::data::open(db)?;
+    let filter = super::filter::Filter::parse(&[format!("label={}", study.name)])?;
+    let mut d = super::data::load(&reader, &db.display().to_string(), &filter, true)?;
+    if d.runs.is_empty() {
+        bail!(
+            "{} holds no runs of study `{}` yet; run `svcbench study {}` first",
+            db.display(),
+            study.name,
+            study.path.display()
+        );
+    }
+    d.include_invalid = false;
+    let section = section(&d, study);
+    let mut report = super::build(d, 0.0275);
+    report.study = Some(section);
+    super::write_output(html_path, &super::html::render(&report))?;
+    let md = html_path.with_extension("md");
+    super::write_output(&md, &super::markdown::render(&report))?;
+    eprintln!("svcbench: study report written to {} and {}", html_path.display(), md.display());
+    Ok(())
+}
+
+fn section(d: &Dataset, study: &Study) -> StudySection {
+    let sums = group_summaries(d, 0.0275);
+    let keys: Vec<String> = study.cells.iter().map(crate::runner::cell_key).collect();
+    let multi = keys.len() > 1;
+    let mut paragraphs = vec![format!("Question: {}", study.file.question)];
+    if let Some(seed) = &study.file.seed {
+        paragraphs.push(format!("The seed: {seed}"));
+    }
+    let sessions = d.sessions.len();
+    let noisy: usize = d.sessions.iter().map(|s| s.warnings.len()).sum();
+    paragraphs.push(format!(
+        "{} service(s) and variant(s) × {} limits cell(s) × {} run(s), profile `{}`, from {sessions} session(s){}. \
+         Figures are medians over the counted runs (completed, under the limits asked) of each run's peak among \
+         its valid steps; the verdict compares each row with the round's best on peak req/s (Welch's test on \
+         the logs, Holm-corrected over the round at α = {ALPHA}).",
+        d.groups.iter().map(|g| &g.service.name).collect::<std::collections::BTreeSet<_>>().len(),
+        keys.len(),
+        study.runs,
+        study.profile,
+        if noisy > 0 { format!("; {noisy} machine warning(s) recorded, see Setup") } else { String::new() }
+    ));
+    let mut tables = Vec::new();
+    for key in &keys {
+        let groups: Vec<usize> =
+            (0..d.groups.len()).filter(|&g| !multi || d.groups[g].cell.as_deref() == Some(key.as_str())).collect();
+        if groups.is_empty() {
+            continue;
+        }
+        tables.push(round_table(d, &sums, &groups, if multi { Some(key) } else { None }));
+    }
+    let mut charts = Vec::new();
+    if let Some(slo) = &study.file.slo {
+        tables.push(sizing_table(d, slo, &keys));
+        charts.extend(slo_chart(d, slo, study));
+    }
+    StudySection { title: study.file.title.clone(), paragraphs, tables, charts }
+}
+
+/// Per-run peak req/s of a group (its counted runs), what the verdict tests.
+fn peaks(d: &Dataset, g: usize) -> Vec<f64> {
+    d.counted_runs(g).filter_map(|r| run_figures(r, 0.0, false).peak_rps).collect()
+}
+
+fn round_table(d: &Dataset, sums: &[GroupSummary], groups: &[usize], cell: Option<&str>) -> Table {
+    let best = groups
+        .iter()
+        .copied()
+        .filter(|&g| sums[g].peak_rps.is_some())
+        .max_by(|&a, &b| sums[a].peak_rps.unwrap().median.total_cmp(&sums[b].peak_rps.unwrap().median));
+    let values: Vec<Values> = groups
+        .iter()
+        .filter(|&&g| Some(g) != best)
+        .map(|&g| Values {
+            service: d.groups[g].name.clone(),
+            step: None,
+            metric: "peak_rps",
+            unit: "req/s",
+            higher_is_better: true,
+            speed: true,
+            base: best.map(|b| peaks(d, b)),
+            new: Some(peaks(d, g)),
+        })
+        .collect();
+    let (lines, _) = judge(&values, ALPHA);
+    let head = [
+        "service",
+        "variant",
+        "framework",
+        "runs",
+        "peak req/s",
+        "at",
+        "CPU µs/req",
+        "peak memory MiB",
+        "startup ms",
+        "failed requests",
+        "vs the round's best",
+    ];
+    let mut t = Table {
+        id: format!("round-{}", cell.unwrap_or("all").replace([' ', '=', '.'], "-")),
+        caption: match cell {
+            Some(c) => format!("Round under {c}"),
+            None => "The round".into(),
+        },
+        note: "peak req/s: median over runs of each run's highest valid step (range below); at: its connections \
+               (closed model) or offered req/s (open); failed requests: median per run over all its steps. Runs \
+               left out of the figures are counted in the Validity section."
+            .into(),
+        head: head.map(String::from).to_vec(),
+        rows: Vec::new(),
+    };
+    for &g in groups {
+        let grp = &d.groups[g];
+        let s = &sums[g];
+        let failed = crate::figures::median(
+            d.counted_runs(g).map(|r| r.steps.iter().map(|x| x.requests_err).sum::<i64>() as f64),
+        );
+        let verdict = if Some(g) == best {
+            Cell::text("best").class("ok")
+        } else {
+            match lines.iter().find(|l| l.service == grp.name) {
+                Some(l) => {
+                    let ratio = l.ratio.map(|r| format!("{r:.2}× ")).unwrap_or_default();
+                    let class = if l.verdict == "slower" { "fail" } else { "num" };
+                    let mut c = Cell::text(format!("{ratio}{}", l.verdict)).class(class);
+                    if let Some(n) = &l.note {
+                        c = c.title(n.clone());
+                    }
+                    c
+                }
+                None => Cell::text("–"),
+            }
+        };
+        let at = s.peak_at.map(|a| {
+            if s.peak_at_rate {
+                format!("{} req/s", num(a.median))
+            } else {
+                format!("c={}", num(a.median))
+            }
+        });
+        t.rows.push(Row {
+            cells: vec![
+                Cell::header(grp.service.base_name.clone()),
+                Cell::text(grp.service.variant.clone().unwrap_or_else(|| "(base)".into())),
+                Cell::text(format!("{} {}", grp.service.framework, grp.service.framework_version).trim().to_string()),
+                Cell::num(Some(s.runs as f64)),
+                Cell::spread("peak_rps", s.peak_rps),
+                Cell::text(at.unwrap_or_else(|| "–".into())),
+                Cell::spread("cpu_us_per_req", s.cpu_us_per_req),
+                Cell::spread("peak_mem_mib", s.peak_mem_mib),
+                Cell::spread("startup_ms", s.startup_ms),
+                Cell::num(failed),
+                verdict,
+            ],
+            data: vec![("service".into(), grp.name.clone())],
+        });
+    }
+    t
+}
+
+/// The step a run's SLO is judged at: the lowest load among its valid steps that reaches the SLO's rate
+/// (offered rate in the open model, answered req/s in the closed one).
+fn slo_step<'a>(run: &'a Run, slo: &Slo) -> Option<&'a Step> {
+    let reach =
+        |s: &Step| if s.is_open() { s.rate.unwrap_or(0.0) >= slo.at_rps * 0.99 } else { s.success_rps >= slo.at_rps };
+    let load = |s: &Step| if s.is_open() { s.rate.unwrap_or(0.0) } else { s.connections.unwrap_or(0) as f64 };
+    run.steps.iter().filter(|s| s.validity().valid() && reach(s)).min_by(|a, b| load(a).total_cmp(&load(b)))
+}
+
+/// A run holds the SLO when its SLO step exists and meets every objective.
+fn run_holds(run: &Run, slo: &Slo) -> (bool, Option<f64>) {
+    match slo_step(run, slo) {
+        None => (false, None),
+        Some(s) => {
+            let p99_ok = slo.p99_ms.is_none_or(|lim| s.p99.is_some_and(|p| p <= lim));
+            let ok_ok = slo.success.is_none_or(|min| s.success_ratio.unwrap_or(0.0) >= min);
+            (p99_ok && ok_ok, s.p99)
+        }
+    }
+}
+
+/// A group holds the SLO when at least half of its counted runs do; its figure is the median p99 at the SLO step.
+fn group_slo(d: &Dataset, g: usize, slo: &Slo) -> Option<(bool, Option<f64>)> {
+    let runs: Vec<&Run> = d.counted_runs(g).collect();
+    if runs.is_empty() {
+        return None;
+    }
+    let judged: Vec<(bool, Option<f64>)> = runs.iter().map(|r| run_holds(r, slo)).collect();
+    let held = judged.iter().filter(|(h, _)| *h).count();
+    Some((held * 2 >= runs.len(), crate::figures::median(judged.iter().filter_map(|(_, p)| *p))))
+}
+
+fn slo_text(slo: &Slo) -> String {
+    let mut parts = Vec::new();
+    if let Some(p) = slo.p99_ms {
+        parts.push(format!("p99 ≤ {} ms", num(p)));
+    }
+    if let Some(s) = slo.success {
+        parts.push(format!("≥ {} % answered successfully", s * 100.0));
+    }
+    format!("{} at {} req/s", parts.join(" and "), num(slo.at_rps))
+}
+
+/// Services × cells: whether each holds the SLO, and the smallest limits at which it does.
+fn sizing_table(d: &Dataset, slo: &Slo, keys: &[String]) -> Table {
+    let mut services: Vec<String> = Vec::new();
+    for g in &d.groups {
+        if !services.contains(&g.service.name) {
+            services.push(g.service.name.clone());
+        }
+    }
+    let mut head = vec!["service".to_string()];
+    head.extend(keys.iter().cloned());
+    head.push("smallest limits that hold".into());
+    let mut t = Table {
+        id: "sizing".into(),
+        caption: format!("Sizing: {}", slo_text(slo)),
+        note: "Per cell: ✓ when at least half the counted runs hold the SLO at their lowest valid step reaching the \
+               rate, with the median p99 there; ✗ with the p99 when they do not; \"not reached\" when no valid step \
+               reached the rate. Cells are ordered by CPU quota, then memory cap: the first that holds is the sizing \
+               answer."
+            .into(),
+        head,
+        rows: Vec::new(),
+    };
+    for svc in &services {
+        let mut cells = vec![Cell::header(svc.clone())];
+        let mut smallest = None;
+        for key in keys {
+            let g = d
+                .groups
+                .iter()
+                .position(|g| &g.service.name == svc && (keys.len() == 1 || g.cell.as_deref() == Some(key)));
+            let judged = g.and_then(|g| group_slo(d, g, slo));
+            cells.push(match judged {
+                None => Cell::text("–"),
+                Some((true, p)) => {
+                    smallest.get_or_insert(key.clone());
+                    Cell::text(format!("✓ {}", p.map(|p| format!("{} ms", num(p))).unwrap_or_default())).class("ok")
+                }
+                Some((false, Some(p))) => Cell::text(format!("✗ {} ms", num(p))).class("fail"),
+                Some((false, None)) => Cell::text("✗ not reached").class("fail"),
+            });
+        }
+        cells.push(Cell::text(smallest.unwrap_or_else(|| "none of these".into())));
+        t.rows.push(Row { cells, data: vec![("service".into(), svc.clone())] });
+    }
+    t
+}
+
+/// The SLO figure (median p99 at the SLO step) over the CPU axis: one line per service and memory cap.
+fn slo_chart(d: &Dataset, slo: &Slo, study: &Study) -> Option<Chart> {
+    let cpus: Vec<f64> = study.file.limits.cpus.clone();
+    if cpus.len() < 2 {
+        return None;
+    }
+    let mut series: Vec<Series> = Vec::new();
+    for (g, grp) in d.groups.iter().enumerate() {
+        let Some(cell) = &grp.cell else { continue };
+        let asked = |f: fn(&Run) -> Option<f64>| crate::figures::median(d.group_runs(g).filter_map(f));
+        let (Some(quota), memory) = (asked(|r| r.asked_cpus), asked(|r| r.asked_memory_mib)) else { continue };
+        let line = match memory {
+            Some(m) => format!("{} {} MiB", grp.service.name, num(m)),
+            None => grp.service.name.clone(),
+        };
+        let Some((_, Some(p99))) = group_slo(d, g, slo) else { continue };
+        let idx = match series.iter().position(|s| s.run == line) {
+            Some(i) => i,
+            None => {
+                series.push(Series {
+                    group: grp.service.name.clone(),
+                    run: line,
+                    color: charts::color(series.len()),
+                    points: Vec::new(),
+                });
+                series.len() - 1
+            }
+        };
+        series[idx].points.push(Point { x: quota, y: p99, step: cell.clone(), flag: None });
+    }
+    for s in &mut series {
+        s.points.sort_by(|a, b| a.x.total_cmp(&b.x));
+    }
+    (!series.is_empty()).then(|| Chart {
+        id: "slo".into(),
+        title: format!("p99 at {} req/s over the CPU quota", num(slo.at_rps)),
+        note: format!(
+            "Median p99 of the counted runs at their lowest valid step reaching the rate; one line per service and \
+             memory cap. The SLO: {}.",
+            slo_text(slo)
+        ),
+        kind: "line",
+        x: Axis { name: "CPU quota".into(), scale: "linear", unit: "CPUs".into(), categories: Vec::new() },
+        y: Axis { name: "p99".into(), scale: "log", unit: "ms".into(), categories: Vec::new() },
+        series,
+    })
+}

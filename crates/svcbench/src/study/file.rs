@@ -1,0 +1,183 @@
+//! The study file `studies/<name>.toml` (docs/study.md): the question, the services and variants, the limits
+//! axis, the profile, runs per cell, an optional SLO, and the shorter `--quick` form.
+use crate::sandbox::Limits;
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyFile {
+    pub title: String,
+    /// The question the study answers, shown at the top of its report.
+    pub question: String,
+    /// What the seed found, for the README's side-by-side table (optional).
+    #[serde(default)]
+    pub seed: Option<String>,
+    #[serde(default)]
+    pub scenario: Option<String>,
+    /// Service folders, `folder@variant` or `folder@*`, relative to the project folder.
+    pub services: Vec<String>,
+    pub profile: String,
+    #[serde(default)]
+    pub mix: Option<String>,
+    #[serde(default = "three")]
+    pub runs: u32,
+    #[serde(default)]
+    pub limits: LimitsAxis,
+    #[serde(default)]
+    pub slo: Option<Slo>,
+    #[serde(default)]
+    pub quick: Quick,
+}
+
+fn three() -> u32 {
+    3
+}
+
+/// Every service runs under each combination of `cpus` × `memory`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsAxis {
+    /// CPU quotas in CPUs; empty: no quota.
+    #[serde(default)]
+    pub cpus: Vec<f64>,
+    /// Memory caps ("256M", "1G", "none"); empty: `svcbench run`'s default, 512M.
+    #[serde(default)]
+    pub memory: Vec<String>,
+    #[serde(default)]
+    pub cpuset: Option<String>,
+    #[serde(default)]
+    pub loadgen_cpuset: Option<String>,
+}
+
+/// A service level objective: at `at_rps` requests/s, p99 at most `p99_ms` and at least `success` answered
+/// successfully. The study's report names the smallest limits at which each service holds it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Slo {
+    pub at_rps: f64,
+    #[serde(default)]
+    pub p99_ms: Option<f64>,
+    #[serde(default)]
+    pub success: Option<f64>,
+}
+
+/// `--quick`: a shorter form CI can afford (fewer runs, shorter steps, another profile).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Quick {
+    #[serde(default)]
+    pub profile: Option<String>,
+    #[serde(default, with = "humantime_serde_opt")]
+    pub step_duration: Option<Duration>,
+    #[serde(default)]
+    pub runs: Option<u32>,
+}
+
+mod humantime_serde_opt {
+    use serde::{Deserialize, Deserializer};
+    use std::time::Duration;
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let s: Option<String> = Option::deserialize(d)?;
+        s.map(|s| humantime::parse_duration(&s).map_err(serde::de::Error::custom)).transpose()
+    }
+}
+
+/// A study as it will run: the file, its name (the file's stem; `:quick` for the quick form) and the
+/// resolved settings.
+#[derive(Debug, Clone)]
+pub struct Study {
+    pub path: PathBuf,
+    /// The key its sessions are stored under (and labelled with).
+    pub name: String,
+    pub file: StudyFile,
+    pub quick: bool,
+    pub services: Vec<PathBuf>,
+    pub profile: String,
+    pub step_duration: Option<Duration>,
+    pub runs: u32,
+    pub cells: Vec<Limits>,
+}
+
+impl Study {
+    /// Reads and checks a study file: every error names the file and what to fix, before anything runs.
+    pub fn load(path: &Path, quick: bool) -> Result<Study> {
+        if !path.is_file() {
+            bail!(
+                "{}: no such study file; bundled studies are in studies/ (e.g. studies/sizing-hello.toml)",
+                path.display()
+            );
+        }
+        let file: StudyFile = crate::toml_file::read(path)?;
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("study").to_string();
+        let at = path.display();
+        if file.services.is_empty() {
+            bail!("{at}: `services` is empty; list service folders, e.g. [\"services/hello/go-nethttp\"]");
+        }
+        if file.runs == 0 {
+            bail!("{at}: `runs` must be at least 1 (3 is the fewest compare decides on)");
+        }
+        if let Some(c) = file.limits.cpus.iter().find(|c| !(c.is_finite() && **c > 0.0)) {
+            bail!("{at}: limits.cpus holds {c}; quotas are CPUs above zero, e.g. [0.5, 1, 1.5]");
+        }
+        let mut memories = Vec::new();
+        for m in &file.limits.memory {
+            memories.push(crate::cli::parse_memory(m).with_context(|| format!("{at}: limits.memory"))?);
+        }
+        if memories.is_empty() {
+            memories.push(crate::cli::parse_memory("512M")?);
+        }
+        if let Some(slo) = &file.slo {
+            if !(slo.at_rps.is_finite() && slo.at_rps > 0.0) {
+                bail!("{at}: slo.at_rps must be a rate above zero, e.g. 1000");
+            }
+            if let Some(p) = slo.p99_ms.filter(|p| !(p.is_finite() && *p > 0.0)) {
+                bail!("{at}: slo.p99_ms {p} must be above zero, e.g. 100");
+            }
+            if let Some(s) = slo.success.filter(|s| !(*s > 0.0 && *s <= 1.0)) {
+                bail!("{at}: slo.success {s} must be a ratio in (0, 1], e.g. 0.999");
+            }
+            if slo.p99_ms.is_none() && slo.success.is_none() {
+                bail!("{at}: the slo names no objective; give p99_ms, success or both");
+            }
+        }
+        if let Some(0) = file.quick.runs {
+            bail!("{at}: quick.runs must be at least 1");
+        }
+        let cpus: Vec<Option<f64>> =
+            if file.limits.cpus.is_empty() { vec![None] } else { file.limits.cpus.iter().map(|c| Some(*c)).collect() };
+        let mut cells = Vec::new();
+        for c in &cpus {
+            for m in &memories {
+                cells.push(Limits { cpus: *c, memory_bytes: *m, cpuset: file.limits.cpuset.clone() });
+            }
+        }
+        let root = crate::paths::project_dir("services").ok().and_then(|p| p.parent().map(Path::to_path_buf));
+        let services = file
+            .services
+            .iter()
+            .map(|s| {
+                let (folder, _) = crate::manifest::split_spec(s);
+                match &root {
+                    Some(r) if Path::new(folder).is_relative() && !Path::new(folder).exists() => r.join(s),
+                    _ => PathBuf::from(s),
+                }
+            })
+            .collect();
+        let profile =
+            if quick { file.quick.profile.clone().unwrap_or(file.profile.clone()) } else { file.profile.clone() };
+        Ok(Study {
+            path: path.to_path_buf(),
+            name: if quick { format!("{stem}:quick") } else { stem },
+            quick,
+            services,
+            step_duration: if quick { file.quick.step_duration } else { None },
+            runs: if quick { file.quick.runs.unwrap_or(1) } else { file.runs },
+            profile,
+            cells,
+            file,
+        })
+    }
+}

@@ -1,0 +1,172 @@
+//! `svcbench study`: a study file's services and variants under every cell of its limits axis, runs
+//! interleaved, resumable, ending in the study's report (docs/study.md).
+pub mod file;
+
+use crate::runner::{self, progress, RunOptions};
+use crate::sandbox::{CgroupChoice, Limits};
+use anyhow::{bail, Result};
+use file::Study;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+#[derive(clap::Args, Debug)]
+pub struct StudyArgs {
+    /// The study file, e.g. studies/sizing-hello.toml.
+    pub file: PathBuf,
+    /// Print the cells, the runs and the estimated duration, and run nothing.
+    #[arg(long)]
+    pub plan: bool,
+    /// Continue a study whose store already holds some of it: cells' completed runs are not run again.
+    #[arg(long)]
+    pub resume: bool,
+    /// The study's short form (its [quick] table: fewer runs, shorter steps), as CI runs it.
+    #[arg(long)]
+    pub quick: bool,
+    /// The store (default: results/studies/<study>.db).
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Only render the study's report from what the store holds.
+    #[arg(long)]
+    pub report_only: bool,
+    /// The study report (HTML; a .md beside it). Default: beside the store, <study>.html.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+    #[arg(long)]
+    pub no_build: bool,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub cgroup: crate::cli::CgroupArg,
+    /// Measure even where the limits cannot be applied (every run is then marked unlimited).
+    #[arg(long)]
+    pub allow_unlimited: bool,
+    /// Wait for another svcbench measuring on this machine to finish instead of refusing.
+    #[arg(long)]
+    pub wait_lock: bool,
+    /// Machine-speed drift, in percent, beyond which a step is flagged (as `svcbench run`).
+    #[arg(long, default_value_t = 10.0, value_name = "PCT")]
+    pub probe_tolerance: f64,
+}
+
+pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
+    if !(a.probe_tolerance > 0.0 && a.probe_tolerance.is_finite()) {
+        bail!("--probe-tolerance {}: must be a percentage above zero, e.g. 10", a.probe_tolerance);
+    }
+    let study = Study::load(&a.file, a.quick)?;
+    let stem = a.file.file_stem().and_then(|s| s.to_str()).unwrap_or("study");
+    let db = a.db.clone().unwrap_or_else(|| PathBuf::from("results/studies").join(format!("{stem}.db")));
+    let html = a.output.clone().unwrap_or_else(|| {
+        let name = if study.quick { format!("{stem}-quick.html") } else { format!("{stem}.html") };
+        db.parent().unwrap_or(std::path::Path::new(".")).join(name)
+    });
+    if a.report_only {
+        return crate::report::study::write(&db, &study, &html).map(|_| 0);
+    }
+    // Everything the study names is checked before anything is built or started.
+    let (services, _) = runner::load_services(&study.services, study.file.scenario.as_deref())?;
+    let mut profile = crate::profile::Profile::find(&study.profile, None)?;
+    if let Some(d) = study.step_duration {
+        profile = profile.with_step_duration(d);
+    }
+    let (completed, earlier) = if db.exists() {
+        let r = crate::store::Reader::open(&db)?;
+        (r.completed_cells(&study.name)?, r.study_sessions(&study.name)?)
+    } else {
+        Default::default()
+    };
+    if earlier > 0 && !a.resume && !a.plan {
+        bail!(
+            "{} already holds {earlier} session(s) of study `{}`: pass --resume to continue it (completed runs are not \
+             run again), or --db for a new store",
+            db.display(),
+            study.name
+        );
+    }
+    let names: Vec<String> = services.iter().map(|s| s.name().to_string()).collect();
+    let keys: Vec<String> = study.cells.iter().map(runner::cell_key).collect();
+    let todo = runner::plan(&names, &keys, study.runs, &completed);
+    let all = runner::plan(&names, &keys, study.runs, &Default::default());
+    eprintln!("svcbench: study `{}`: {}", study.name, study.file.title);
+    eprintln!("svcbench:   question: {}", study.file.question);
+    eprintln!(
+        "svcbench:   {} service(s) × {} limits cell(s) × {} run(s), profile `{}` ({} per run); store {}",
+        names.len(),
+        keys.len(),
+        study.runs,
+        profile.name,
+        progress::fmt_duration(profile.total_duration()),
+        db.display()
+    );
+    if a.plan {
+        for k in &keys {
+            for n in &names {
+                let done = completed.get(&(n.clone(), k.clone())).copied().unwrap_or(0).min(study.runs);
+                eprintln!("svcbench:   cell {n:<48} {k:<28} {done}/{} runs done", study.runs);
+            }
+        }
+    }
+    eprintln!(
+        "svcbench:   {} of {} runs to do, {} {} (the profile plus ~{} s per run; builds not counted)",
+        todo.len(),
+        all.len(),
+        // A stop rule may end runs early: the whole profile is the most a run takes.
+        if profile.stop_below_success.is_some() { "at most" } else { "about" },
+        progress::fmt_duration(progress::estimate(todo.len(), profile.total_duration())),
+        progress::RUN_OVERHEAD_GUESS.as_secs()
+    );
+    if a.plan {
+        return Ok(0);
+    }
+    let mut code = 0;
+    if todo.is_empty() {
+        eprintln!("svcbench: every run of the study is done; rendering its report");
+    } else {
+        let first = &study.cells[0];
+        let opts = RunOptions {
+            services: study.services.clone(),
+            scenario: study.file.scenario.clone(),
+            profile: study.profile.clone(),
+            runs: study.runs,
+            limits: Limits { cpus: None, memory_bytes: first.memory_bytes, cpuset: study.file.limits.cpuset.clone() },
+            loadgen_cpuset: study.file.limits.loadgen_cpuset.clone(),
+            db: db.clone(),
+            label: Some(study.name.clone()),
+            cgroup: CgroupChoice::from(a.cgroup),
+            step_duration: study.step_duration,
+            mix: study.file.mix.clone(),
+            skip_build: a.no_build,
+            startup_timeout: std::time::Duration::from_secs(120),
+            stop_grace: std::time::Duration::from_secs(15),
+            seed: 1,
+            command_line: std::env::args().collect::<Vec<_>>().join(" "),
+            metrics_listen: None,
+            probe_tolerance: a.probe_tolerance / 100.0,
+            allow_unlimited: a.allow_unlimited,
+            wait_lock: a.wait_lock,
+            cells: study.cells.clone(),
+            study: Some(study.name.clone()),
+            completed,
+        };
+        let s = runner::run_session(opts, stop)?;
+        eprintln!(
+            "svcbench: study `{}` session {} {}: {} run(s) completed, {} interrupted, {} failed",
+            study.name,
+            s.session_id,
+            if s.interrupted { "interrupted" } else { "done" },
+            s.runs_ok,
+            s.runs_interrupted,
+            s.runs_failed
+        );
+        if s.interrupted {
+            eprintln!(
+                "svcbench: continue it with: svcbench study {} --resume{}",
+                a.file.display(),
+                if a.quick { " --quick" } else { "" }
+            );
+            code = 130;
+        } else if s.runs_failed > 0 {
+            code = 1;
+        }
+    }
+    crate::report::study::write(&db, &study, &html)?;
+    Ok(code)
+}

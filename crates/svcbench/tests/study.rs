@@ -1,0 +1,273 @@
+//! Studies end to end: a service's variants under two CPU quotas, interleaved, interrupted with SIGINT and
+//! resumed without re-running what completed, ending in the study's report; and variants built differently
+//! getting their own artifacts and their own environment.
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A study of the `variants` fixture (base: at most 50 req/s; `fast`: far more) under cpus 0.5 and 1,
+/// three runs per cell, one 1 s step at 4 connections, with an SLO only `fast` can hold.
+fn study_file(tmp: &Path) -> PathBuf {
+    let prof = tmp.join("one-step.toml");
+    std::fs::write(&prof, "name = \"one-step\"\n[[step]]\nconnections = 4\nduration = \"1s\"\n").unwrap();
+    let f = tmp.join("two-by-two.toml");
+    std::fs::write(
+        &f,
+        format!(
+            r#"title = "Two variants under two quotas"
+question = "Does the fast variant serve more, and from which quota does it hold the SLO?"
+services = ["{}@*"]
+profile = "{}"
+runs = 3
+[limits]
+cpus = [0.5, 1]
+memory = ["128M"]
+[slo]
+at_rps = 100
+p99_ms = 1000
+success = 0.99
+"#,
+            fixture("variants").display(),
+            prof.display()
+        ),
+    )
+    .unwrap();
+    f
+}
+
+/// The machine-speed probe is not what this test checks: on a shared machine it would leave steps out of
+/// the peaks at random, and the verdicts would read "too few runs".
+const TOLERANCE: &str = "1000";
+
+fn study(tmp: &Path, args: &[&str]) -> std::process::Output {
+    let mut a = vec!["study"];
+    a.extend(args);
+    let out = Command::new(bin())
+        .args(&a)
+        .env("SVCBENCH_HOME", repo())
+        .env("SVCBENCH_LOCK_FILE", tmp.join("measure.lock"))
+        .current_dir(tmp)
+        .output()
+        .unwrap();
+    eprintln!("--- svcbench {a:?}\n{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn completed(dbp: &Path) -> i64 {
+    if !dbp.exists() {
+        return 0;
+    }
+    db(dbp).query_row("SELECT COUNT(*) FROM run WHERE status = 'completed'", [], |r| r.get(0)).unwrap_or(0)
+}
+
+#[test]
+fn a_study_runs_interleaved_resumes_after_sigint_and_reports_its_rounds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = study_file(tmp.path());
+    let f = file.to_str().unwrap();
+    let dbp = tmp.path().join("study.db");
+    let d = dbp.to_str().unwrap();
+
+    // The plan: 2 services × 2 cells × 3 runs, nothing run.
+    let out = study(tmp.path(), &[f, "--plan", "--db", d]);
+    assert!(out.status.success());
+    let plan = String::from_utf8_lossy(&out.stderr);
+    assert!(plan.contains("12 of 12 runs to do"), "{plan}");
+    assert!(plan.contains("test-variants@fast") && plan.contains("cpus=0.5 memory=128M"), "{plan}");
+    assert!(!dbp.exists(), "--plan runs nothing");
+
+    // Interrupted with SIGINT once three runs have completed.
+    let err = std::fs::File::create(tmp.path().join("first.err")).unwrap();
+    let mut child = Command::new(bin())
+        .args(["study", f, "--db", d, "--probe-tolerance", TOLERANCE])
+        .env("SVCBENCH_HOME", repo())
+        .env("SVCBENCH_LOCK_FILE", tmp.path().join("measure.lock"))
+        .current_dir(tmp.path())
+        .stdout(Stdio::null())
+        .stderr(err)
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while completed(&dbp) < 3 {
+        assert!(t0.elapsed() < Duration::from_secs(120), "three runs did not complete");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    let first = std::fs::read_to_string(tmp.path().join("first.err")).unwrap();
+    eprintln!("--- first session\n{first}");
+    assert_eq!(status.code(), Some(130), "an interrupted study exits 130");
+    assert!(first.contains("--resume"), "the way to continue is named: {first}");
+    let done_before = completed(&dbp);
+    assert!((3..12).contains(&done_before), "{done_before}");
+
+    // Started again without --resume: refused, nothing run.
+    let out = study(tmp.path(), &[f, "--db", d]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pass --resume"));
+    assert_eq!(completed(&dbp), done_before);
+
+    let out = study(tmp.path(), &[f, "--resume", "--db", d, "--probe-tolerance", TOLERANCE]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains(&format!("{} of 12 runs to do", 12 - done_before)), "{text}");
+    assert!(text.contains("runs done, about"), "progress for the whole study: {text}");
+
+    let c = db(&dbp);
+    // Every cell has exactly its three completed runs: nothing completed was run again.
+    let per_cell: Vec<(String, String, i64, i64)> = c
+        .prepare(
+            "SELECT service, cell, COUNT(*), COUNT(DISTINCT run_index) FROM run WHERE status = 'completed'
+             GROUP BY service, cell ORDER BY service, cell",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(per_cell.len(), 4, "{per_cell:?}");
+    assert!(per_cell.iter().all(|(_, _, n, distinct)| *n == 3 && *distinct == 3), "{per_cell:?}");
+    // The limits asked and held are on every run.
+    assert_eq!(
+        i64_of(&c, "SELECT COUNT(*) FROM run WHERE asked_cpus = 0.5 AND applied_cpus = 0.5 AND status = 'completed'"),
+        6
+    );
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE asked_memory_mib = 128 AND status = 'completed'"), 12);
+    assert_eq!(text_of(&c, "SELECT variant FROM service WHERE name = 'test-variants@fast' LIMIT 1"), "fast");
+    assert_eq!(text_of(&c, "SELECT base_name FROM service WHERE name = 'test-variants@fast' LIMIT 1"), "test-variants");
+    assert_eq!(i64_of(&c, "SELECT COUNT(DISTINCT study) FROM session WHERE study = 'two-by-two'"), 1);
+    // Interleaved: the first session's runs go run 1 of every cell (both services), then run 2.
+    let order: Vec<(String, String, i64)> = c
+        .prepare("SELECT service, cell, run_index FROM run WHERE session_id = 1 ORDER BY id LIMIT 4")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let expected = [
+        ("test-variants", "cpus=0.5 memory=128M"),
+        ("test-variants@fast", "cpus=0.5 memory=128M"),
+        ("test-variants", "cpus=1 memory=128M"),
+        ("test-variants@fast", "cpus=1 memory=128M"),
+    ];
+    for (got, want) in order.iter().zip(expected) {
+        assert_eq!((got.0.as_str(), got.1.as_str(), got.2), (want.0, want.1, 1), "{order:?}");
+    }
+
+    // The study's report: a round per cell with a verdict against its best, and the sizing.
+    let md = std::fs::read_to_string(tmp.path().join("two-by-two.md")).unwrap();
+    assert!(std::fs::read_to_string(tmp.path().join("two-by-two.html")).unwrap().contains("Study: Two variants"));
+    for cell in ["cpus=0.5 memory=128M", "cpus=1 memory=128M"] {
+        let round = md.split(&format!("#### Round under {cell}")).nth(1).expect("a round per cell");
+        let round = round.split("####").next().unwrap();
+        let fast = round.lines().find(|l| l.contains("| fast |")).unwrap_or_default();
+        let base = round.lines().find(|l| l.contains("| (base) |")).unwrap_or_default();
+        assert!(fast.contains("best"), "the fast variant leads its round: {round}");
+        assert!(base.contains("slower"), "the 50 req/s base is judged slower with 3 runs a side: {round}");
+    }
+    let sizing = md.split("#### Sizing").nth(1).expect("a sizing table");
+    let fast = sizing.lines().find(|l| l.contains("test-variants@fast")).unwrap();
+    let base = sizing.lines().find(|l| l.contains("| test-variants |")).unwrap();
+    assert!(fast.contains("✓") && fast.trim_end().ends_with("cpus=0.5 memory=128M |"), "{sizing}");
+    assert!(base.contains("✗ not reached") && base.contains("none of these"), "{sizing}");
+    assert_no_leftovers("testservice.py");
+}
+
+#[test]
+fn variants_built_differently_get_their_own_artifacts_and_environment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prof = tmp.path().join("p.toml");
+    std::fs::write(&prof, "name = \"p\"\n[[step]]\nconnections = 2\nduration = \"1s\"\n").unwrap();
+    let dbp = tmp.path().join("v.db");
+    let dir = fixture("variants-rs");
+    let spec = format!("{}@*", dir.display());
+    let out = svcbench(
+        &["run", &spec, "--profile", prof.to_str().unwrap(), "--runs", "1", "--db", dbp.to_str().unwrap()],
+        tmp.path(),
+    );
+    assert!(out.status.success());
+    let base = std::fs::read(dir.join("target/base/release/variants-rs")).unwrap();
+    let other = std::fs::read(dir.join("target/other/release/variants-rs")).unwrap();
+    assert_ne!(base, other, "each variant's build has its own artifact");
+    let c = db(&dbp);
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE status = 'completed'"), 2);
+    assert_eq!(i64_of(&c, "SELECT COUNT(DISTINCT artifact_bytes) FROM service WHERE build_ok = 1"), 2);
+    // Each process says which build it is and which environment it got.
+    let logs: Vec<String> = walk(&tmp.path().join("work"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "log") && !p.to_string_lossy().contains("build-"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    let joined = logs.join("\n");
+    assert!(joined.contains("built=base, flavour=base"), "{joined}");
+    assert!(joined.contains("built=other, flavour=other"), "{joined}");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_bundled_study_plans() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut n = 0;
+    for e in std::fs::read_dir(repo().join("studies")).unwrap().flatten() {
+        let path = e.path();
+        if path.extension().is_none_or(|x| x != "toml") {
+            continue;
+        }
+        let db = tmp.path().join("plan.db");
+        let out = study(tmp.path(), &[path.to_str().unwrap(), "--plan", "--db", db.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", path.display());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("runs to do"));
+        n += 1;
+    }
+    assert!(n >= 14, "{n} bundled studies");
+}
+
+/// Seed 000's qualification rounds in their --quick form, against the real OpenSearch: every variant
+/// built, started, checked and loaded, and each round's table naming every variant.
+#[test]
+fn seed_000_rounds_run_end_to_end_in_their_quick_form() {
+    for (name, variants) in [
+        ("seed-000-rust-profiles", vec!["(base)", "native", "plain"]),
+        ("seed-000-ktor-engines", vec!["(base)", "cio"]),
+        (
+            "seed-000-http4k-backends",
+            vec!["(base)", "apache4", "apache5", "apache5-backlog100", "contractless", "jetty", "netty", "sunhttp"],
+        ),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path().join("q.db");
+        let file = repo().join("studies").join(format!("{name}.toml"));
+        let out = study(tmp.path(), &[file.to_str().unwrap(), "--quick", "--db", db.to_str().unwrap()]);
+        assert!(out.status.success(), "{name}");
+        let c = common::db(&db);
+        let n = variants.len() as i64;
+        assert_eq!(
+            i64_of(&c, "SELECT COUNT(*) FROM run WHERE status = 'completed' AND checks_failed = 0"),
+            n,
+            "{name}"
+        );
+        assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM service WHERE refuses_bad_dependency = 1"), n, "{name}");
+        let md = std::fs::read_to_string(tmp.path().join(format!("{name}-quick.md"))).unwrap();
+        let round = md.split("#### The round").nth(1).expect("a round table");
+        for v in &variants {
+            assert!(round.contains(&format!("| {v} |")), "{name}: {v} missing from\n{round}");
+        }
+        assert_no_leftovers("opensearch");
+    }
+}
