@@ -1,8 +1,8 @@
 package locations
 
-import org.http4k.contract.ContractRoute
-import org.http4k.contract.Tag
 import org.http4k.contract.ErrorResponseRenderer
+import org.http4k.contract.RouteMetaDsl
+import org.http4k.contract.Tag
 import org.http4k.contract.contract
 import org.http4k.contract.meta
 import org.http4k.contract.openapi.ApiInfo
@@ -14,6 +14,7 @@ import org.http4k.core.Body
 import org.http4k.core.Filter
 import org.http4k.core.HttpHandler
 import org.http4k.core.Method.GET
+import org.http4k.core.Method.OPTIONS
 import org.http4k.core.Request
 import org.http4k.core.Response
 import org.http4k.core.Status
@@ -29,11 +30,17 @@ import org.http4k.format.Jackson
 import org.http4k.format.Jackson.auto
 import org.http4k.lens.Failure
 import org.http4k.lens.Header
+import org.http4k.lens.Lens
+import org.http4k.lens.LensExtractor
 import org.http4k.lens.LensFailure
 import org.http4k.lens.Query
 import org.http4k.lens.double
 import org.http4k.lens.ParamMeta
+import org.http4k.lens.Validator
+import org.http4k.routing.RouterMatch
 import org.http4k.routing.RoutingHttpHandler
+import org.http4k.routing.bind
+import org.http4k.routing.routes
 import org.slf4j.LoggerFactory
 
 private val log = LoggerFactory.getLogger("locations")
@@ -60,16 +67,42 @@ private val cityTag = Tag("city", "Cities, localized to the requested language."
 
 private val exampleCity = CityResponse(101748111, true, "CZ", "Plzeň", "Plzeňský kraj")
 
-/** The whole HTTP application: request log, JSON errors, and the documented contract. */
-fun locationsApp(repository: LocationsRepository): HttpHandler =
-    ResponseFilters.ReportHttpTransaction { tx ->
-        log.info("{} {} {} {}ms", tx.request.method, tx.request.uri, tx.response.status.code, tx.duration.toMillis())
-    }
+/** Names this process's server backend and contract mode on every answer (`X-Server-Backend`, `X-Server-Contract`). */
+private fun serverIdentity(backend: String, contract: Boolean): Filter {
+    val contractMode = if (contract) "on" else "off"
+    return Filter { next -> { request -> next(request).header("X-Server-Backend", backend).header("X-Server-Contract", contractMode) } }
+}
+
+/**
+ * The whole HTTP application: identity headers, request log, JSON errors, and the five endpoints, routed
+ * either through the documented http4k contract ([contract] true) or through plain http4k `routes(...)`.
+ */
+fun locationsApp(repository: LocationsRepository, backend: String, contract: Boolean): HttpHandler {
+    val endpoints = cityEndpoints(repository)
+    return serverIdentity(backend, contract)
+        .then(
+            ResponseFilters.ReportHttpTransaction { tx ->
+                log.info("{} {} {} {}ms", tx.request.method, tx.request.uri, tx.response.status.code, tx.duration.toMillis())
+            },
+        )
         .then(ServerFilters.CatchAll(::errorFor))
         .then(jsonErrorsForBareStatuses)
-        .then(cityContract(repository))
+        .then(if (contract) cityContract(endpoints) else plainRoutes(endpoints))
+}
 
-private fun cityContract(repository: LocationsRepository): RoutingHttpHandler = contract {
+/**
+ * One endpoint, written once for both routings: its path, the parameters checked before [handler] runs
+ * (all of them, so that every problem is reported at once), and its OpenAPI description.
+ */
+private class Endpoint(
+    val path: String,
+    val queries: List<Lens<Request, *>>,
+    val headers: List<Lens<Request, *>> = emptyList(),
+    val describe: RouteMetaDsl.() -> Unit,
+    val handler: HttpHandler,
+)
+
+private fun cityContract(endpoints: List<Endpoint>): RoutingHttpHandler = contract {
     // OpenAPIJackson leaves out null fields, which the plain Jackson would render into the schemas.
     renderer = OpenApi3(
         ApiInfo("Locations", "1.0.0", "Cities and their regions, localized."),
@@ -77,84 +110,140 @@ private fun cityContract(repository: LocationsRepository): RoutingHttpHandler = 
         apiRenderer = ApiRenderer.Auto(OpenAPIJackson, AutoJsonToJsonSchema(OpenAPIJackson)),
         errorResponseRenderer = JsonMessageErrorRenderer,
     )
-    descriptionPath = "/api-docs"
-    routes += listOf(
-        getRoute(repository),
-        featuredRoute(repository),
-        searchRoute(repository),
-        closestRoute(repository),
-        associatedFeaturedRoute(repository),
-    )
-}
-
-private fun getRoute(repository: LocationsRepository): ContractRoute = "/city/v1/get" meta {
-    summary = "Get city of given id localized to given language."
-    tags += cityTag
-    queries += listOf(idQuery, languageQuery)
-    returning(OK, cityBody to exampleCity)
-    returning(NOT_FOUND to "City of given id does not exist.")
-} bindContract GET to { request: Request ->
-    val city = repository.getCity(idQuery(request))
-    Response(OK).with(cityBody of repository.toResponse(city, languageQuery(request)))
-}
-
-private fun featuredRoute(repository: LocationsRepository): ContractRoute = "/city/v1/featured" meta {
-    summary = "All featured cities; those of the language's home country first."
-    tags += cityTag
-    queries += languageQuery
-    returning(OK, multiCityBody to MultiCityResponse(listOf(exampleCity)))
-} bindContract GET to { request: Request ->
-    val language = languageQuery(request)
-    // The store sorts by country and population; the home country then moves to the front.
-    val cities = repository.getFeaturedCities().sortedByDescending { it.countryIso == language.homeCountryIso }
-    Response(OK).with(multiCityBody of repository.toResponse(cities, language))
-}
-
-private fun searchRoute(repository: LocationsRepository): ContractRoute = "/city/v1/search" meta {
-    summary = "Up to 10 cities whose names start with the query's words."
-    tags += cityTag
-    queries += listOf(searchQuery, languageQuery, countryIsoQuery)
-    returning(OK, multiCityBody to MultiCityResponse(listOf(exampleCity)))
-} bindContract GET to { request: Request ->
-    val language = languageQuery(request)
-    val countryIso = countryIsoQuery(request)?.takeIf { it.isNotEmpty() }
-    val cities = repository.search(searchQuery(request), language, countryIso)
-    Response(OK).with(multiCityBody of repository.toResponse(cities, language))
-}
-
-private fun closestRoute(repository: LocationsRepository): ContractRoute = "/city/v1/closest" meta {
-    summary = "The city at or closest to the coordinates; without them, the featured city closest to the " +
-        "caller's geo-IP location, else a default city of the language."
-    tags += cityTag
-    queries += listOf(latQuery, lonQuery, languageQuery)
-    headers += listOf(geoLatHeader, geoLonHeader)
-    returning(OK, cityBody to exampleCity)
-    returning(BAD_REQUEST to "Only one of lat and lon given, or one is out of bounds.")
-} bindContract GET to { request: Request ->
-    val language = languageQuery(request)
-    val point = requestedCoordinates(latQuery(request), lonQuery(request))
-    val geoIp = geoIpCoordinates(geoLatHeader(request), geoLonHeader(request))
-    val city = when {
-        point != null -> repository.getCityByCoordinates(point, featuredOnly = false)
-        geoIp != null -> repository.getCityByCoordinates(geoIp, featuredOnly = true)
-        else -> repository.getCity(language.defaultCityId)
+    descriptionPath = API_DOCS_PATH
+    routes += endpoints.map { endpoint ->
+        endpoint.path meta {
+            endpoint.describe(this)
+            queries += endpoint.queries
+            headers += endpoint.headers
+        } bindContract GET to endpoint.handler
     }
-    Response(OK).with(cityBody of repository.toResponse(city, language))
 }
 
-private fun associatedFeaturedRoute(repository: LocationsRepository): ContractRoute =
-    "/city/v1/associatedFeatured" meta {
-        summary = "The city itself if featured, else the featured city closest to it."
-        tags += cityTag
-        queries += listOf(idQuery, languageQuery)
-        returning(OK, cityBody to exampleCity)
-        returning(NOT_FOUND to "City of given id does not exist.")
-    } bindContract GET to { request: Request ->
+/**
+ * Contract-less: the same endpoints on plain http4k `routes(...)`, no contract layer on the request path.
+ * What the contract did for these routes is kept, so that every answer stays the same: the declared
+ * parameters are all checked before the handler runs (one 400 naming every failure, same message), any
+ * request no route takes (unknown path or another method) gets the contract's 404, `OPTIONS` on a route
+ * answers 200 with no body, and `/api-docs` serves the OpenAPI document that the contract rendered once
+ * at start-up (byte for byte the contract's own answer).
+ */
+private fun plainRoutes(endpoints: List<Endpoint>): HttpHandler {
+    val apiDocs = cityContract(endpoints)(Request(GET, API_DOCS_PATH))
+    check(apiDocs.status == OK) { "rendering the OpenAPI document failed: ${apiDocs.status}" }
+    val apiDocsBody = apiDocs.bodyString()
+    val apiDocsHeaders = apiDocs.headers
+    val preFlight: HttpHandler = { Response(OK) }
+
+    val router = routes(
+        *endpoints.flatMap {
+            listOf(it.path bind GET to checkedParameters(it).then(it.handler), it.path bind OPTIONS to preFlight)
+        }.toTypedArray(),
+        API_DOCS_PATH bind GET to { Response(OK).headers(apiDocsHeaders).body(apiDocsBody) },
+        API_DOCS_PATH bind OPTIONS to preFlight,
+    )
+    return ServerFilters.CatchLensFailure(JsonMessageErrorRenderer::badRequest).then { request ->
+        when (val match = router.match(request)) {
+            is RouterMatch.MatchingHandler -> match(request)
+            else -> JsonMessageErrorRenderer.notFound()
+        }
+    }
+}
+
+/** Extracts every declared lens before the handler runs, as the contract's pre-flight check does. */
+private fun checkedParameters(endpoint: Endpoint): Filter {
+    val lenses: List<LensExtractor<Request, *>> = endpoint.queries + endpoint.headers
+    return Filter { next ->
+        { request ->
+            // Throws one LensFailure naming every failing parameter.
+            Validator.Strict(request, lenses)
+            next(request)
+        }
+    }
+}
+
+private const val API_DOCS_PATH = "/api-docs"
+
+private fun cityEndpoints(repository: LocationsRepository): List<Endpoint> = listOf(
+    Endpoint(
+        "/city/v1/get",
+        queries = listOf(idQuery, languageQuery),
+        describe = {
+            summary = "Get city of given id localized to given language."
+            tags += cityTag
+            returning(OK, cityBody to exampleCity)
+            returning(NOT_FOUND to "City of given id does not exist.")
+        },
+    ) { request ->
+        val city = repository.getCity(idQuery(request))
+        Response(OK).with(cityBody of repository.toResponse(city, languageQuery(request)))
+    },
+    Endpoint(
+        "/city/v1/featured",
+        queries = listOf(languageQuery),
+        describe = {
+            summary = "All featured cities; those of the language's home country first."
+            tags += cityTag
+            returning(OK, multiCityBody to MultiCityResponse(listOf(exampleCity)))
+        },
+    ) { request ->
+        val language = languageQuery(request)
+        // The store sorts by country and population; the home country then moves to the front.
+        val cities = repository.getFeaturedCities().sortedByDescending { it.countryIso == language.homeCountryIso }
+        Response(OK).with(multiCityBody of repository.toResponse(cities, language))
+    },
+    Endpoint(
+        "/city/v1/search",
+        queries = listOf(searchQuery, languageQuery, countryIsoQuery),
+        describe = {
+            summary = "Up to 10 cities whose names start with the query's words."
+            tags += cityTag
+            returning(OK, multiCityBody to MultiCityResponse(listOf(exampleCity)))
+        },
+    ) { request ->
+        val language = languageQuery(request)
+        val countryIso = countryIsoQuery(request)?.takeIf { it.isNotEmpty() }
+        val cities = repository.search(searchQuery(request), language, countryIso)
+        Response(OK).with(multiCityBody of repository.toResponse(cities, language))
+    },
+    Endpoint(
+        "/city/v1/closest",
+        queries = listOf(latQuery, lonQuery, languageQuery),
+        headers = listOf(geoLatHeader, geoLonHeader),
+        describe = {
+            summary = "The city at or closest to the coordinates; without them, the featured city closest to the " +
+                "caller's geo-IP location, else a default city of the language."
+            tags += cityTag
+            returning(OK, cityBody to exampleCity)
+            returning(BAD_REQUEST to "Only one of lat and lon given, or one is out of bounds.")
+        },
+    ) { request ->
+        val language = languageQuery(request)
+        val point = requestedCoordinates(latQuery(request), lonQuery(request))
+        val geoIp = geoIpCoordinates(geoLatHeader(request), geoLonHeader(request))
+        val city = when {
+            point != null -> repository.getCityByCoordinates(point, featuredOnly = false)
+            geoIp != null -> repository.getCityByCoordinates(geoIp, featuredOnly = true)
+            else -> repository.getCity(language.defaultCityId)
+        }
+        Response(OK).with(cityBody of repository.toResponse(city, language))
+    },
+    Endpoint(
+        "/city/v1/associatedFeatured",
+        queries = listOf(idQuery, languageQuery),
+        describe = {
+            summary = "The city itself if featured, else the featured city closest to it."
+            tags += cityTag
+            returning(OK, cityBody to exampleCity)
+            returning(NOT_FOUND to "City of given id does not exist.")
+        },
+    ) { request ->
         val city = repository.getCity(idQuery(request)).let {
             if (it.isFeatured) it else repository.getClosestCity(it.centroid, featuredOnly = true)
         }
         Response(OK).with(cityBody of repository.toResponse(city, languageQuery(request)))
-    }
+    },
+)
 
 private fun requestedCoordinates(lat: Double?, lon: Double?): Coordinates? = when {
     lat == null && lon == null -> null

@@ -8,18 +8,24 @@ import org.http4k.client.ApacheClient
 import org.http4k.core.Uri
 import org.http4k.core.then
 import org.http4k.filter.ClientFilters
-import org.http4k.server.ServerConfig.StopMode
-import org.http4k.server.Undertow
 import org.http4k.server.asServer
 import org.slf4j.LoggerFactory
 import sun.misc.Signal
-import java.time.Duration
 import java.util.concurrent.CountDownLatch
 import kotlin.system.exitProcess
 
 private val log = LoggerFactory.getLogger("locations")
 
 fun main() {
+    // The switches first: a wrong value is refused before anything else happens.
+    val backendName = System.getenv("HTTP4K_BACKEND")?.trim()?.takeIf { it.isNotEmpty() } ?: Backend.DEFAULT.id
+    val backend = Backend.byId(backendName)
+        ?: fail("HTTP4K_BACKEND=$backendName is not a backend; valid values: ${Backend.validIds()}")
+    val contract = when (val mode = System.getenv("HTTP4K_CONTRACT")?.trim()?.takeIf { it.isNotEmpty() } ?: "on") {
+        "on" -> true
+        "off" -> false
+        else -> fail("HTTP4K_CONTRACT=$mode is not a contract mode; valid values: on, off")
+    }
     val elasticUrl = System.getenv("ELASTIC_URL")?.takeIf { it.isNotBlank() }
         ?: fail("ELASTIC_URL is not set")
     val port = System.getenv("PORT")?.toIntOrNull() ?: 8080
@@ -37,10 +43,13 @@ fun main() {
     val stopRequested = CountDownLatch(1)
     for (signal in listOf("TERM", "INT")) Signal.handle(Signal(signal)) { stopRequested.countDown() }
 
-    val server = locationsApp(repository)
-        .asServer(Undertow(port, enableHttp2 = false, stopMode = StopMode.Graceful(Duration.ofSeconds(10))))
+    val server = locationsApp(repository, backend.id, contract)
+        .asServer(backend.config(port))
         .start()
-    log.info("Locations (http4k on Undertow) listening on port {}, store {}", server.port(), elasticUrl)
+    log.info(
+        "locations-http4k listening on {} (backend={}, contract={}), store {}",
+        server.port(), backend.id, if (contract) "on" else "off", elasticUrl,
+    )
 
     stopRequested.await()
 
