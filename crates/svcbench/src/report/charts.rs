@@ -8,8 +8,35 @@ use serde::Serialize;
 pub const PALETTE: [&str; 10] =
     ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
 
-pub fn color(group: usize) -> &'static str {
-    PALETTE[group % PALETTE.len()]
+pub fn color(group: usize) -> String {
+    PALETTE[group % PALETTE.len()].to_string()
+}
+
+/// A group's colour. Where several services share the charts, a service's variants are one colour family
+/// (the base in its hue, the variants lighter shades of it); a round of one service's variants gives every
+/// variant its own hue.
+pub fn group_color(d: &Dataset, g: usize) -> String {
+    let mut bases: Vec<&str> = Vec::new();
+    for grp in &d.groups {
+        if !bases.contains(&grp.service.base_name.as_str()) {
+            bases.push(&grp.service.base_name);
+        }
+    }
+    let base = d.groups[g].service.base_name.as_str();
+    let family: Vec<usize> = (0..d.groups.len()).filter(|&i| d.groups[i].service.base_name == base).collect();
+    if bases.len() <= 1 || family.len() <= 1 {
+        return color(g);
+    }
+    let hue = PALETTE[bases.iter().position(|b| *b == base).unwrap_or(0) % PALETTE.len()];
+    let k = family.iter().position(|&i| i == g).unwrap_or(0);
+    lighten(hue, 0.65 * k as f64 / family.len() as f64)
+}
+
+/// `#rrggbb` mixed with white by `t` (0: the colour, 1: white).
+fn lighten(hex: &str, t: f64) -> String {
+    let c = |i: usize| u8::from_str_radix(&hex[i..i + 2], 16).unwrap_or(0) as f64;
+    let mix = |v: f64| (v + (255.0 - v) * t).round() as u8;
+    format!("#{:02x}{:02x}{:02x}", mix(c(1)), mix(c(3)), mix(c(5)))
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -45,7 +72,7 @@ pub struct Series {
     /// The service (legend entry and colour); every run of it shares both.
     pub group: String,
     pub run: String,
-    pub color: &'static str,
+    pub color: String,
     pub points: Vec<Point>,
 }
 
@@ -320,7 +347,7 @@ pub fn charts(d: &Dataset) -> Vec<Chart> {
                 .map(|(run, steps)| Series {
                     group: d.groups[run.group].name.clone(),
                     run: run.label.clone(),
-                    color: color(run.group),
+                    color: group_color(d, run.group),
                     points: steps
                         .iter()
                         .filter_map(|s| {
@@ -372,7 +399,7 @@ fn startup_chart(d: &Dataset) -> Chart {
             .map(|(i, r)| Series {
                 group: d.groups[r.group].name.clone(),
                 run: r.label.clone(),
-                color: color(r.group),
+                color: group_color(d, r.group),
                 points: r
                     .startup_ms
                     .map(|ms| Point { x: i as f64, y: ms, step: "startup".into(), flag: None })
@@ -404,7 +431,12 @@ fn bang_for_the_buck(d: &Dataset) -> Chart {
                 ok += s.requests_ok as f64;
                 points.push(Point { x: cpu, y: ok, step: s.label.clone(), flag: flag(s) });
             }
-            Series { group: d.groups[r.group].name.clone(), run: r.label.clone(), color: color(r.group), points }
+            Series {
+                group: d.groups[r.group].name.clone(),
+                run: r.label.clone(),
+                color: group_color(d, r.group),
+                points,
+            }
         })
         .collect();
     Chart {
@@ -416,5 +448,15 @@ fn bang_for_the_buck(d: &Dataset) -> Chart {
         x: Axis::new("cumulative CPU time", "linear", "s"),
         y: Axis::new("cumulative successful requests", "linear", "requests"),
         series,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn variants_are_lighter_shades_of_their_base() {
+        assert_eq!(super::lighten("#4e79a7", 0.0), "#4e79a7");
+        assert_eq!(super::lighten("#000000", 0.5), "#808080");
+        assert_eq!(super::lighten("#4e79a7", 1.0), "#ffffff");
     }
 }

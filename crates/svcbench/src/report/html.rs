@@ -1,6 +1,6 @@
 //! The HTML report: one self-contained file. Tables are rendered here; charts are specifications in a JSON
 //! block that assets/report.js draws with Apache ECharts, which is embedded too (see build.rs).
-use super::charts::{color, Chart};
+use super::charts::{group_color, Chart};
 use super::data::Dataset;
 use super::table::Table;
 use super::Report;
@@ -49,7 +49,7 @@ pub fn table(t: &Table, d: &Dataset) -> String {
                 d.groups
                     .iter()
                     .position(|g| g.name == c.text)
-                    .map(|g| format!("<span class=\"swatch\" style=\"background:{}\"></span>", color(g)))
+                    .map(|g| format!("<span class=\"swatch\" style=\"background:{}\"></span>", group_color(d, g)))
                     .unwrap_or_default()
             } else {
                 String::new()
