@@ -71,7 +71,10 @@
       return spec.series.map((s) => {
         const values = new Array(n).fill(null);
         for (const p of s.points) values[p.x] = { value: p.y, step: p.step };
-        return { type: 'bar', name: s.group, id: s.run, stack: 'runs', barMaxWidth: 36, itemStyle: { color: s.color }, data: values };
+        // Startup: one bar per run in its own category (stacked to stay centred); errors by kind: the
+        // services side by side in every category.
+        const stack = spec.id === 'startup' ? 'runs' : undefined;
+        return { type: 'bar', name: s.group, id: s.run, stack, barMaxWidth: 36, itemStyle: { color: s.color }, data: values };
       });
     }
     return spec.series.map((s) => ({

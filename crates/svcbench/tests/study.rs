@@ -243,7 +243,7 @@ fn every_bundled_study_plans() {
 #[test]
 fn seed_000_rounds_run_end_to_end_in_their_quick_form() {
     for (name, variants) in [
-        ("seed-000-rust-profiles", vec!["(base)", "native", "plain"]),
+        ("seed-000-rust-profiles", vec!["(base)", "plain"]),
         ("seed-000-ktor-engines", vec!["(base)", "cio"]),
         (
             "seed-000-http4k-backends",

@@ -327,6 +327,7 @@ const OPEN_METRICS: &[StepMetric] = &[
 /// Every chart of the report, in reading order.
 pub fn charts(d: &Dataset) -> Vec<Chart> {
     let mut out = vec![startup_chart(d)];
+    out.extend(errors_chart(d));
     for open in [false, true] {
         let runs: Vec<(&Run, Vec<&Step>)> = d
             .groups
@@ -408,6 +409,57 @@ fn startup_chart(d: &Dataset) -> Chart {
             })
             .collect(),
     }
+}
+
+/// Failed requests by kind (refused, reset, closed early, timeout, malformed, status, the generator's own
+/// client resources, ...): per service, the median over its runs of each run's count over all its steps.
+/// Only kinds that occurred get a bar; no chart when nothing failed.
+fn errors_chart(d: &Dataset) -> Option<Chart> {
+    let mut kinds: Vec<&'static str> = Vec::new();
+    for s in d.runs.iter().flat_map(|r| &r.steps) {
+        for (k, n) in s.errors_by_kind() {
+            if n > 0 && !kinds.contains(&k) {
+                kinds.push(k);
+            }
+        }
+    }
+    if kinds.is_empty() {
+        return None;
+    }
+    let mut x = Axis::new("kind", "category", "");
+    x.categories = kinds.iter().map(|k| k.to_string()).collect();
+    let series = (0..d.groups.len())
+        .map(|g| {
+            let points = kinds
+                .iter()
+                .enumerate()
+                .filter_map(|(i, k)| {
+                    let per_run = d.group_runs(g).map(|r| {
+                        r.steps
+                            .iter()
+                            .flat_map(|s| s.errors_by_kind())
+                            .filter(|(x, _)| x == k)
+                            .map(|(_, n)| n)
+                            .sum::<i64>() as f64
+                    });
+                    let y = crate::figures::median(per_run)?;
+                    Some(Point { x: i as f64, y, step: k.to_string(), flag: None })
+                })
+                .collect();
+            Series { group: d.groups[g].name.clone(), run: d.groups[g].name.clone(), color: group_color(d, g), points }
+        })
+        .collect();
+    Some(Chart {
+        id: "errors-by-kind".into(),
+        title: "Failed requests by kind".into(),
+        note: "Median per run over all its steps. Client resources (the generator out of sockets or files) are the \
+               generator's failure; the Validity section has them per step."
+            .into(),
+        kind: "bar",
+        x,
+        y: Axis::new("requests", "linear", ""),
+        series,
+    })
 }
 
 /// Seed 000's favourite: cumulative successful requests over cumulative CPU seconds. The line starts at

@@ -147,9 +147,9 @@ pub fn render(r: &Report) -> String {
     );
     type Pick = fn(&Chart) -> bool;
     let sections: [(&str, Pick); 4] = [
-        ("", |c| c.id == "startup"),
+        ("", |c| c.id == "startup" || c.id == "errors-by-kind"),
         ("Closed model: load held by connections", |c| {
-            c.id != "startup" && c.id != "bang" && !c.id.starts_with("open-")
+            c.id != "startup" && c.id != "errors-by-kind" && c.id != "bang" && !c.id.starts_with("open-")
         }),
         ("Open model: load at a fixed arrival rate", |c| c.id.starts_with("open-")),
         ("Efficiency over the whole run", |c| c.id == "bang"),

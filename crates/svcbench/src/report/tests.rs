@@ -430,3 +430,35 @@ fn the_stop_rule_and_the_report_agree_on_an_open_step_with_unsent_requests() {
     let d = f.load(&[], false);
     assert!((d.runs[0].steps[0].success_ratio() - row.success_ratio()).abs() < 1e-12)
 }
+
+#[test]
+fn errors_by_kind_get_a_chart_with_a_bar_per_kind_that_occurred() {
+    let f = store();
+    let s = f.session("hello", None);
+    for (name, resets, timeouts) in [("a", 7, 0), ("b", 1, 4)] {
+        f.service(s, name);
+        let r = f.run(s, name, 1, 1.0, 1000);
+        f.step(r, 1, "closed", Some(4), None, "default", None, 100.0, 100, None, 1.0);
+        f.store
+            .raw()
+            .execute(
+                "UPDATE step SET err_connect_refused = 0, err_connect_timeout = 0, err_client_resource = 0, err_reset = ?1,
+                   err_closed_early = 0, err_timeout = ?2 WHERE run_id = ?3",
+                params![resets, timeouts, r],
+            )
+            .unwrap();
+    }
+    let d = f.load(&[], false);
+    let chart = charts::charts(&d).into_iter().find(|c| c.id == "errors-by-kind").expect("an errors chart");
+    assert_eq!(chart.x.categories, ["reset", "request timeout"]);
+    let bars = |g: usize| chart.series[g].points.iter().map(|p| p.y).collect::<Vec<_>>();
+    assert_eq!(bars(0), [7.0, 0.0]);
+    assert_eq!(bars(1), [1.0, 4.0]);
+    // Nothing failed: no chart.
+    let f2 = store();
+    let s2 = f2.session("hello", None);
+    f2.service(s2, "a");
+    let r = f2.run(s2, "a", 1, 1.0, 1000);
+    f2.step(r, 1, "closed", Some(4), None, "default", None, 100.0, 100, None, 1.0);
+    assert!(!charts::charts(&f2.load(&[], false)).iter().any(|c| c.id == "errors-by-kind"));
+}

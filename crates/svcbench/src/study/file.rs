@@ -74,6 +74,9 @@ pub struct Quick {
     pub step_duration: Option<Duration>,
     #[serde(default)]
     pub runs: Option<u32>,
+    /// The services of the short form, when it cannot afford them all (e.g. one build fewer).
+    #[serde(default)]
+    pub services: Option<Vec<String>>,
 }
 
 mod humantime_serde_opt {
@@ -155,8 +158,14 @@ impl Study {
             }
         }
         let root = crate::paths::project_dir("services").ok().and_then(|p| p.parent().map(Path::to_path_buf));
-        let services = file
-            .services
+        let listed = match (&file.quick.services, quick) {
+            (Some(q), true) => q.clone(),
+            _ => file.services.clone(),
+        };
+        if listed.is_empty() {
+            bail!("{at}: quick.services is empty; leave it out to run every service in the quick form");
+        }
+        let services = listed
             .iter()
             .map(|s| {
                 let (folder, _) = crate::manifest::split_spec(s);
