@@ -148,7 +148,13 @@ fn round_table(d: &Dataset, sums: &[GroupSummary], groups: &[usize], cell: Optio
                 Some(l) => {
                     let ratio = l.ratio.map(|r| format!("{r:.2}× ")).unwrap_or_default();
                     let class = if l.verdict == "slower" { "fail" } else { "num" };
-                    let mut c = Cell::text(format!("{ratio}{}", l.verdict)).class(class);
+                    // compare's sides are BASE and NEW; here the round's best and this row.
+                    let word = match l.verdict.as_str() {
+                        "no data in NEW" | "no data" => "no valid peak",
+                        "no data in BASE" => "the best has no valid peak",
+                        w => w,
+                    };
+                    let mut c = Cell::text(format!("{ratio}{word}")).class(class);
                     if let Some(n) = &l.note {
                         c = c.title(n.clone());
                     }
