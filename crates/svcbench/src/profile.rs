@@ -109,6 +109,9 @@ impl Step {
     }
 }
 
+/// The longest step a profile may hold: a day.
+const MAX_STEP: Duration = Duration::from_secs(86_400);
+
 #[derive(Debug, Clone)]
 pub struct Profile {
     pub name: String,
@@ -151,7 +154,6 @@ impl Profile {
 
     pub fn load(path: &Path) -> Result<Profile> {
         /// A step longer than a day is a typo, not a benchmark.
-        const MAX_STEP: Duration = Duration::from_secs(86_400);
         /// More connections than one machine's ports.
         const MAX_CONNECTIONS: usize = 65_000;
         let f: ProfileFile = crate::toml_file::read(path)?;
@@ -244,12 +246,16 @@ impl Profile {
         })
     }
 
-    /// `--step-duration`: the same profile with shorter (or longer) steps, e.g. a CI variant.
-    pub fn with_step_duration(mut self, d: Duration) -> Profile {
+    /// `--step-duration`: the same profile with shorter (or longer) steps, e.g. a CI variant. The override
+    /// meets the bound every step of a profile file meets.
+    pub fn with_step_duration(mut self, d: Duration) -> Result<Profile> {
+        if d.is_zero() || d > MAX_STEP {
+            bail!("step duration {}: must be above 0 and at most a day", humantime::format_duration(d));
+        }
         for s in &mut self.steps {
             s.duration = d;
         }
-        self
+        Ok(self)
     }
 
     /// Every step that names no mix becomes one step per mix in `mixes`, in order.

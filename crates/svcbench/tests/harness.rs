@@ -245,6 +245,7 @@ fn bad_input_gives_one_line_errors_before_any_work() {
         (vec![steady, "--profile", &ok, "--cpuset", "0-1"], "leaving none for the load generator"),
         (vec![steady, "--profile", &above_one], "stop_below_success = 2.5"),
         (vec![steady, "--profile", &zero], "must be above 0"),
+        (vec![steady, "--profile", &ok, "--step-duration", "0s"], "step duration 0s: must be above 0"),
         (vec![steady, "--profile", &no_pool], "max_connections = 0"),
         (vec![steady, "--profile", &typo], "typo.toml:3: unknown field `stop_below`"),
     ];

@@ -252,7 +252,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
     let (services, scenario) = load_services(&opts.services, opts.scenario.as_deref())?;
     let mut profile = Profile::find(&opts.profile, None)?;
     if let Some(d) = opts.step_duration {
-        profile = profile.with_step_duration(d);
+        profile = profile.with_step_duration(d)?;
     }
     if opts.mix.is_none() && !scenario.file.step_mixes.is_empty() {
         profile = profile.with_step_mixes(&scenario.file.step_mixes);

@@ -86,21 +86,16 @@ pub fn run_checks_until(
     checks: &[Check],
     stop: &std::sync::atomic::AtomicBool,
 ) -> Option<Vec<CheckResult>> {
-    let (tx, rx) = std::sync::mpsc::channel();
     let (url, list) = (base_url.to_string(), checks.to_vec());
-    std::thread::spawn(move || {
-        let _ = tx.send(run_checks(&url, &list));
-    });
-    loop {
+    let worker = std::thread::spawn(move || run_checks(&url, &list));
+    while !worker.is_finished() {
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             return None;
         }
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(r) => return Some(r),
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Some(Vec::new()),
-        }
+        std::thread::sleep(Duration::from_millis(20));
     }
+    // A panic in the checks is a bug to see, not an empty list that would read as "nothing failed".
+    Some(worker.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
 }
 
 pub fn run_checks(base_url: &str, checks: &[Check]) -> Vec<CheckResult> {

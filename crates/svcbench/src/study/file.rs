@@ -70,22 +70,13 @@ pub struct Slo {
 pub struct Quick {
     #[serde(default)]
     pub profile: Option<String>,
-    #[serde(default, with = "humantime_serde_opt")]
-    pub step_duration: Option<Duration>,
+    #[serde(default)]
+    pub step_duration: Option<String>,
     #[serde(default)]
     pub runs: Option<u32>,
     /// The services of the short form, when it cannot afford them all (e.g. one build fewer).
     #[serde(default)]
     pub services: Option<Vec<String>>,
-}
-
-mod humantime_serde_opt {
-    use serde::{Deserialize, Deserializer};
-    use std::time::Duration;
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-        let s: Option<String> = Option::deserialize(d)?;
-        s.map(|s| humantime::parse_duration(&s).map_err(serde::de::Error::custom)).transpose()
-    }
 }
 
 /// A study as it will run: the file, its name (the file's stem; `:quick` for the quick form) and the
@@ -146,6 +137,13 @@ impl Study {
                 bail!("{at}: the slo names no objective; give p99_ms, success or both");
             }
         }
+        let step_duration = match (&file.quick.step_duration, quick) {
+            (Some(t), true) => Some(
+                humantime::parse_duration(t)
+                    .map_err(|e| anyhow::anyhow!("{at}: quick.step_duration {t:?}: {e} (write e.g. \"2s\")"))?,
+            ),
+            _ => None,
+        };
         if let Some(0) = file.quick.runs {
             bail!("{at}: quick.runs must be at least 1");
         }
@@ -182,7 +180,7 @@ impl Study {
             name: if quick { format!("{stem}:quick") } else { stem },
             quick,
             services,
-            step_duration: if quick { file.quick.step_duration } else { None },
+            step_duration,
             runs: if quick { file.quick.runs.unwrap_or(1) } else { file.runs },
             profile,
             cells,

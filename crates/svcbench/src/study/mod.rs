@@ -4,7 +4,7 @@ pub mod file;
 
 use crate::runner::{self, progress, RunOptions};
 use crate::sandbox::{CgroupChoice, Limits};
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use file::Study;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -65,7 +65,8 @@ pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     let (services, _) = runner::load_services(&study.services, study.file.scenario.as_deref())?;
     let mut profile = crate::profile::Profile::find(&study.profile, None)?;
     if let Some(d) = study.step_duration {
-        profile = profile.with_step_duration(d);
+        profile =
+            profile.with_step_duration(d).with_context(|| format!("{}: quick.step_duration", a.file.display()))?;
     }
     let (completed, earlier) = if db.exists() {
         let r = crate::store::Reader::open(&db)?;
@@ -84,7 +85,7 @@ pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     let names: Vec<String> = services.iter().map(|s| s.name().to_string()).collect();
     let keys: Vec<String> = study.cells.iter().map(runner::cell_key).collect();
     let todo = runner::plan(&names, &keys, study.runs, &completed);
-    let all = runner::plan(&names, &keys, study.runs, &Default::default());
+    let all = names.len() * keys.len() * study.runs as usize;
     eprintln!("svcbench: study `{}`: {}", study.name, study.file.title);
     eprintln!("svcbench:   question: {}", study.file.question);
     eprintln!(
@@ -107,7 +108,7 @@ pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     eprintln!(
         "svcbench:   {} of {} runs to do, {} {} (the profile plus ~{} s per run; builds not counted)",
         todo.len(),
-        all.len(),
+        all,
         // A stop rule may end runs early: the whole profile is the most a run takes.
         if profile.stop_below_success.is_some() { "at most" } else { "about" },
         progress::fmt_duration(progress::estimate(todo.len(), profile.total_duration())),
