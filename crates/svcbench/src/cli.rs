@@ -94,6 +94,33 @@ pub struct RunArgs {
     /// Wait for another svcbench measuring on this machine to finish instead of refusing.
     #[arg(long)]
     pub wait_lock: bool,
+    #[command(flatten)]
+    pub network: NetworkArgs,
+}
+
+/// The emulated network between the parts of a run.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct NetworkArgs {
+    /// Put the load generator, the service and the dependencies in network namespaces of their own, joined
+    /// by a bridge (needs root and iproute2).
+    #[arg(long)]
+    pub net: bool,
+    /// A link between two parts (client, service, store) with tc netem, e.g. service-store=delay:2ms,jitter:0.2ms,loss:0.1%;
+    /// the delay is added once to every round trip between them. Implies --net. Repeatable.
+    #[arg(long = "link", value_name = "A-B=SPEC", value_parser = parse_link)]
+    pub links: Vec<crate::network::Link>,
+}
+
+impl NetworkArgs {
+    /// None: everything on loopback.
+    pub fn links(&self) -> anyhow::Result<Option<Vec<crate::network::Link>>> {
+        crate::network::link::check_distinct(&self.links)?;
+        Ok((self.net || !self.links.is_empty()).then(|| self.links.clone()))
+    }
+}
+
+fn parse_link(s: &str) -> Result<crate::network::Link, String> {
+    crate::network::Link::parse(s).map_err(|e| e.to_string())
 }
 
 #[derive(clap::Args, Debug)]

@@ -9,6 +9,7 @@ mod host;
 mod manifest;
 mod metrics;
 mod net;
+mod network;
 mod paths;
 mod profile;
 mod report;
@@ -73,6 +74,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 cells: Vec::new(),
                 study: None,
                 completed: Default::default(),
+                net: a.network.links()?,
             };
             let db = opts.db.clone();
             let s = runner::run_session(opts, stop)?;

@@ -258,7 +258,7 @@ fn path_size(p: &Path) -> Result<u64> {
     }
 }
 
-/// Fills `{port}`, `{dir}`, `{dep.<kind>.<field>}`, `{java}` placeholders. An unknown placeholder is an error
+/// Fills `{port}`, `{host}`, `{dir}`, `{dep.<kind>.<field>}`, `{java}` placeholders. An unknown placeholder is an error
 /// naming it, so that a typo does not start a service with a literal `{dep.opensarch.url}`.
 pub fn fill_placeholders(text: &str, values: &BTreeMap<String, String>) -> Result<String> {
     let mut out = String::with_capacity(text.len());

@@ -1,4 +1,5 @@
-//! Small loopback HTTP helpers: a free port, and the readiness poll that times a service's startup.
+//! Small HTTP helpers: a free port, and the readiness poll that times a service's startup (on loopback, or
+//! at a part's address on the `--net` network).
 use anyhow::{bail, Result};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -9,13 +10,11 @@ pub fn free_port() -> Result<u16> {
 }
 
 /// One GET; the status code of the answer, if one arrives within `timeout`.
-pub fn get_status(port: u16, path: &str, timeout: Duration) -> Option<u16> {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+pub fn get_status(addr: SocketAddr, path: &str, timeout: Duration) -> Option<u16> {
     let mut s = TcpStream::connect_timeout(&addr, timeout).ok()?;
     s.set_read_timeout(Some(timeout)).ok()?;
     s.set_nodelay(true).ok()?;
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n").as_bytes())
-        .ok()?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes()).ok()?;
     let mut buf = [0u8; 64];
     let mut n = 0;
     while n < 12 {
@@ -39,14 +38,13 @@ pub enum Readiness {
 /// answer of any status, measured from `since` (the spawn). `gone` says the process died; `stop` the user
 /// pressed Ctrl-C.
 pub fn wait_ready(
-    port: u16,
+    addr: SocketAddr,
     path: &str,
     since: Instant,
     timeout: Duration,
     mut gone: impl FnMut() -> bool,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Readiness {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     loop {
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             return Readiness::Interrupted;
@@ -60,7 +58,7 @@ pub fn wait_ready(
         if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
             // Listening: now ask on a fresh connection and time the answer (an accepting socket is not yet
             // an answering service, e.g. a JVM still wiring its routes).
-            if get_status(port, path, Duration::from_millis(1000)).is_some() {
+            if get_status(addr, path, Duration::from_millis(1000)).is_some() {
                 return Readiness::Ready { after: since.elapsed() };
             }
         }
@@ -69,13 +67,13 @@ pub fn wait_ready(
 }
 
 /// Waits for an answer of any status (dependencies, test servers).
-pub fn wait_http(port: u16, path: &str, timeout: Duration) -> Result<()> {
+pub fn wait_http(addr: SocketAddr, path: &str, timeout: Duration) -> Result<()> {
     let t0 = Instant::now();
     while t0.elapsed() < timeout {
-        if get_status(port, path, Duration::from_millis(500)).is_some() {
+        if get_status(addr, path, Duration::from_millis(500)).is_some() {
             return Ok(());
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    bail!("no HTTP answer on 127.0.0.1:{port}{path} within {timeout:?}")
+    bail!("no HTTP answer on {addr}{path} within {timeout:?}")
 }

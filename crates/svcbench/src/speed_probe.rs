@@ -76,7 +76,9 @@ mod tests {
                 s.spawn(|| {
                     loadgen::limits::pin_current_thread(cpu).unwrap();
                     let t = std::time::Instant::now();
-                    while !stop.load(Ordering::Relaxed) && t.elapsed() < std::time::Duration::from_secs(20) {}
+                    while !stop.load(Ordering::Relaxed) && t.elapsed() < std::time::Duration::from_secs(20) {
+                        std::hint::spin_loop();
+                    }
                 });
             }
             std::thread::sleep(std::time::Duration::from_millis(50));

@@ -50,6 +50,8 @@ pub struct DepContext<'a> {
     pub session_tag: String,
     /// False for `svcbench check`: dependencies need only what the checks use (no load dataset).
     pub for_load: bool,
+    /// Where dependencies run and listen: loopback, or the store's namespace under `--net`.
+    pub host: crate::network::Host,
 }
 
 pub struct Dependencies {
@@ -72,8 +74,10 @@ impl Dependencies {
         Ok(Dependencies { items })
     }
 
+    /// Every dependency's placeholders, and for each `dep.<kind>.url` its parts `dep.<kind>.host` and
+    /// `dep.<kind>.port`, for services that read their store's host and port separately.
     pub fn placeholders(&self) -> BTreeMap<String, String> {
-        self.items.iter().flat_map(|d| d.placeholders()).collect()
+        with_url_parts(self.items.iter().flat_map(|d| d.placeholders()).collect())
     }
 
     pub fn before_run(&mut self, label: &str) -> Result<()> {
@@ -113,6 +117,23 @@ impl Dependencies {
     }
 }
 
+fn with_url_parts(mut values: BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let parts: Vec<(String, String)> = values
+        .iter()
+        .filter_map(|(k, v)| {
+            let base = k.strip_suffix(".url")?;
+            let authority = v.split("://").nth(1)?.split('/').next()?;
+            let (host, port) = authority.rsplit_once(':')?;
+            Some([(format!("{base}.host"), host.to_string()), (format!("{base}.port"), port.to_string())])
+        })
+        .flatten()
+        .collect();
+    for (k, v) in parts {
+        values.entry(k).or_insert(v);
+    }
+    values
+}
+
 /// Option helpers for the kind-specific keys of a `[[dependency]]`.
 pub(crate) fn opt_u64(options: &toml::Table, key: &str, default: u64) -> Result<u64> {
     match options.get(key) {
@@ -129,4 +150,16 @@ pub(crate) fn reject_unknown(kind: &str, options: &toml::Table, known: &[&str]) 
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_url_placeholder_comes_with_its_host_and_port() {
+        let v =
+            super::with_url_parts([("dep.opensearch.url".to_string(), "http://10.213.0.4:9200".to_string())].into());
+        assert_eq!(v["dep.opensearch.host"], "10.213.0.4");
+        assert_eq!(v["dep.opensearch.port"], "9200");
+        assert_eq!(v.len(), 3);
+    }
 }

@@ -35,6 +35,10 @@ pub struct OpenSearchOptions {
     pub version: String,
     pub heap_mb: u32,
     pub port: u16,
+    /// The address it listens on: loopback, or the store's address under `--net`.
+    pub bind: std::net::Ipv4Addr,
+    /// The network namespace it runs in (`--net`).
+    pub netns: Option<std::sync::Arc<crate::network::NsHandle>>,
     /// Where the distribution is downloaded and unpacked once. When svcbench runs as root it must be
     /// readable by the unprivileged user, e.g. /var/cache/svcbench/opensearch (not under /root).
     pub cache_dir: PathBuf,
@@ -104,11 +108,15 @@ impl OpenSearch {
             .stderr(log)
             .process_group(0);
         // Dies with svcbench (set after the change of user, so the kernel keeps it across exec).
+        let netns = opts.netns.as_ref().map(|n| n.fd());
         unsafe {
             use std::os::unix::process::CommandExt as _;
-            cmd.pre_exec(|| {
+            cmd.pre_exec(move || {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                     return Err(std::io::Error::last_os_error());
+                }
+                if let Some(fd) = netns {
+                    crate::network::netns::enter_fd(fd)?;
                 }
                 Ok(())
             });
@@ -120,8 +128,12 @@ impl OpenSearch {
         let child = cmd.spawn().with_context(|| format!("cannot start {}", home.join("bin/opensearch").display()))?;
         let jvm_pid = child.id();
         // From here on, dropping `node` stops the process and removes the instance folder.
-        let mut node =
-            OpenSearch { child: Some(child), url: format!("http://127.0.0.1:{}", opts.port), instance_dir, jvm_pid };
+        let mut node = OpenSearch {
+            child: Some(child),
+            url: format!("http://{}:{}", opts.bind, opts.port),
+            instance_dir,
+            jvm_pid,
+        };
         node.wait_ready(&log_path)?;
         node.jvm_pid = find_jvm_pid(node.jvm_pid);
         eprintln!(
@@ -478,13 +490,14 @@ fn write_instance_config(home: &Path, dir: &Path, opts: &OpenSearchOptions) -> R
         "cluster.name: svcbench\n\
          node.name: svcbench-{port}\n\
          discovery.type: single-node\n\
-         network.host: 127.0.0.1\n\
+         network.host: {bind}\n\
          http.port: {port}\n\
          path.data: {data}\n\
          path.logs: {logs}\n\
          # A full disk on a dev machine must not turn the store read-only in the middle of a benchmark.\n\
          cluster.routing.allocation.disk.threshold_enabled: false\n",
         port = opts.port,
+        bind = opts.bind,
         data = dir.join("data").display(),
         logs = dir.join("logs").display(),
     );

@@ -25,6 +25,8 @@ impl OpenSearchDependency {
             version: text("version").unwrap_or_else(|| "3.6.0".into()),
             heap_mb: opt_u64(options, "heap_mb", 512)? as u32,
             port: crate::net::free_port()?,
+            bind: ctx.host.addr,
+            netns: ctx.host.netns.clone(),
             cache_dir: std::env::var("SVCBENCH_CACHE")
                 .map(PathBuf::from)
                 .unwrap_or_else(|_| PathBuf::from("/var/cache/svcbench"))

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 pub struct Upstream {
     sandbox: Sandbox,
-    port: u16,
+    addr: std::net::SocketAddr,
     cpus: usize,
 }
 
@@ -21,29 +21,28 @@ impl Upstream {
         let exe = std::env::current_exe()?;
         let limits = Limits { cpuset: ctx.cpuset.clone(), ..Limits::default() };
         let mut sandbox = Sandbox::new(&format!("{}-upstream", ctx.session_tag), &limits, ctx.cgroup);
+        sandbox.place_on(&ctx.host);
+        let addr = std::net::SocketAddr::from((ctx.host.addr, port));
         let cpus = ctx.cpuset.as_deref().map(crate::cpus::count).unwrap_or(1);
         let log = std::fs::File::create(ctx.work_dir.join("upstream.log"))?;
         sandbox.start(
             &format!(
-                "{} upstream --listen 127.0.0.1:{port} --delay-ms {delay} --threads {cpus}",
+                "{} upstream --listen {addr} --delay-ms {delay} --threads {cpus}",
                 shell_quote(&exe.display().to_string())
             ),
             ctx.work_dir,
             &[],
             log,
         )?;
-        let up = Upstream { sandbox, port, cpus };
-        crate::net::wait_http(port, "/_svcbench/calls", Duration::from_secs(10)).with_context(|| {
-            format!(
-                "the mock upstream did not answer on port {port}; see {}",
-                ctx.work_dir.join("upstream.log").display()
-            )
+        let up = Upstream { sandbox, addr, cpus };
+        crate::net::wait_http(addr, "/_svcbench/calls", Duration::from_secs(10)).with_context(|| {
+            format!("the mock upstream did not answer on {addr}; see {}", ctx.work_dir.join("upstream.log").display())
         })?;
         Ok(up)
     }
 
     fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("http://{}", self.addr)
     }
 }
 

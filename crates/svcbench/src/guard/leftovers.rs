@@ -2,7 +2,8 @@
 //! services and dependencies still running in their cgroups, its session still `running` in the store.
 //! Every `svcbench run` and `check` looks for them first: lock files of dead owners in the results' work
 //! folders, and svcbench cgroups named after a dead svcbench (sandbox names start with its pid). It ends
-//! their processes, removes the cgroups, and marks the sessions and their runs `aborted`.
+//! their processes, removes the cgroups and `--net` namespaces, and marks the sessions and their runs
+//! `aborted`.
 use super::{owner_alive, LockFile, Part, LOCK_NAME};
 use crate::sandbox::{cgroup, process, CGROUP_PARENT};
 use std::path::{Path, PathBuf};
@@ -118,6 +119,14 @@ pub fn clean(results_dir: &Path) -> Vec<String> {
             "svcbench: removed {} cgroup(s) left by svcbench processes that no longer run (their processes ended): {}",
             orphans.len(),
             orphans.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    // After the processes: a namespace lives on while anything runs in it.
+    let owners = crate::network::remove_orphans(svcbench_alive);
+    if !owners.is_empty() {
+        said.push(format!(
+            "svcbench: removed the --net namespaces and interfaces of svcbench pid(s) {} that no longer run",
+            owners.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
         ));
     }
     said

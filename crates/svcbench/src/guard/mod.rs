@@ -113,6 +113,7 @@ pub fn teardown_all(why: &str) {
     for p in &parts {
         leftovers::end_part(p);
     }
+    crate::network::remove_mine();
     let mut r = registry();
     r.parts.clear();
     if let Some((path, store, session)) = r.lock.take() {

@@ -48,6 +48,7 @@ pub fn setup(d: &Dataset) -> Table {
         v.iter().map(|x| format!("{}{unit}", num_fractional(*x))).collect::<Vec<_>>().join(" / ")
     };
     row("study", &|s| Cell::text(opt(&s.study)));
+    row("network", &|s| Cell::text(s.network.clone().unwrap_or_else(|| "loopback (one host)".into())));
     row("CPU limit", &|s| match asked(s, |r| r.asked_cpus) {
         Some(v) => Cell::text(format!("per cell: {} CPUs", list(v, ""))),
         None => Cell::text(s.limit_cpus.map(|c| format!("{c} CPUs")).unwrap_or_else(|| "none".into())),

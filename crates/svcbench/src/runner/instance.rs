@@ -1,6 +1,7 @@
 //! One started service: its sandbox, port and log, from spawn to readiness (the startup time) to stop.
 use crate::manifest::{fill_placeholders, Service};
 use crate::net::{wait_ready, Readiness};
+use crate::network::Host;
 use crate::sandbox::{CgroupChoice, Limits, Sandbox};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -10,6 +11,8 @@ use std::time::{Duration, Instant};
 
 pub struct Instance {
     pub sandbox: Sandbox,
+    /// Where it runs: loopback, or the service's namespace under `--net`.
+    pub host: Host,
     pub port: u16,
     pub log_path: PathBuf,
     pub spawned_at: Instant,
@@ -25,6 +28,8 @@ pub struct StartSpec<'a> {
     pub log_name: String,
     /// Overrides applied on top of the manifest's env (the lifecycle check's broken addresses).
     pub env_overrides: &'a BTreeMap<String, String>,
+    /// Where the service runs (loopback, or its namespace under `--net`).
+    pub host: &'a Host,
 }
 
 /// `java` for the `{java}` placeholder: JAVA_HOME's, else the one on PATH.
@@ -42,6 +47,8 @@ impl Instance {
         let port = crate::net::free_port()?;
         let mut values = spec.dep_placeholders.clone();
         values.insert("port".into(), port.to_string());
+        // The address to listen on: loopback, or the service's own address under --net.
+        values.insert("host".into(), spec.host.addr.to_string());
         values.insert("dir".into(), svc.dir.display().to_string());
         values.insert("java".into(), java());
         let manifest_file = svc.dir.join("svcbench.toml");
@@ -59,9 +66,10 @@ impl Instance {
         let log_path = spec.log_dir.join(&spec.log_name);
         let log = std::fs::File::create(&log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
         let mut sandbox = Sandbox::new(&spec.sandbox_name, spec.limits, spec.cgroup);
+        sandbox.place_on(spec.host);
         let spawned_at = Instant::now();
         sandbox.start(&command, &svc.dir, &env, log)?;
-        Ok(Instance { sandbox, port, log_path, spawned_at })
+        Ok(Instance { sandbox, host: spec.host.clone(), port, log_path, spawned_at })
     }
 
     /// Waits for the first HTTP answer on the readiness path; returns the startup time. A service that
@@ -71,6 +79,7 @@ impl Instance {
         let cap = self.sandbox.limits_held(&Limits::default()).0.memory_bytes.map(|b| b as f64 / 1048576.0);
         let probe = self.sandbox.probe();
         let (mut last_look, mut at_cap_since, mut stuck) = (Instant::now(), None::<Instant>, false);
+        let addr = self.addr();
         let sandbox = &mut self.sandbox;
         let gone = || {
             if sandbox.try_exit().is_some() {
@@ -88,7 +97,7 @@ impl Instance {
             }
             stuck
         };
-        match wait_ready(self.port, &svc.manifest.readiness, self.spawned_at, timeout, gone, stop) {
+        match wait_ready(addr, &svc.manifest.readiness, self.spawned_at, timeout, gone, stop) {
             Readiness::Ready { after } => Ok(after),
             Readiness::Exited if stuck => bail!(
                 "{} sat at its memory cap ({:.0} MiB) for {} s without answering {}: raise --memory; last log lines: {}",
@@ -125,8 +134,17 @@ impl Instance {
         self.sandbox.sample().oom_kills > 0
     }
 
+    pub fn addr(&self) -> std::net::SocketAddr {
+        (self.host.addr, self.port).into()
+    }
+
     pub fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("http://{}", self.addr())
+    }
+
+    /// What the load generator aims at.
+    pub fn target(&self) -> loadgen::Target {
+        loadgen::Target { host: self.host.addr.to_string(), port: self.port }
     }
 
     /// The last lines of the service's log, on one line, for error messages.

@@ -17,9 +17,10 @@ pub fn check_refusal(svc: &Service, spec: StartSpec, stop: &AtomicBool) -> Resul
         return Ok(None);
     }
     let mut inst = Instance::spawn(svc, &spec)?;
+    let addr = inst.addr();
     let sandbox = &mut inst.sandbox;
     let readiness = wait_ready(
-        inst.port,
+        addr,
         &svc.manifest.readiness,
         inst.spawned_at,
         REFUSE_WITHIN,

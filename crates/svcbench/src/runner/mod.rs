@@ -56,6 +56,9 @@ pub struct RunOptions {
     /// Runs already completed per (service, cell key), from earlier sessions of a resumed study: the plan
     /// starts after them.
     pub completed: BTreeMap<(String, String), u32>,
+    /// `--net`: the generator, the service and the dependencies in namespaces of their own, joined by these
+    /// links (empty: no emulated delay). None: everything on loopback.
+    pub net: Option<Vec<crate::network::Link>>,
 }
 
 impl RunOptions {
@@ -117,6 +120,8 @@ pub struct SessionCtx {
     pub tag: String,
     /// Live metrics endpoint (--metrics-listen), when asked for.
     pub metrics: Option<crate::metrics::Shared>,
+    /// Where the generator, the service and the dependencies run (loopback, or `--net` namespaces).
+    pub hosts: crate::network::Hosts,
 }
 
 pub struct SessionSummary {
@@ -281,6 +286,9 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
         eprintln!("{line}");
     }
     let unlimited = preflight_limits(&opts)?;
+    if let Some(links) = &opts.net {
+        crate::network::check_available(!links.is_empty())?;
+    }
     let cgroup_version =
         match if opts.cgroup == CgroupChoice::Auto { crate::sandbox::cgroup::detect() } else { opts.cgroup } {
             CgroupChoice::V1 => "v1",
@@ -308,6 +316,18 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
         loadgen_cpuset: Some(crate::cpus::format(&loadgen_cpus)),
         probe_tolerance: opts.probe_tolerance,
     })?;
+    // Made before the dependencies and dropped after them (locals drop in reverse), so nothing still runs
+    // in a namespace when it is removed.
+    let network = match &opts.net {
+        Some(links) => {
+            let n = crate::network::Network::create(links, &loadgen_cpus)?;
+            eprintln!("svcbench: network: {}", n.describe());
+            store.record_network(session_id, &n.describe())?;
+            Some(n)
+        }
+        None => None,
+    };
+    let hosts = network.as_ref().map(|n| n.hosts()).unwrap_or_else(crate::network::Hosts::local);
     let measured: Vec<usize> = crate::cpus::parse(opts.limits.cpuset.as_deref().unwrap_or(""))?
         .into_iter()
         .chain(loadgen_cpus.clone())
@@ -381,6 +401,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
                 cgroup: opts.cgroup,
                 session_tag: tag.clone(),
                 for_load: true,
+                host: hosts.store.clone(),
             },
         )?;
         let mut ctx = SessionCtx {
@@ -400,6 +421,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
                 Some(a) => Some(crate::metrics::serve(a)?),
                 None => None,
             },
+            hosts: hosts.clone(),
         };
         for svc in &ready {
             if stop.load(Ordering::Relaxed) {
@@ -421,7 +443,15 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
             let empty = BTreeMap::new();
             eprintln!("svcbench: warming the dependencies through {} until its throughput settles", first.name());
             let start = start_spec(&ctx, first, &cells[0], "warmup", &placeholders, &empty);
-            let w = warmup::warm_up(spec, &scenario, first, &start, &ctx.loadgen_cpus, opts.startup_timeout, &stop)?;
+            let w = warmup::warm_up(
+                spec,
+                &scenario,
+                first,
+                &start,
+                warmup::LoadFrom { cpus: &ctx.loadgen_cpus, host: &ctx.hosts.client },
+                opts.startup_timeout,
+                &stop,
+            )?;
             eprintln!(
                 "svcbench: warm-up {} after {:.0} s: {} req/s per window",
                 if w.settled { "settled" } else { "did NOT settle" },
@@ -462,6 +492,9 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
             }
         }
         summary.interrupted = stop.load(Ordering::Relaxed);
+        for (link, carried, dropped) in network.iter().flat_map(|n| n.link_counts()) {
+            eprintln!("svcbench: link {link}: {carried} packets carried, {dropped} dropped");
+        }
         let slow = ctx.store.flag_machine_speed(session_id, opts.probe_tolerance)?;
         if slow > 0 {
             eprintln!(
@@ -518,6 +551,7 @@ fn start_spec<'a>(
         log_dir: &ctx.work_dir,
         log_name: format!("{}-{what}.log", svc.name()),
         env_overrides: overrides,
+        host: &ctx.hosts.service,
     }
 }
 
@@ -734,6 +768,7 @@ pub fn check_service(
             cgroup,
             session_tag: tag.clone(),
             for_load: false,
+            host: crate::network::Host::local(),
         },
     )?;
     deps.before_run("check")?;
@@ -749,6 +784,7 @@ pub fn check_service(
             log_dir: work_dir,
             log_name: format!("{}-check.log", svc.name()),
             env_overrides: &empty,
+            host: &crate::network::Host::local(),
         },
     )?;
     let startup = inst.wait_ready(svc, Duration::from_secs(120), &stop)?;

@@ -68,8 +68,7 @@ pub fn run_step(
             loadgen::Model::Open { rate: loadgen::RateRamp { start, end, steps: None }, max_connections }
         }
     };
-    let target = loadgen::Target { host: "127.0.0.1".into(), port: inst.port };
-    let mut cfg = loadgen::LoadConfig::new(target, mix, model);
+    let mut cfg = loadgen::LoadConfig::new(inst.target(), mix, model);
     cfg.duration = step.duration;
     cfg.threads = ctx.loadgen_cpus.len().max(1);
     cfg.cpu_affinity = Some(ctx.loadgen_cpus.clone());
@@ -110,7 +109,8 @@ pub fn run_step(
     // Counters are read right around the load, so the step's CPU time covers the load and nothing else.
     let (dep_before, dep_wait_before, calls_before) = (ctx.deps.cpu_s(), ctx.deps.wait_s(), ctx.deps.calls());
     let before = inst.sandbox.sample();
-    let report = loadgen::run(&cfg, Some(live));
+    // On the client's host: under --net its packets cross the client-service link.
+    let report = ctx.hosts.client.within(|| loadgen::run(&cfg, Some(live)))?;
     let after = inst.sandbox.sample();
     let (dep_after, dep_wait_after, calls_after) = (ctx.deps.cpu_s(), ctx.deps.wait_s(), ctx.deps.calls());
     drop(progress);

@@ -28,12 +28,18 @@ pub fn settled(windows: &[f64], tolerance: f64) -> bool {
     }
 }
 
+/// Where the warm-up's load comes from: the generator's CPUs and host.
+pub struct LoadFrom<'a> {
+    pub cpus: &'a [usize],
+    pub host: &'a crate::network::Host,
+}
+
 pub fn warm_up(
     spec: &WarmupSpec,
     scenario: &Scenario,
     svc: &Service,
     start: &StartSpec,
-    loadgen_cpus: &[usize],
+    from: LoadFrom,
     startup_timeout: Duration,
     stop: &AtomicBool,
 ) -> Result<WarmupRecord> {
@@ -47,13 +53,15 @@ pub fn warm_up(
     let t0 = Instant::now();
     let mut windows = Vec::new();
     while !stop.load(Ordering::Relaxed) && t0.elapsed() < max && !settled(&windows, spec.tolerance) {
-        let target = loadgen::Target { host: "127.0.0.1".into(), port: inst.port };
-        let mut cfg =
-            loadgen::LoadConfig::new(target, mix.clone(), loadgen::Model::Closed { connections: spec.connections });
+        let mut cfg = loadgen::LoadConfig::new(
+            inst.target(),
+            mix.clone(),
+            loadgen::Model::Closed { connections: spec.connections },
+        );
         cfg.duration = window;
-        cfg.threads = loadgen_cpus.len().max(1);
-        cfg.cpu_affinity = Some(loadgen_cpus.to_vec());
-        let r = loadgen::run(&cfg, None).context("warm-up load")?;
+        cfg.threads = from.cpus.len().max(1);
+        cfg.cpu_affinity = Some(from.cpus.to_vec());
+        let r = from.host.within(|| loadgen::run(&cfg, None))?.context("warm-up load")?;
         windows.push(r.success_rps());
     }
     inst.sandbox.stop(Duration::from_secs(5));

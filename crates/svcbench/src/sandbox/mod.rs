@@ -95,6 +95,8 @@ pub struct Sandbox {
     child: Option<Child>,
     pgid: i32,
     exit: Option<Exit>,
+    /// The network namespace the processes start in (`--net`); None: svcbench's own.
+    netns: Option<Arc<crate::network::NsHandle>>,
     /// Loud, stored with the results: limits that could not be applied, and why.
     pub warnings: Vec<String>,
 }
@@ -126,7 +128,12 @@ impl Sandbox {
             warnings
                 .push("no cgroup in use (--cgroup none or none found): running WITHOUT CPU or memory limits".into());
         }
-        Sandbox { name: name.to_string(), cgroup, child: None, pgid: 0, exit: None, warnings }
+        Sandbox { name: name.to_string(), cgroup, child: None, pgid: 0, exit: None, netns: None, warnings }
+    }
+
+    /// Processes started from now on run on `host`'s network (its namespace, under `--net`).
+    pub fn place_on(&mut self, host: &crate::network::Host) {
+        self.netns = host.netns.clone();
     }
 
     /// The limits the service really runs under, and how they differ from `asked` (empty: as asked).
@@ -148,7 +155,8 @@ impl Sandbox {
 
     pub fn start(&mut self, command: &str, dir: &Path, env: &[(String, String)], log: File) -> anyhow::Result<()> {
         let files = self.cgroup.as_ref().map(|c| c.procs_files()).unwrap_or_default();
-        let child = process::spawn(command, dir, env, &files, log)?;
+        let netns = self.netns.as_ref().map(|n| n.fd());
+        let child = process::spawn(command, dir, env, &files, netns, log)?;
         self.pgid = child.id() as i32;
         self.child = Some(child);
         self.exit = None;

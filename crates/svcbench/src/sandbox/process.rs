@@ -9,12 +9,14 @@ use std::time::{Duration, Instant};
 
 /// Spawns `command` via `sh -c 'exec …'` with its own process group, the open-file limit raised to the
 /// hard limit, and membership of the given cgroups (`procs_files`) taken before exec, so that not a
-/// single instruction of the service runs outside its limits.
+/// single instruction of the service runs outside its limits; likewise its network namespace (`netns`, an
+/// open namespace file), when the run has a `--net` network.
 pub fn spawn(
     command: &str,
     dir: &std::path::Path,
     env: &[(String, String)],
     procs_files: &[std::path::PathBuf],
+    netns: Option<std::os::fd::RawFd>,
     log: File,
 ) -> Result<Child> {
     let procs: Vec<File> = procs_files
@@ -47,6 +49,9 @@ pub fn spawn(
                 if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
                     return Err(std::io::Error::last_os_error());
                 }
+            }
+            if let Some(fd) = netns {
+                crate::network::netns::enter_fd(fd)?;
             }
             // Only getrlimit/setrlimit: safe between fork and exec.
             let _ = loadgen::limits::raise_nofile_limit();

@@ -114,6 +114,12 @@ impl Store {
         Ok(())
     }
 
+    /// The `--net` network: the parts' addresses and the links between them.
+    pub fn record_network(&self, session: i64, network: &str) -> Result<()> {
+        self.conn.execute("UPDATE session SET network = ?2 WHERE id = ?1", params![session, network])?;
+        Ok(())
+    }
+
     pub fn finish_session(&self, session: i64, status: &str) -> Result<()> {
         self.conn
             .execute("UPDATE session SET ended_at = ?2, status = ?3 WHERE id = ?1", params![session, now(), status])?;

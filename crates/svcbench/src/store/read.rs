@@ -31,6 +31,8 @@ pub struct Session {
     pub status: String,
     pub warnings: Vec<String>,
     pub study: Option<String>,
+    /// `--net`: the parts' addresses and links; None: everything on loopback.
+    pub network: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -169,6 +171,7 @@ fn session_of(r: &Row) -> rusqlite::Result<Session> {
         status: r.get("status")?,
         warnings: json_strings(r.get("warnings")?),
         study: r.get("study")?,
+        network: r.get("network")?,
     })
 }
 

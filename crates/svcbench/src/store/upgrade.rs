@@ -46,9 +46,10 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
     ("run", "cell", "TEXT", 4, "the limits cell as asked, e.g. `cpus=0.5 memory=256M`"),
     ("run", "asked_cpus", "REAL", 4, "CPU quota asked for this run (a study's limits axis)"),
     ("run", "asked_memory_mib", "REAL", 4, "memory cap asked for this run"),
+    ("session", "network", "TEXT", 5, "--net: the parts' addresses and the links (netem) between them; NULL: loopback"),
 ];
 
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 fn has_column(conn: &Connection, table: &str, col: &str) -> Result<bool> {
     let mut st = conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?;

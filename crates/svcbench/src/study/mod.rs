@@ -45,6 +45,8 @@ pub struct StudyArgs {
     /// Machine-speed drift, in percent, beyond which a step is flagged (as `svcbench run`).
     #[arg(long, default_value_t = 10.0, value_name = "PCT")]
     pub probe_tolerance: f64,
+    #[command(flatten)]
+    pub network: crate::cli::NetworkArgs,
 }
 
 pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
@@ -146,6 +148,7 @@ pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             cells: study.cells.clone(),
             study: Some(study.name.clone()),
             completed,
+            net: a.network.links()?,
         };
         let s = runner::run_session(opts, stop)?;
         eprintln!(

@@ -87,9 +87,26 @@ pub fn processes_matching(needle: &str) -> Vec<String> {
     out
 }
 
+/// svcbench's `--net` namespaces and interfaces still present.
+pub fn leftover_network() -> Vec<String> {
+    let out = |args: &[&str]| {
+        Command::new("ip")
+            .args(args)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
+            .unwrap_or_default()
+    };
+    let mut left: Vec<String> =
+        out(&["netns", "list"]).lines().filter(|l| l.starts_with("svcbench-")).map(String::from).collect();
+    left.extend(out(&["-o", "link", "show"]).lines().filter(|l| l.contains(": svb")).map(String::from));
+    left
+}
+
 pub fn assert_no_leftovers(needle: &str) {
     let groups = leftover_cgroups();
     assert!(groups.is_empty(), "cgroups left behind: {groups:?}");
+    let net = leftover_network();
+    assert!(net.is_empty(), "network namespaces or interfaces left behind: {net:?}");
     let procs = processes_matching(needle);
     assert!(procs.is_empty(), "processes left behind: {procs:?}");
 }

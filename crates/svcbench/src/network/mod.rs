@@ -1,0 +1,240 @@
+//! The emulated network of a run (`--net`, `--link`): the load generator, the service and the scenario's
+//! dependencies each in a network namespace of their own ("hosts"), joined by veth pairs to a bridge, with
+//! a delay line on the links the run asks for (relay.rs). The bridge sits in svcbench's own namespace with
+//! the first address of the subnet, so svcbench reaches every part directly (readiness, checks, data
+//! loading) and only the parts' traffic to each other crosses the emulated links.
+//!
+//! Names start with svcbench's pid (namespaces `svcbench-<pid>-<role>`, interfaces `svb<pid>…`), so a later
+//! svcbench removes what a killed one left, as it does with cgroups (guard/leftovers).
+pub mod link;
+pub mod netns;
+pub mod relay;
+
+use anyhow::{bail, Context, Result};
+pub use link::{Link, Role};
+pub use netns::NsHandle;
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+/// Where one part of a run sits: its address, and its namespace (none: svcbench's own, on loopback).
+#[derive(Debug, Clone)]
+pub struct Host {
+    pub addr: Ipv4Addr,
+    pub netns: Option<Arc<NsHandle>>,
+}
+
+impl Host {
+    /// Everything on this machine's loopback, as without `--net`.
+    pub fn local() -> Host {
+        Host { addr: Ipv4Addr::LOCALHOST, netns: None }
+    }
+
+    /// Runs `f` on a thread inside this host's namespace (the load generator, a warm-up).
+    pub fn within<T: Send>(&self, f: impl FnOnce() -> T + Send) -> Result<T> {
+        netns::within(self.netns.as_deref(), f)
+    }
+}
+
+/// Where each part of a run sits.
+#[derive(Debug, Clone)]
+pub struct Hosts {
+    pub client: Host,
+    pub service: Host,
+    pub store: Host,
+}
+
+impl Hosts {
+    pub fn local() -> Hosts {
+        Hosts { client: Host::local(), service: Host::local(), store: Host::local() }
+    }
+}
+
+pub struct Network {
+    pid: u32,
+    bridge: String,
+    hosts: Vec<(Role, Host)>,
+    links: Vec<Link>,
+    /// Dropped before the namespaces are removed (Network's Drop).
+    relays: Vec<relay::Relay>,
+}
+
+/// Fails, before anything is built or started, when namespaces cannot be made here.
+pub fn check_available(with_links: bool) -> Result<()> {
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("--net needs root (network namespaces, veth pairs and tc netem); run svcbench as root or leave out --net and --link");
+    }
+    for prog in ["ip", "tc"] {
+        if std::process::Command::new(prog).arg("-V").output().is_err() {
+            bail!("--net needs `{prog}` from iproute2, which is not installed: apt install iproute2");
+        }
+    }
+    if with_links && !std::path::Path::new("/dev/net/tun").exists() {
+        bail!("--link needs /dev/net/tun (the kernel's tun driver: modprobe tun) to carry the link's packets");
+    }
+    Ok(())
+}
+
+fn ns_name(pid: u32, role: Role) -> String {
+    format!("svcbench-{pid}-{}", role.name())
+}
+
+/// Interface names are at most 15 bytes: `svb` + pid (≤ 7 digits) + a role letter + an end letter.
+fn veth_name(pid: u32, role: Role, end: char) -> String {
+    format!("svb{pid}{}{end}", role.letter())
+}
+
+/// A /24 in 10.213.0.0/16 that no interface here uses yet.
+fn free_subnet() -> Result<u8> {
+    let used = netns::output("ip", &["-4", "-o", "addr"]);
+    (0..=255u8)
+        .find(|n| !used.contains(&format!("10.213.{n}.")))
+        .context("no free /24 in 10.213.0.0/16 for --net; remove unused svb* interfaces")
+}
+
+impl Network {
+    /// Makes the namespaces, veths and bridge, and applies the links. On error, removes what it made.
+    /// `cpus`: where the links' relays run (the generator's and dependencies' CPUs).
+    pub fn create(links: &[Link], cpus: &[usize]) -> Result<Network> {
+        check_available(!links.is_empty())?;
+        let pid = std::process::id();
+        let subnet = free_subnet()?;
+        let mut net = Network {
+            pid,
+            bridge: format!("svb{pid}br"),
+            hosts: Vec::new(),
+            links: links.to_vec(),
+            relays: Vec::new(),
+        };
+        net.build(subnet, cpus).context("cannot set up the --net network")?;
+        Ok(net)
+    }
+
+    fn build(&mut self, subnet: u8, cpus: &[usize]) -> Result<()> {
+        let br = self.bridge.clone();
+        netns::run("ip", &["link", "add", &br, "type", "bridge"])?;
+        netns::run("ip", &["addr", "add", &format!("10.213.{subnet}.1/24"), "dev", &br])?;
+        netns::run("ip", &["link", "set", &br, "up"])?;
+        for (i, role) in Role::ALL.into_iter().enumerate() {
+            let ns = ns_name(self.pid, role);
+            let (outer, inner) = (veth_name(self.pid, role, 'o'), veth_name(self.pid, role, 'i'));
+            netns::run("ip", &["netns", "add", &ns])?;
+            let addr = Ipv4Addr::new(10, 213, subnet, 2 + i as u8);
+            // Pushed now, so that a failure below still removes the namespace.
+            self.hosts.push((role, Host { addr, netns: None }));
+            netns::run("ip", &["link", "add", &outer, "type", "veth", "peer", "name", &inner])?;
+            netns::run("ip", &["link", "set", &outer, "master", &br, "up"])?;
+            netns::run("ip", &["link", "set", &inner, "netns", &ns])?;
+            netns::ip_in(&ns, &["link", "set", &inner, "name", "eth0"])?;
+            netns::ip_in(&ns, &["addr", "add", &format!("{addr}/24"), "dev", "eth0"])?;
+            netns::ip_in(&ns, &["link", "set", "eth0", "up"])?;
+            netns::ip_in(&ns, &["link", "set", "lo", "up"])?;
+            self.hosts.last_mut().unwrap().1.netns = Some(Arc::new(NsHandle::open(&ns)?));
+        }
+        for l in self.links.clone() {
+            let (a, b) = (self.host(l.from), self.host(l.to));
+            let pid = self.pid;
+            fn end(h: &Host, pid: u32, me: Role, other: Role) -> relay::End<'_> {
+                relay::End {
+                    ns: h.netns.as_ref().expect("namespaces are made above"),
+                    own_addr: h.addr,
+                    tun: format!("svb{pid}{}{}", me.letter(), other.letter()),
+                }
+            }
+            let r = relay::Relay::start(&l, end(&a, pid, l.from, l.to), end(&b, pid, l.to, l.from), cpus)?;
+            self.relays.push(r);
+        }
+        Ok(())
+    }
+
+    pub fn host(&self, role: Role) -> Host {
+        self.hosts.iter().find(|(r, _)| *r == role).map(|(_, h)| h.clone()).expect("every role has a host")
+    }
+
+    pub fn hosts(&self) -> Hosts {
+        Hosts { client: self.host(Role::Client), service: self.host(Role::Service), store: self.host(Role::Store) }
+    }
+
+    /// Per link: packets carried and dropped so far.
+    pub fn link_counts(&self) -> Vec<(String, u64, u64)> {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.links
+            .iter()
+            .zip(&self.relays)
+            .map(|(l, r)| (l.to_string(), r.counters.carried.load(Relaxed), r.counters.dropped.load(Relaxed)))
+            .collect()
+    }
+
+    /// As stored with the session and shown in the report's setup table.
+    pub fn describe(&self) -> String {
+        format!(
+            "namespaces ({}); links: {}",
+            self.hosts.iter().map(|(r, h)| format!("{} {}", r.name(), h.addr)).collect::<Vec<_>>().join(", "),
+            link::describe(&self.links)
+        )
+    }
+}
+
+impl Drop for Network {
+    fn drop(&mut self) {
+        self.relays.clear();
+        remove(self.pid);
+    }
+}
+
+/// Removes the namespaces and bridge of svcbench `pid` (their veths and qdiscs go with them).
+fn remove(pid: u32) -> usize {
+    let mut removed = 0;
+    let prefix = format!("svcbench-{pid}-");
+    for ns in namespaces().into_iter().filter(|n| n.starts_with(&prefix)) {
+        removed += netns::run("ip", &["netns", "delete", &ns]).is_ok() as usize;
+    }
+    for dev in interfaces().into_iter().filter(|d| owner_of_interface(d) == Some(pid)) {
+        removed += netns::run("ip", &["link", "delete", &dev]).is_ok() as usize;
+    }
+    removed
+}
+
+fn namespaces() -> Vec<String> {
+    netns::output("ip", &["netns", "list"])
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(String::from)
+        .collect()
+}
+
+fn interfaces() -> Vec<String> {
+    netns::output("ip", &["-o", "link", "show"])
+        .lines()
+        .filter_map(|l| l.split(": ").nth(1))
+        .map(|n| n.split('@').next().unwrap_or(n).to_string())
+        .collect()
+}
+
+/// The pid in an `svb<pid>…` interface name.
+fn owner_of_interface(dev: &str) -> Option<u32> {
+    let rest = dev.strip_prefix("svb")?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// Namespaces and interfaces left by svcbench processes that no longer run; removed. Returns what was
+/// removed, by owner pid.
+pub fn remove_orphans(alive: impl Fn(i32) -> bool) -> Vec<u32> {
+    let mut owners: Vec<u32> = namespaces()
+        .iter()
+        .filter_map(|n| n.strip_prefix("svcbench-")?.split('-').next()?.parse().ok())
+        .chain(interfaces().iter().filter_map(|d| owner_of_interface(d)))
+        .collect();
+    owners.sort_unstable();
+    owners.dedup();
+    owners.retain(|&p| p != std::process::id() && !alive(p as i32));
+    for &p in &owners {
+        remove(p);
+    }
+    owners
+}
+
+/// Removes this svcbench's own network, wherever it is (a second Ctrl-C tears down without unwinding).
+pub fn remove_mine() {
+    remove(std::process::id());
+}

@@ -1,0 +1,115 @@
+//! The emulated network (`--net`, `--link`): the generator, the service and its dependency each in a
+//! namespace of their own, a link's delay added to every round trip that crosses it, and nothing left
+//! behind — also when svcbench is killed.
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn profile(dir: &Path, secs: u32) -> std::path::PathBuf {
+    let p = dir.join(format!("c1-{secs}.toml"));
+    std::fs::write(&p, format!("name = \"t\"\n[[step]]\nconnections = 1\nduration = \"{secs}s\"\n")).unwrap();
+    p
+}
+
+fn p50(dbp: &Path) -> f64 {
+    f64_of(&db(dbp), "SELECT p50 FROM step")
+}
+
+#[test]
+fn a_service_store_link_adds_its_delay_to_every_round_trip_and_is_recorded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prof = profile(tmp.path(), 3);
+    let (plain, linked) = (tmp.path().join("plain.db"), tmp.path().join("linked.db"));
+    // The forwarder opens a fresh connection to the upstream for every request: two round trips to the
+    // store (connect, then the request) per request at one connection.
+    let out = run_fixtures(tmp.path(), &["forwarder"], &prof, &plain, &["--net"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run_fixtures(tmp.path(), &["forwarder"], &prof, &linked, &["--link", "service-store=delay:2ms"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("link service-store=delay:2ms:") && said.contains(" 0 dropped"), "{said}");
+    let rise = p50(&linked) - p50(&plain);
+    assert!((3.5..=7.5).contains(&rise), "p50 rose by {rise:.2} ms; 2 round trips × 2 ms expected");
+    // Every request still succeeded, and the network is stored with the session and shown in the report.
+    assert_eq!(f64_of(&db(&linked), "SELECT success_ratio FROM step"), 1.0);
+    let net = text_of(&db(&linked), "SELECT network FROM session");
+    assert!(net.contains("service 10.213.") && net.contains("links: service-store=delay:2ms"), "{net}");
+    let md = tmp.path().join("r.md");
+    let out = svcbench(&["report", "--db", linked.to_str().unwrap(), "-o", md.to_str().unwrap()], tmp.path());
+    assert!(out.status.success());
+    assert!(std::fs::read_to_string(&md).unwrap().contains("links: service-store=delay:2ms"));
+    assert_no_leftovers("fixtures/testservice.py");
+}
+
+#[test]
+fn a_client_service_link_delays_the_generator_and_a_bad_link_is_refused_before_any_work() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prof = profile(tmp.path(), 2);
+    let (plain, linked) = (tmp.path().join("plain.db"), tmp.path().join("linked.db"));
+    assert!(run_fixtures(tmp.path(), &["steady"], &prof, &plain, &["--net"]).status.success());
+    let out = run_fixtures(tmp.path(), &["steady"], &prof, &linked, &["--link", "client-service=delay:3ms"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Keep-alive: one round trip per request.
+    let rise = p50(&linked) - p50(&plain);
+    assert!((2.7..=4.5).contains(&rise), "p50 rose by {rise:.2} ms; one round trip × 3 ms expected");
+
+    for (bad, says) in [("service-db=delay:1ms", "unknown part `db`"), ("client-service=delay:2", "not a valid delay")]
+    {
+        let out = run_fixtures(tmp.path(), &["steady"], &prof, &tmp.path().join("bad.db"), &["--link", bad]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(says), "{bad}: {err}");
+        assert!(!tmp.path().join("bad.db").exists(), "nothing may start on bad input");
+    }
+    let out = run_fixtures(
+        tmp.path(),
+        &["steady"],
+        &prof,
+        &tmp.path().join("bad.db"),
+        &["--link", "client-service=delay:1ms", "--link", "service-client=delay:2ms"],
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("given twice"));
+    assert_no_leftovers("fixtures/testservice.py");
+}
+
+#[test]
+fn namespaces_left_by_a_killed_svcbench_are_removed_by_the_next_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (long, short) = (profile(tmp.path(), 30), profile(tmp.path(), 1));
+    let dbp = tmp.path().join("s.db");
+    let err = std::fs::File::create(tmp.path().join("killed.err")).unwrap();
+    let mut child = Command::new(bin())
+        .args(["run", fixture("forwarder").to_str().unwrap(), "--profile", long.to_str().unwrap()])
+        .args(["--runs", "1", "--db", dbp.to_str().unwrap(), "--link", "service-store=delay:1ms"])
+        .env("SVCBENCH_HOME", repo())
+        .env("SVCBENCH_LOCK_FILE", tmp.path().join("measure.lock"))
+        .current_dir(tmp.path())
+        .stdout(Stdio::null())
+        .stderr(err)
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let t0 = Instant::now();
+    while !dbp.exists() || i64_of(&db(&dbp), "SELECT COUNT(*) FROM run WHERE checks_passed IS NOT NULL") < 1 {
+        assert!(t0.elapsed() < Duration::from_secs(60), "the run never reached its first step");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    let left = leftover_network();
+    assert!(left.iter().any(|l| l.starts_with(&format!("svcbench-{pid}-service"))), "{left:?}");
+
+    let out = Command::new(bin())
+        .args(["run", fixture("steady").to_str().unwrap(), "--profile", short.to_str().unwrap()])
+        .args(["--runs", "1", "--db", dbp.to_str().unwrap()])
+        .env("SVCBENCH_HOME", repo())
+        .env("SVCBENCH_LOCK_FILE", tmp.path().join("measure.lock"))
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains(&format!("removed the --net namespaces and interfaces of svcbench pid(s) {pid}")), "{said}");
+    assert_no_leftovers("fixtures/testservice.py");
+}
