@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-apt_packages=(wrk chromium upx-ucl sqlite3 python3 python3-venv nginx-light unzip)
+apt_packages=(wrk chromium upx-ucl sqlite3 python3 python3-venv nginx-light unzip iproute2)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -28,6 +28,9 @@ pub enum Command {
     Compare(crate::report::CompareArgs),
     /// Run a study file: services and variants × a limits axis, interleaved, resumable, with its report.
     Study(crate::study::StudyArgs),
+    /// Start a service under its limits with its scenario's dependencies (data loaded), print their URLs,
+    /// and keep them until Ctrl-C, for your own tools.
+    Up(crate::up::UpArgs),
 }
 
 #[derive(clap::Args, Debug)]

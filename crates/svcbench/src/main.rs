@@ -20,6 +20,7 @@ mod speed_probe;
 mod store;
 mod study;
 mod toml_file;
+mod up;
 mod upstream;
 
 use anyhow::Result;
@@ -125,6 +126,10 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Upstream(a) => upstream::run_cli(&a),
         Command::Report(a) => report::run_report(&a),
         Command::Compare(a) => report::run_compare(&a),
+        Command::Up(a) => {
+            let stop = guard::signals::stop_flag()?;
+            up::run_up(a, stop)
+        }
         Command::Study(a) => {
             let stop = guard::signals::stop_flag()?;
             study::run_study(a, stop)

@@ -113,3 +113,43 @@ fn namespaces_left_by_a_killed_svcbench_are_removed_by_the_next_run() {
     assert!(said.contains(&format!("removed the --net namespaces and interfaces of svcbench pid(s) {pid}")), "{said}");
     assert_no_leftovers("fixtures/testservice.py");
 }
+
+#[test]
+fn up_keeps_a_service_and_its_dependency_running_until_ctrl_c_then_cleans_up() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(bin())
+        .args(["up", fixture("forwarder").to_str().unwrap(), "--link", "service-store=delay:1ms"])
+        .args(["--work-dir", tmp.path().join("results/work/up").to_str().unwrap()])
+        .env("SVCBENCH_HOME", repo())
+        .current_dir(tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // `name url` lines on stdout, once the service answers.
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let service = lines.next().expect("svcbench up printed nothing").unwrap();
+    let upstream = lines.next().unwrap().unwrap();
+    assert!(upstream.starts_with("dep.upstream.url http://10.213."), "{upstream}");
+    let addr = service.strip_prefix("service http://").expect(&service).to_string();
+    // A user's own client, from this machine: the service answers, through its real dependency.
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(format!("GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with("ok"), "{answer}");
+    assert!(!leftover_network().is_empty(), "the network stays up while svcbench up runs");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "svcbench up did not stop on Ctrl-C");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    assert_no_leftovers("fixtures/testservice.py");
+}

@@ -107,22 +107,25 @@ impl OpenSearch {
             .stdout(log.try_clone()?)
             .stderr(log)
             .process_group(0);
-        // Dies with svcbench (set after the change of user, so the kernel keeps it across exec).
+        // Between fork and exec, in this order: into the store's namespace while still root (setns needs
+        // it), then the change of user, then the death signal (a change of user clears it).
         let netns = opts.netns.as_ref().map(|n| n.fd());
         unsafe {
             use std::os::unix::process::CommandExt as _;
             cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
                 if let Some(fd) = netns {
                     crate::network::netns::enter_fd(fd)?;
                 }
+                if let Some((uid, gid)) = owner {
+                    if libc::setgroups(0, std::ptr::null()) != 0 || libc::setgid(gid) != 0 || libc::setuid(uid) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
                 Ok(())
             });
-        }
-        if let Some((uid, gid)) = owner {
-            cmd.uid(uid).gid(gid);
         }
         let started = Instant::now();
         let child = cmd.spawn().with_context(|| format!("cannot start {}", home.join("bin/opensearch").display()))?;

@@ -1,0 +1,133 @@
+//! `svcbench up SERVICE`: the scenario's dependencies (data loaded) and the service under its limits, on
+//! loopback or the `--net` network, kept running until Ctrl-C and then torn down as a run is — so a user can
+//! point their own tools (a test suite, another load tool, a browser) at a service with its real store.
+use crate::cli::{CgroupArg, NetworkArgs};
+use crate::deps::{DepContext, Dependencies};
+use crate::runner::instance::{Instance, StartSpec};
+use crate::runner::{build, cpu_split, load_services};
+use crate::sandbox::Limits;
+use anyhow::{bail, Result};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(clap::Args, Debug)]
+pub struct UpArgs {
+    /// Service folder (`dir` or `dir@variant`).
+    pub service: PathBuf,
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// CPU quota of the service, in CPUs.
+    #[arg(long)]
+    pub cpus: Option<f64>,
+    /// Memory cap of the service ("none" for no cap).
+    #[arg(long, default_value = "512M")]
+    pub memory: String,
+    /// CPUs the service may run on (default: the upper half of this machine's CPUs).
+    #[arg(long)]
+    pub cpuset: Option<String>,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub cgroup: CgroupArg,
+    /// Use the service as it is built (skip its build command).
+    #[arg(long)]
+    pub no_build: bool,
+    /// Where logs go.
+    #[arg(long, default_value = "results/work/up")]
+    pub work_dir: PathBuf,
+    #[command(flatten)]
+    pub network: NetworkArgs,
+}
+
+pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
+    // Every input is checked before anything is built or started.
+    let (services, scenario) = load_services(std::slice::from_ref(&a.service), a.scenario.as_deref())?;
+    if services.len() != 1 {
+        bail!("svcbench up starts one service; name one variant (dir@variant), not dir@*");
+    }
+    let svc = &services[0];
+    let mut limits = Limits { cpus: a.cpus, memory_bytes: crate::cli::parse_memory(&a.memory)?, cpuset: a.cpuset };
+    if a.cpus.is_some_and(|c| c.is_nan() || c <= 0.0) {
+        bail!("--cpus must be above 0 (e.g. 1.5)");
+    }
+    let gen = cpu_split(&mut limits, None)?;
+    let links = a.network.links()?;
+    if let Some(l) = &links {
+        crate::network::check_available(!l.is_empty())?;
+    }
+    std::fs::create_dir_all(&a.work_dir)?;
+    let work_dir = std::path::absolute(&a.work_dir)?;
+    // results/work/up → the results folder, whose work/ holds the lock files of killed sessions.
+    let results_dir = work_dir.parent().and_then(|p| p.parent()).unwrap_or(&work_dir);
+    for line in crate::guard::leftovers::clean(results_dir) {
+        eprintln!("{line}");
+    }
+    build::build(svc, &work_dir, a.no_build)?;
+    // Declared before the dependencies and the service, so dropped after them.
+    let network = links.as_ref().map(|l| crate::network::Network::create(l, &gen)).transpose()?;
+    let hosts = network.as_ref().map(|n| n.hosts()).unwrap_or_else(crate::network::Hosts::local);
+    let tag = format!("{}-up", std::process::id());
+    let mut deps = Dependencies::start(
+        &scenario.file.dependency,
+        &DepContext {
+            work_dir: &work_dir,
+            scenario_dir: &scenario.dir,
+            cpuset: Some(crate::cpus::format(&gen)),
+            cgroup: a.cgroup.into(),
+            session_tag: tag.clone(),
+            for_load: true,
+            host: hosts.store.clone(),
+        },
+    )?;
+    deps.before_run("up")?;
+    let placeholders = deps.placeholders();
+    let empty = BTreeMap::new();
+    let mut inst = Instance::spawn(
+        svc,
+        &StartSpec {
+            sandbox_name: format!("{tag}-{}", svc.name().replace('@', "-")),
+            limits: &limits,
+            cgroup: a.cgroup.into(),
+            dep_placeholders: &placeholders,
+            log_dir: &work_dir,
+            log_name: format!("{}-up.log", svc.name()),
+            env_overrides: &empty,
+            host: &hosts.service,
+        },
+    )?;
+    let (held, mismatches) = inst.sandbox.limits_held(&limits);
+    for m in &mismatches {
+        eprintln!("svcbench: WARNING: limits not as asked: {m}");
+    }
+    let startup = inst.wait_ready(svc, Duration::from_secs(120), &stop)?;
+    eprintln!(
+        "svcbench: {} is up after {:.0} ms (CPU quota {}, memory cap {}, CPUs {}); Ctrl-C stops everything",
+        svc.name(),
+        startup.as_secs_f64() * 1e3,
+        held.cpus.map(|c| format!("{c}")).unwrap_or_else(|| "none".into()),
+        held.memory_bytes.map(|b| format!("{} MiB", b >> 20)).unwrap_or_else(|| "none".into()),
+        held.cpuset.as_deref().unwrap_or("any"),
+    );
+    // On stdout, one `name url` per line, for scripts.
+    println!("service {}", inst.base_url());
+    for (k, v) in placeholders.iter().filter(|(k, _)| k.ends_with(".url") || k.ends_with(".path")) {
+        println!("{k} {v}");
+    }
+    if let Some(n) = &network {
+        eprintln!("svcbench: network: {}", n.describe());
+        eprintln!(
+            "svcbench: the client's namespace for your own tools: ip netns exec svcbench-{}-client …",
+            std::process::id()
+        );
+    }
+    while !stop.load(Ordering::Relaxed) {
+        if let Some(exit) = inst.sandbox.try_exit() {
+            bail!("{} ended by itself ({exit}); last log lines: {}", svc.name(), inst.log_tail(3));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!("svcbench: stopping {} and its dependencies", svc.name());
+    inst.sandbox.stop(Duration::from_secs(15));
+    Ok(0)
+}
