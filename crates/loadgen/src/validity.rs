@@ -93,7 +93,7 @@ impl LoadReport {
             flags.push(flag(
                 GENERATOR_CONTENDED,
                 format!(
-                    "{} of {} generator workers waited for a CPU (worker {i} for {:.0}% of its time, above {:.0}%): another process took the generator's CPU.",
+                    "{} of {} generator workers waited for a CPU (worker {i} for {:.0}% of its time, above {:.0}%): another thread or process took the generator's CPU.",
                     waiting.len(),
                     self.workers.len(),
                     s * 100.0,

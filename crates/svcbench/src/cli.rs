@@ -47,15 +47,8 @@ pub struct RunArgs {
     /// Fresh runs per service, interleaved (A1 B1 A2 B2 …). Three is the fewest `compare` decides on.
     #[arg(long, default_value_t = 3)]
     pub runs: u32,
-    /// CPU quota of the service, in CPUs (as Docker's --cpus).
-    #[arg(long)]
-    pub cpus: Option<f64>,
-    /// Memory cap of the service, no swap (e.g. 512M, 1G; "none" for no cap).
-    #[arg(long, default_value = "512M")]
-    pub memory: String,
-    /// CPUs the service may run on (default: the upper half of this machine's CPUs).
-    #[arg(long)]
-    pub cpuset: Option<String>,
+    #[command(flatten)]
+    pub limits: LimitsArgs,
     /// CPUs of the load generator and dependencies (default: the CPUs the service does not get).
     #[arg(long)]
     pub loadgen_cpuset: Option<String>,
@@ -99,6 +92,37 @@ pub struct RunArgs {
     pub wait_lock: bool,
     #[command(flatten)]
     pub network: NetworkArgs,
+}
+
+/// The limits a service runs under.
+#[derive(clap::Args, Debug, Clone)]
+pub struct LimitsArgs {
+    /// CPU quota of the service, in CPUs (as Docker's --cpus).
+    #[arg(long)]
+    pub cpus: Option<f64>,
+    /// Memory cap of the service, no swap (e.g. 512M, 1G; "none" for no cap).
+    #[arg(long, default_value = "512M")]
+    pub memory: String,
+    /// CPUs the service may run on (default: the upper half of this machine's CPUs).
+    #[arg(long)]
+    pub cpuset: Option<String>,
+}
+
+impl LimitsArgs {
+    /// The limits as asked; the CPU set is checked and normalised with the rest of the split
+    /// (runner::cpu_split).
+    pub fn limits(&self) -> anyhow::Result<crate::sandbox::Limits> {
+        if let Some(c) = self.cpus {
+            if c.is_nan() || c <= 0.0 {
+                anyhow::bail!("--cpus {c}: must be above 0 (e.g. 1.5)");
+            }
+        }
+        Ok(crate::sandbox::Limits {
+            cpus: self.cpus,
+            memory_bytes: parse_memory(&self.memory)?,
+            cpuset: self.cpuset.clone(),
+        })
+    }
 }
 
 /// The emulated network between the parts of a run.

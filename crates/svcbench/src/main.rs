@@ -43,14 +43,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Run(a) => {
             let stop = guard::signals::stop_flag()?;
-            // The CPU sets are parsed, checked and normalised with the rest of the split (runner::cpu_split).
-            let limits =
-                sandbox::Limits { cpus: a.cpus, memory_bytes: cli::parse_memory(&a.memory)?, cpuset: a.cpuset.clone() };
-            if let Some(c) = limits.cpus {
-                if c.is_nan() || c <= 0.0 {
-                    anyhow::bail!("--cpus {c}: must be above 0 (e.g. 1.5)");
-                }
-            }
+            let limits = a.limits.limits()?;
             let opts = runner::RunOptions {
                 services: a.services,
                 scenario: a.scenario,

@@ -1,11 +1,10 @@
 //! `svcbench up SERVICE`: the scenario's dependencies (data loaded) and the service under its limits, on
 //! loopback or the `--net` network, kept running until Ctrl-C and then torn down as a run is — so a user can
 //! point their own tools (a test suite, another load tool, a browser) at a service with its real store.
-use crate::cli::{CgroupArg, NetworkArgs};
+use crate::cli::{CgroupArg, LimitsArgs, NetworkArgs};
 use crate::deps::{DepContext, Dependencies};
 use crate::runner::instance::{Instance, StartSpec};
 use crate::runner::{build, cpu_split, load_services};
-use crate::sandbox::Limits;
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -19,15 +18,8 @@ pub struct UpArgs {
     pub service: PathBuf,
     #[arg(long)]
     pub scenario: Option<String>,
-    /// CPU quota of the service, in CPUs.
-    #[arg(long)]
-    pub cpus: Option<f64>,
-    /// Memory cap of the service ("none" for no cap).
-    #[arg(long, default_value = "512M")]
-    pub memory: String,
-    /// CPUs the service may run on (default: the upper half of this machine's CPUs).
-    #[arg(long)]
-    pub cpuset: Option<String>,
+    #[command(flatten)]
+    pub limits: LimitsArgs,
     #[arg(long, value_enum, default_value = "auto")]
     pub cgroup: CgroupArg,
     /// Use the service as it is built (skip its build command).
@@ -47,10 +39,7 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         bail!("svcbench up starts one service; name one variant (dir@variant), not dir@*");
     }
     let svc = &services[0];
-    let mut limits = Limits { cpus: a.cpus, memory_bytes: crate::cli::parse_memory(&a.memory)?, cpuset: a.cpuset };
-    if a.cpus.is_some_and(|c| c.is_nan() || c <= 0.0) {
-        bail!("--cpus must be above 0 (e.g. 1.5)");
-    }
+    let mut limits = a.limits.limits()?;
     let gen = cpu_split(&mut limits, None)?;
     let links = a.network.links()?;
     if let Some(l) = &links {
