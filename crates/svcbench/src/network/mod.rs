@@ -61,12 +61,10 @@ pub struct Network {
 /// Fails, before anything is built or started, when namespaces cannot be made here.
 pub fn check_available(with_links: bool) -> Result<()> {
     if unsafe { libc::geteuid() } != 0 {
-        bail!("--net needs root (network namespaces, veth pairs and tc netem); run svcbench as root or leave out --net and --link");
+        bail!("--net needs root (network namespaces, veth pairs, TUN devices); run svcbench as root or leave out --net and --link");
     }
-    for prog in ["ip", "tc"] {
-        if std::process::Command::new(prog).arg("-V").output().is_err() {
-            bail!("--net needs `{prog}` from iproute2, which is not installed: apt install iproute2");
-        }
+    if std::process::Command::new(netns::program("ip")).arg("-V").output().is_err() {
+        bail!("--net needs `ip` from iproute2, which is not installed: apt install iproute2");
     }
     if with_links && !std::path::Path::new("/dev/net/tun").exists() {
         bail!("--link needs /dev/net/tun (the kernel's tun driver: modprobe tun) to carry the link's packets");

@@ -5,9 +5,18 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
 use std::process::Command;
 
+/// `prog` from the system folders, where a user's PATH often lacks /usr/sbin.
+pub fn program(prog: &str) -> PathBuf {
+    ["/usr/sbin", "/sbin", "/usr/bin", "/bin"]
+        .iter()
+        .map(|d| PathBuf::from(d).join(prog))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from(prog))
+}
+
 /// Runs `prog args…` and fails with its own error text on one line.
 pub fn run(prog: &str, args: &[&str]) -> Result<()> {
-    let out = Command::new(prog)
+    let out = Command::new(program(prog))
         .args(args)
         .output()
         .with_context(|| format!("cannot run `{prog}`: install iproute2 (apt install iproute2), which --net needs"))?;
@@ -20,7 +29,11 @@ pub fn run(prog: &str, args: &[&str]) -> Result<()> {
 
 /// The output of `prog args…` (empty when it fails).
 pub fn output(prog: &str, args: &[&str]) -> String {
-    Command::new(prog).args(args).output().map(|o| String::from_utf8_lossy(&o.stdout).to_string()).unwrap_or_default()
+    Command::new(program(prog))
+        .args(args)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
+        .unwrap_or_default()
 }
 
 /// `ip -n NS …`: a command run inside a namespace.

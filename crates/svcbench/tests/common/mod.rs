@@ -89,12 +89,9 @@ pub fn processes_matching(needle: &str) -> Vec<String> {
 
 /// svcbench's `--net` namespaces and interfaces still present.
 pub fn leftover_network() -> Vec<String> {
+    let ip = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip"].into_iter().find(|p| Path::new(p).exists()).unwrap_or("ip");
     let out = |args: &[&str]| {
-        Command::new("ip")
-            .args(args)
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
-            .unwrap_or_default()
+        Command::new(ip).args(args).output().map(|o| String::from_utf8_lossy(&o.stdout).to_string()).unwrap_or_default()
     };
     let mut left: Vec<String> =
         out(&["netns", "list"]).lines().filter(|l| l.starts_with("svcbench-")).map(String::from).collect();
