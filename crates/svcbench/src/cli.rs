@@ -139,10 +139,15 @@ pub struct NetworkArgs {
 }
 
 impl NetworkArgs {
-    /// None: everything on loopback.
+    /// None: everything on loopback. Refuses, before any build or start, links given twice and a machine
+    /// where the network cannot be made.
     pub fn links(&self) -> anyhow::Result<Option<Vec<crate::network::Link>>> {
         crate::network::link::check_distinct(&self.links)?;
-        Ok((self.net || !self.links.is_empty()).then(|| self.links.clone()))
+        if !self.net && self.links.is_empty() {
+            return Ok(None);
+        }
+        crate::network::check_available(!self.links.is_empty())?;
+        Ok(Some(self.links.clone()))
     }
 }
 

@@ -2,11 +2,9 @@
 //! loopback or the `--net` network, kept running until Ctrl-C and then torn down as a run is — so a user can
 //! point their own tools (a test suite, another load tool, a browser) at a service with its real store.
 use crate::cli::{CgroupArg, LimitsArgs, NetworkArgs};
-use crate::deps::{DepContext, Dependencies};
-use crate::runner::instance::{Instance, StartSpec};
-use crate::runner::{build, cpu_split, load_services};
+use crate::runner::alone::{self, Alone};
+use crate::runner::{cpu_split, load_services};
 use anyhow::{bail, Result};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -42,9 +40,6 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     let mut limits = a.limits.limits()?;
     let gen = cpu_split(&mut limits, None)?;
     let links = a.network.links()?;
-    if let Some(l) = &links {
-        crate::network::check_available(!l.is_empty())?;
-    }
     std::fs::create_dir_all(&a.work_dir)?;
     let work_dir = std::path::absolute(&a.work_dir)?;
     // results/work/up → the results folder, whose work/ holds the lock files of killed sessions.
@@ -52,58 +47,37 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     for line in crate::guard::leftovers::clean(results_dir) {
         eprintln!("{line}");
     }
-    build::build(svc, &work_dir, a.no_build)?;
-    // Declared before the dependencies and the service, so dropped after them.
-    let network = links.as_ref().map(|l| crate::network::Network::create(l, &gen)).transpose()?;
-    let hosts = network.as_ref().map(|n| n.hosts()).unwrap_or_else(crate::network::Hosts::local);
-    let tag = format!("{}-up", std::process::id());
-    let mut deps = Dependencies::start(
-        &scenario.file.dependency,
-        &DepContext {
-            work_dir: &work_dir,
-            scenario_dir: &scenario.dir,
-            cpuset: Some(crate::cpus::format(&gen)),
-            cgroup: a.cgroup.into(),
-            session_tag: tag.clone(),
-            for_load: true,
-            host: hosts.store.clone(),
-        },
-    )?;
-    deps.before_run("up")?;
-    let placeholders = deps.placeholders();
-    let empty = BTreeMap::new();
-    let mut inst = Instance::spawn(
-        svc,
-        &StartSpec {
-            sandbox_name: format!("{tag}-{}", svc.name().replace('@', "-")),
-            limits: &limits,
-            cgroup: a.cgroup.into(),
-            dep_placeholders: &placeholders,
-            log_dir: &work_dir,
-            log_name: format!("{}-up.log", svc.name()),
-            env_overrides: &empty,
-            host: &hosts.service,
-        },
-    )?;
+    let how = Alone {
+        what: "up",
+        limits: &limits,
+        loadgen_cpus: &gen,
+        cgroup: a.cgroup.into(),
+        work_dir: &work_dir,
+        skip_build: a.no_build,
+        for_load: true,
+        net: links.as_deref(),
+    };
+    // Stopped and removed in its field order when this ends: service, dependencies, network.
+    let mut started = alone::start(svc, &scenario, &how, &stop)?;
+    let inst = &mut started.inst;
     let (held, mismatches) = inst.sandbox.limits_held(&limits);
     for m in &mismatches {
         eprintln!("svcbench: WARNING: limits not as asked: {m}");
     }
-    let startup = inst.wait_ready(svc, Duration::from_secs(120), &stop)?;
     eprintln!(
         "svcbench: {} is up after {:.0} ms (CPU quota {}, memory cap {}, CPUs {}); Ctrl-C stops everything",
         svc.name(),
-        startup.as_secs_f64() * 1e3,
+        started.startup.as_secs_f64() * 1e3,
         held.cpus.map(|c| format!("{c}")).unwrap_or_else(|| "none".into()),
         held.memory_bytes.map(|b| format!("{} MiB", b >> 20)).unwrap_or_else(|| "none".into()),
         held.cpuset.as_deref().unwrap_or("any"),
     );
     // On stdout, one `name url` per line, for scripts.
     println!("service {}", inst.base_url());
-    for (k, v) in placeholders.iter().filter(|(k, _)| k.ends_with(".url") || k.ends_with(".path")) {
+    for (k, v) in started.placeholders.iter().filter(|(k, _)| k.ends_with(".url") || k.ends_with(".path")) {
         println!("{k} {v}");
     }
-    if let Some(n) = &network {
+    if let Some(n) = &started.network {
         eprintln!("svcbench: network: {}", n.describe());
         eprintln!(
             "svcbench: the client's namespace for your own tools: ip netns exec svcbench-{}-client …",

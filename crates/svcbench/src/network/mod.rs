@@ -76,8 +76,9 @@ fn ns_name(pid: u32, role: Role) -> String {
     format!("svcbench-{pid}-{}", role.name())
 }
 
-/// Interface names are at most 15 bytes: `svb` + pid (≤ 7 digits) + a role letter + an end letter.
-fn veth_name(pid: u32, role: Role, end: char) -> String {
+/// Interface names are at most 15 bytes: `svb` + pid (≤ 7 digits) + a role letter + one more letter (a veth
+/// end, or the other part of a link).
+fn interface_name(pid: u32, role: Role, end: char) -> String {
     format!("svb{pid}{}{end}", role.letter())
 }
 
@@ -90,10 +91,10 @@ fn free_subnet() -> Result<u8> {
 }
 
 impl Network {
-    /// Makes the namespaces, veths and bridge, and applies the links. On error, removes what it made.
+    /// Makes the namespaces, veths and bridge, and starts the links. On error, removes what it made (the
+    /// Drop of the half-built network). Callers check first that this can work here ([`check_available`]).
     /// `cpus`: where the links' relays run (the generator's and dependencies' CPUs).
     pub fn create(links: &[Link], cpus: &[usize]) -> Result<Network> {
-        check_available(!links.is_empty())?;
         let pid = std::process::id();
         let subnet = free_subnet()?;
         let mut net = Network {
@@ -114,11 +115,9 @@ impl Network {
         netns::run("ip", &["link", "set", &br, "up"])?;
         for (i, role) in Role::ALL.into_iter().enumerate() {
             let ns = ns_name(self.pid, role);
-            let (outer, inner) = (veth_name(self.pid, role, 'o'), veth_name(self.pid, role, 'i'));
+            let (outer, inner) = (interface_name(self.pid, role, 'o'), interface_name(self.pid, role, 'i'));
             netns::run("ip", &["netns", "add", &ns])?;
             let addr = Ipv4Addr::new(10, 213, subnet, 2 + i as u8);
-            // Pushed now, so that a failure below still removes the namespace.
-            self.hosts.push((role, Host { addr, netns: None }));
             netns::run("ip", &["link", "add", &outer, "type", "veth", "peer", "name", &inner])?;
             netns::run("ip", &["link", "set", &outer, "master", &br, "up"])?;
             netns::run("ip", &["link", "set", &inner, "netns", &ns])?;
@@ -126,7 +125,7 @@ impl Network {
             netns::ip_in(&ns, &["addr", "add", &format!("{addr}/24"), "dev", "eth0"])?;
             netns::ip_in(&ns, &["link", "set", "eth0", "up"])?;
             netns::ip_in(&ns, &["link", "set", "lo", "up"])?;
-            self.hosts.last_mut().unwrap().1.netns = Some(Arc::new(NsHandle::open(&ns)?));
+            self.hosts.push((role, Host { addr, netns: Some(Arc::new(NsHandle::open(&ns)?)) }));
         }
         for l in self.links.clone() {
             let (a, b) = (self.host(l.from), self.host(l.to));
@@ -135,7 +134,7 @@ impl Network {
                 relay::End {
                     ns: h.netns.as_ref().expect("namespaces are made above"),
                     own_addr: h.addr,
-                    tun: format!("svb{pid}{}{}", me.letter(), other.letter()),
+                    tun: interface_name(pid, me, other.letter()),
                 }
             }
             let r = relay::Relay::start(&l, end(&a, pid, l.from, l.to), end(&b, pid, l.to, l.from), cpus)?;
@@ -179,17 +178,16 @@ impl Drop for Network {
     }
 }
 
-/// Removes the namespaces and bridge of svcbench `pid` (their veths and qdiscs go with them).
-fn remove(pid: u32) -> usize {
-    let mut removed = 0;
+/// Removes the namespaces and interfaces of svcbench `pid`, by their names (so also what a failed set-up
+/// made); the TUN devices and routes inside a namespace go with it.
+fn remove(pid: u32) {
     let prefix = format!("svcbench-{pid}-");
     for ns in namespaces().into_iter().filter(|n| n.starts_with(&prefix)) {
-        removed += netns::run("ip", &["netns", "delete", &ns]).is_ok() as usize;
+        let _ = netns::run("ip", &["netns", "delete", &ns]);
     }
     for dev in interfaces().into_iter().filter(|d| owner_of_interface(d) == Some(pid)) {
-        removed += netns::run("ip", &["link", "delete", &dev]).is_ok() as usize;
+        let _ = netns::run("ip", &["link", "delete", &dev]);
     }
-    removed
 }
 
 fn namespaces() -> Vec<String> {

@@ -1,6 +1,7 @@
 //! `svcbench run`: plan (services × runs, interleaved), build, start dependencies, then for every run a
 //! fresh sandboxed process through startup, checks and the profile's steps, each written to the store
 //! as soon as it ends.
+pub mod alone;
 pub mod build;
 pub mod instance;
 pub mod lifecycle;
@@ -286,9 +287,6 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
         eprintln!("{line}");
     }
     let unlimited = preflight_limits(&opts)?;
-    if let Some(links) = &opts.net {
-        crate::network::check_available(!links.is_empty())?;
-    }
     let cgroup_version =
         match if opts.cgroup == CgroupChoice::Auto { crate::sandbox::cgroup::detect() } else { opts.cgroup } {
             CgroupChoice::V1 => "v1",
@@ -755,40 +753,21 @@ pub fn check_service(
     let svc = &services[0];
     std::fs::create_dir_all(work_dir)?;
     let work_dir = &std::path::absolute(work_dir)?;
-    build::build(svc, work_dir, skip_build)?;
     let mut limits = Limits::default();
     let gen = cpu_split(&mut limits, None)?;
-    let tag = format!("{}-check", std::process::id());
-    let mut deps = Dependencies::start(
-        &scenario.file.dependency,
-        &DepContext {
-            work_dir,
-            scenario_dir: &scenario.dir,
-            cpuset: Some(crate::cpus::format(&gen)),
-            cgroup,
-            session_tag: tag.clone(),
-            for_load: false,
-            host: crate::network::Host::local(),
-        },
-    )?;
-    deps.before_run("check")?;
-    let placeholders = deps.placeholders();
-    let empty = BTreeMap::new();
-    let mut inst = Instance::spawn(
-        svc,
-        &StartSpec {
-            sandbox_name: format!("{tag}-{}", svc.name()),
-            limits: &limits,
-            cgroup,
-            dep_placeholders: &placeholders,
-            log_dir: work_dir,
-            log_name: format!("{}-check.log", svc.name()),
-            env_overrides: &empty,
-            host: &crate::network::Host::local(),
-        },
-    )?;
-    let startup = inst.wait_ready(svc, Duration::from_secs(120), &stop)?;
-    eprintln!("svcbench: {} answered after {:.1} ms", svc.name(), startup.as_secs_f64() * 1e3);
+    let how = alone::Alone {
+        what: "check",
+        limits: &limits,
+        loadgen_cpus: &gen,
+        cgroup,
+        work_dir,
+        skip_build,
+        for_load: false,
+        net: None,
+    };
+    let mut started = alone::start(svc, &scenario, &how, &stop)?;
+    let inst = &mut started.inst;
+    eprintln!("svcbench: {} answered after {:.1} ms", svc.name(), started.startup.as_secs_f64() * 1e3);
     let Some(results) = crate::scenario::checks::run_checks_until(&inst.base_url(), &scenario.file.check, &stop) else {
         inst.sandbox.stop(Duration::from_secs(15));
         bail!("interrupted during the conformance checks");

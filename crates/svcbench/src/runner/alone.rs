@@ -1,0 +1,77 @@
+//! One service on its own with its scenario's dependencies, outside a session: what `svcbench check` and
+//! `svcbench up` start (build, network, dependencies, the service under its limits, its readiness).
+use super::build;
+use super::instance::{Instance, StartSpec};
+use crate::deps::{DepContext, Dependencies};
+use crate::manifest::Service;
+use crate::network::{Hosts, Link, Network};
+use crate::sandbox::{CgroupChoice, Limits};
+use crate::scenario::Scenario;
+use anyhow::Result;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// How to start it.
+pub struct Alone<'a> {
+    /// Names its sandboxes and logs: `check`, `up`.
+    pub what: &'a str,
+    pub limits: &'a Limits,
+    /// Where the dependencies and the links' relays run.
+    pub loadgen_cpus: &'a [usize],
+    pub cgroup: CgroupChoice,
+    pub work_dir: &'a Path,
+    pub skip_build: bool,
+    /// Load the scenario's load dataset too (not only what the checks use).
+    pub for_load: bool,
+    /// `--net` and its links; None: loopback.
+    pub net: Option<&'a [Link]>,
+}
+
+/// The started parts. Field order is drop order: the service, then its dependencies, then the network
+/// they ran on.
+pub struct Started {
+    pub inst: Instance,
+    /// Held so that the dependencies run as long as the service does.
+    _deps: Dependencies,
+    pub network: Option<Network>,
+    pub placeholders: BTreeMap<String, String>,
+    pub startup: Duration,
+}
+
+pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool) -> Result<Started> {
+    build::build(svc, how.work_dir, how.skip_build)?;
+    let network = how.net.map(|l| Network::create(l, how.loadgen_cpus)).transpose()?;
+    let hosts = network.as_ref().map(|n| n.hosts()).unwrap_or_else(Hosts::local);
+    let tag = format!("{}-{}", std::process::id(), how.what);
+    let mut deps = Dependencies::start(
+        &scenario.file.dependency,
+        &DepContext {
+            work_dir: how.work_dir,
+            scenario_dir: &scenario.dir,
+            cpuset: Some(crate::cpus::format(how.loadgen_cpus)),
+            cgroup: how.cgroup,
+            session_tag: tag.clone(),
+            for_load: how.for_load,
+            host: hosts.store.clone(),
+        },
+    )?;
+    deps.before_run(how.what)?;
+    let placeholders = deps.placeholders();
+    let mut inst = Instance::spawn(
+        svc,
+        &StartSpec {
+            sandbox_name: format!("{tag}-{}", svc.name().replace('@', "-")),
+            limits: how.limits,
+            cgroup: how.cgroup,
+            dep_placeholders: &placeholders,
+            log_dir: how.work_dir,
+            log_name: format!("{}-{}.log", svc.name(), how.what),
+            env_overrides: &BTreeMap::new(),
+            host: &hosts.service,
+        },
+    )?;
+    let startup = inst.wait_ready(svc, Duration::from_secs(120), stop)?;
+    Ok(Started { inst, _deps: deps, network, placeholders, startup })
+}
