@@ -78,36 +78,25 @@ fn namespaces_left_by_a_killed_svcbench_are_removed_by_the_next_run() {
     let tmp = tempfile::tempdir().unwrap();
     let (long, short) = (profile(tmp.path(), 30), profile(tmp.path(), 1));
     let dbp = tmp.path().join("s.db");
-    let err = std::fs::File::create(tmp.path().join("killed.err")).unwrap();
-    let mut child = Command::new(bin())
-        .args(["run", fixture("forwarder").to_str().unwrap(), "--profile", long.to_str().unwrap()])
-        .args(["--runs", "1", "--db", dbp.to_str().unwrap(), "--link", "service-store=delay:1ms"])
-        .env("SVCBENCH_HOME", repo())
-        .env("SVCBENCH_LOCK_FILE", tmp.path().join("measure.lock"))
-        .current_dir(tmp.path())
-        .stdout(Stdio::null())
-        .stderr(err)
-        .spawn()
-        .unwrap();
+    let forwarder = fixture("forwarder");
+    let (f, l, d) = (forwarder.to_str().unwrap(), long.to_str().unwrap(), dbp.to_str().unwrap());
+    let mut child = spawn_svcbench(
+        tmp.path(),
+        "killed",
+        &["run", f, "--profile", l, "--runs", "1", "--db", d, "--link", "service-store=delay:1ms"],
+    );
     let pid = child.id();
-    let t0 = Instant::now();
-    while !dbp.exists() || i64_of(&db(&dbp), "SELECT COUNT(*) FROM run WHERE checks_passed IS NOT NULL") < 1 {
-        assert!(t0.elapsed() < Duration::from_secs(60), "the run never reached its first step");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_load(&dbp);
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     child.wait().unwrap();
     let left = leftover_network();
     assert!(left.iter().any(|l| l.starts_with(&format!("svcbench-{pid}-service"))), "{left:?}");
 
-    let out = Command::new(bin())
-        .args(["run", fixture("steady").to_str().unwrap(), "--profile", short.to_str().unwrap()])
-        .args(["--runs", "1", "--db", dbp.to_str().unwrap()])
-        .env("SVCBENCH_HOME", repo())
-        .env("SVCBENCH_LOCK_FILE", tmp.path().join("measure.lock"))
-        .current_dir(tmp.path())
-        .output()
-        .unwrap();
+    let steady = fixture("steady");
+    let out = svcbench_locked(
+        &["run", steady.to_str().unwrap(), "--profile", short.to_str().unwrap(), "--runs", "1", "--db", d],
+        tmp.path(),
+    );
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
     assert!(said.contains(&format!("removed the --net namespaces and interfaces of svcbench pid(s) {pid}")), "{said}");

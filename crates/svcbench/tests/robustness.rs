@@ -4,49 +4,13 @@
 mod common;
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 fn profile(dir: &Path, secs: u32) -> PathBuf {
     let p = dir.join(format!("p{secs}.toml"));
     std::fs::write(&p, format!("name = \"t\"\n[[step]]\nconnections = 2\nduration = \"{secs}s\"\n")).unwrap();
     p
-}
-
-/// `svcbench run` in the background, its stderr in `<tmp>/<name>.err`, with the test's own machine lock.
-fn spawn_run(tmp: &Path, name: &str, args: &[&str]) -> Child {
-    let err = std::fs::File::create(tmp.join(format!("{name}.err"))).unwrap();
-    Command::new(bin())
-        .arg("run")
-        .args(args)
-        .env("SVCBENCH_HOME", repo())
-        .env("SVCBENCH_LOCK_FILE", tmp.join("measure.lock"))
-        .current_dir(tmp)
-        .stdout(Stdio::null())
-        .stderr(err)
-        .spawn()
-        .unwrap()
-}
-
-fn stderr_of(tmp: &Path, name: &str) -> String {
-    std::fs::read_to_string(tmp.join(format!("{name}.err"))).unwrap_or_default()
-}
-
-/// Waits until the run's conformance checks are stored: its first step is under way.
-fn wait_for_load(dbp: &Path) {
-    let t0 = Instant::now();
-    loop {
-        assert!(t0.elapsed() < Duration::from_secs(60), "the run never reached its first step");
-        if dbp.exists() {
-            let n = db(dbp)
-                .query_row("SELECT COUNT(*) FROM run WHERE checks_passed IS NOT NULL", [], |r| r.get::<_, i64>(0))
-                .unwrap_or(0);
-            if n > 0 {
-                return;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
@@ -61,7 +25,7 @@ fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
 }
 
 fn run_args<'a>(service: &'a str, prof: &'a Path, dbp: &'a Path) -> Vec<&'a str> {
-    vec![service, "--profile", prof.to_str().unwrap(), "--runs", "1", "--db", dbp.to_str().unwrap()]
+    vec!["run", service, "--profile", prof.to_str().unwrap(), "--runs", "1", "--db", dbp.to_str().unwrap()]
 }
 
 #[test]
@@ -69,7 +33,7 @@ fn sigkill_mid_step_is_cleaned_up_by_the_next_run() {
     let tmp = tempfile::tempdir().unwrap();
     let (dbp, long, short) = (tmp.path().join("s.db"), profile(tmp.path(), 20), profile(tmp.path(), 1));
     let steady = fixture("steady");
-    let mut child = spawn_run(tmp.path(), "killed", &run_args(steady.to_str().unwrap(), &long, &dbp));
+    let mut child = spawn_svcbench(tmp.path(), "killed", &run_args(steady.to_str().unwrap(), &long, &dbp));
     let pid = child.id();
     wait_for_load(&dbp);
     std::thread::sleep(Duration::from_millis(500));
@@ -80,7 +44,7 @@ fn sigkill_mid_step_is_cleaned_up_by_the_next_run() {
     assert!(groups.iter().any(|g| g.to_string_lossy().contains(&format!("/{pid}-"))), "{groups:?}");
     assert_eq!(text_of(&db(&dbp), "SELECT status FROM session"), "running");
 
-    let mut next = spawn_run(tmp.path(), "next", &run_args(steady.to_str().unwrap(), &short, &dbp));
+    let mut next = spawn_svcbench(tmp.path(), "next", &run_args(steady.to_str().unwrap(), &short, &dbp));
     assert!(wait_exit(&mut next, Duration::from_secs(60)).success(), "{}", stderr_of(tmp.path(), "next"));
     let said = stderr_of(tmp.path(), "next");
     assert!(said.contains(&format!("cleaned up after svcbench pid {pid}")), "{said}");
@@ -98,7 +62,7 @@ fn a_second_sigint_50ms_after_the_first_still_tears_down() {
     let tmp = tempfile::tempdir().unwrap();
     let (dbp, long) = (tmp.path().join("s.db"), profile(tmp.path(), 20));
     let steady = fixture("steady");
-    let mut child = spawn_run(tmp.path(), "twice", &run_args(steady.to_str().unwrap(), &long, &dbp));
+    let mut child = spawn_svcbench(tmp.path(), "twice", &run_args(steady.to_str().unwrap(), &long, &dbp));
     wait_for_load(&dbp);
     std::thread::sleep(Duration::from_millis(300));
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -117,7 +81,7 @@ fn ctrl_c_ends_a_session_stuck_in_the_checks_and_in_the_stop_grace_within_second
     let tmp = tempfile::tempdir().unwrap();
     let (dbp, prof) = (tmp.path().join("s.db"), profile(tmp.path(), 1));
     let stuck = fixture("stuck-checks");
-    let mut child = spawn_run(tmp.path(), "stuck", &run_args(stuck.to_str().unwrap(), &prof, &dbp));
+    let mut child = spawn_svcbench(tmp.path(), "stuck", &run_args(stuck.to_str().unwrap(), &prof, &dbp));
     // Started and idle memory read: the checks are under way, and GET /nope hangs for a minute.
     let t0 = Instant::now();
     while !(dbp.exists() && i64_of(&db(&dbp), "SELECT COUNT(*) FROM run WHERE startup_ms IS NOT NULL") > 0) {
@@ -142,9 +106,9 @@ fn a_second_measurement_on_the_machine_refuses_or_waits() {
     let prof = profile(tmp.path(), 4);
     let (a_db, b_db) = (tmp.path().join("a.db"), tmp.path().join("b.db"));
     let steady = fixture("steady");
-    let mut a = spawn_run(tmp.path(), "a", &run_args(steady.to_str().unwrap(), &prof, &a_db));
+    let mut a = spawn_svcbench(tmp.path(), "a", &run_args(steady.to_str().unwrap(), &prof, &a_db));
     wait_for_load(&a_db);
-    let mut b = spawn_run(tmp.path(), "b", &run_args(steady.to_str().unwrap(), &prof, &b_db));
+    let mut b = spawn_svcbench(tmp.path(), "b", &run_args(steady.to_str().unwrap(), &prof, &b_db));
     let status = wait_exit(&mut b, Duration::from_secs(10));
     assert_eq!(status.code(), Some(2));
     let said = stderr_of(tmp.path(), "b");
@@ -154,7 +118,7 @@ fn a_second_measurement_on_the_machine_refuses_or_waits() {
     // Queued behind the first one, it starts when that one ends.
     let mut args = run_args(steady.to_str().unwrap(), &prof, &b_db);
     args.push("--wait-lock");
-    let mut queued = spawn_run(tmp.path(), "queued", &args);
+    let mut queued = spawn_svcbench(tmp.path(), "queued", &args);
     assert!(wait_exit(&mut a, Duration::from_secs(60)).success());
     let a_ended = Instant::now();
     assert!(wait_exit(&mut queued, Duration::from_secs(60)).success(), "{}", stderr_of(tmp.path(), "queued"));

@@ -4,7 +4,6 @@
 mod common;
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A study of the `variants` fixture (base: at most 50 req/s; `fast`: far more) under cpus 0.5 and 1,
@@ -44,15 +43,7 @@ const TOLERANCE: &str = "1000";
 fn study(tmp: &Path, args: &[&str]) -> std::process::Output {
     let mut a = vec!["study"];
     a.extend(args);
-    let out = Command::new(bin())
-        .args(&a)
-        .env("SVCBENCH_HOME", repo())
-        .env("SVCBENCH_LOCK_FILE", tmp.join("measure.lock"))
-        .current_dir(tmp)
-        .output()
-        .unwrap();
-    eprintln!("--- svcbench {a:?}\n{}", String::from_utf8_lossy(&out.stderr));
-    out
+    svcbench_locked(&a, tmp)
 }
 
 fn completed(dbp: &Path) -> i64 {
@@ -79,16 +70,7 @@ fn a_study_runs_interleaved_resumes_after_sigint_and_reports_its_rounds() {
     assert!(!dbp.exists(), "--plan runs nothing");
 
     // Interrupted with SIGINT once three runs have completed.
-    let err = std::fs::File::create(tmp.path().join("first.err")).unwrap();
-    let mut child = Command::new(bin())
-        .args(["study", f, "--db", d, "--probe-tolerance", TOLERANCE])
-        .env("SVCBENCH_HOME", repo())
-        .env("SVCBENCH_LOCK_FILE", tmp.path().join("measure.lock"))
-        .current_dir(tmp.path())
-        .stdout(Stdio::null())
-        .stderr(err)
-        .spawn()
-        .unwrap();
+    let mut child = spawn_svcbench(tmp.path(), "first", &["study", f, "--db", d, "--probe-tolerance", TOLERANCE]);
     let t0 = Instant::now();
     while completed(&dbp) < 3 {
         assert!(t0.elapsed() < Duration::from_secs(120), "three runs did not complete");
@@ -96,7 +78,7 @@ fn a_study_runs_interleaved_resumes_after_sigint_and_reports_its_rounds() {
     }
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();
-    let first = std::fs::read_to_string(tmp.path().join("first.err")).unwrap();
+    let first = stderr_of(tmp.path(), "first");
     eprintln!("--- first session\n{first}");
     assert_eq!(status.code(), Some(130), "an interrupted study exits 130");
     assert!(first.contains("--resume"), "the way to continue is named: {first}");

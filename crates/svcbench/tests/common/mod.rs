@@ -26,6 +26,48 @@ pub fn svcbench(args: &[&str], cwd: &Path) -> Output {
     out
 }
 
+/// svcbench ARGS in `cwd` with a machine lock of the test's own (`<cwd>/measure.lock`), so that two
+/// measurements of one test can meet without meeting another svcbench on this machine.
+pub fn locked(args: &[&str], cwd: &Path) -> Command {
+    let mut c = Command::new(bin());
+    c.args(args).env("SVCBENCH_HOME", repo()).env("SVCBENCH_LOCK_FILE", cwd.join("measure.lock")).current_dir(cwd);
+    c
+}
+
+/// [`locked`], run to its end; its stderr is printed for the test's log.
+pub fn svcbench_locked(args: &[&str], cwd: &Path) -> Output {
+    let out = locked(args, cwd).output().unwrap();
+    eprintln!("--- svcbench {args:?}\n{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// [`locked`] in the background, its stderr in `<cwd>/<name>.err` (read with [`stderr_of`]).
+pub fn spawn_svcbench(cwd: &Path, name: &str, args: &[&str]) -> std::process::Child {
+    let err = std::fs::File::create(cwd.join(format!("{name}.err"))).unwrap();
+    locked(args, cwd).stdout(std::process::Stdio::null()).stderr(err).spawn().unwrap()
+}
+
+pub fn stderr_of(cwd: &Path, name: &str) -> String {
+    std::fs::read_to_string(cwd.join(format!("{name}.err"))).unwrap_or_default()
+}
+
+/// Waits until a run's conformance checks are stored: its first step is under way.
+pub fn wait_for_load(dbp: &Path) {
+    let t0 = std::time::Instant::now();
+    loop {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(60), "the run never reached its first step");
+        if dbp.exists() {
+            let n = db(dbp)
+                .query_row("SELECT COUNT(*) FROM run WHERE checks_passed IS NOT NULL", [], |r| r.get::<_, i64>(0))
+                .unwrap_or(0);
+            if n > 0 {
+                return;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// `svcbench run` of fixture services, one run each, into `dbp`.
 pub fn run_fixtures(tmp: &Path, services: &[&str], prof: &Path, dbp: &Path, extra: &[&str]) -> Output {
     let paths: Vec<String> = services.iter().map(|s| fixture(s).display().to_string()).collect();
