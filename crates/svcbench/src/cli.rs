@@ -70,7 +70,7 @@ pub struct RunArgs {
     /// Use the services as they are built (skip build commands).
     #[arg(long)]
     pub no_build: bool,
-    /// Give up on a service that has not answered its readiness path after this long.
+    /// Give up on a service that has not answered its readiness path after this long (runner::STARTUP_TIMEOUT).
     #[arg(long, default_value = "120s", value_parser = humantime::parse_duration)]
     pub startup_timeout: std::time::Duration,
     /// Expose the current step's figures in the Prometheus text format at http://ADDR/metrics.
@@ -81,7 +81,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 10.0, value_name = "PCT")]
     pub probe_tolerance: f64,
     /// Seed of the request value draws (runs are repeatable).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = crate::runner::SEED)]
     pub seed: u64,
     /// Measure even where the limits cannot be applied here; every run is then marked unlimited and left
     /// out of quoted figures.
@@ -227,6 +227,14 @@ pub fn parse_memory(s: &str) -> anyhow::Result<Option<u64>> {
 #[cfg(test)]
 mod tests {
     use super::parse_memory;
+
+    #[test]
+    fn run_defaults_are_the_runners() {
+        use clap::Parser;
+        let super::Command::Run(a) = super::Cli::parse_from(["svcbench", "run", "x"]).command else { unreachable!() };
+        assert_eq!(a.startup_timeout, crate::runner::STARTUP_TIMEOUT);
+        assert_eq!(a.seed, crate::runner::SEED);
+    }
 
     #[test]
     fn memory_sizes() {

@@ -58,7 +58,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 mix: a.mix,
                 skip_build: a.no_build,
                 startup_timeout: a.startup_timeout,
-                stop_grace: std::time::Duration::from_secs(15),
+                stop_grace: runner::STOP_GRACE,
                 seed: a.seed,
                 command_line: std::env::args().collect::<Vec<_>>().join(" "),
                 metrics_listen: a.metrics_listen,

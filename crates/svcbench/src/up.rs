@@ -91,6 +91,6 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         std::thread::sleep(Duration::from_millis(100));
     }
     eprintln!("svcbench: stopping {} and its dependencies", svc.name());
-    inst.sandbox.stop(Duration::from_secs(15));
+    inst.sandbox.stop(crate::runner::STOP_GRACE);
     Ok(0)
 }

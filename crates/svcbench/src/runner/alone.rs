@@ -72,6 +72,6 @@ pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool)
             host: &hosts.service,
         },
     )?;
-    let startup = inst.wait_ready(svc, Duration::from_secs(120), stop)?;
+    let startup = inst.wait_ready(svc, super::STARTUP_TIMEOUT, stop)?;
     Ok(Started { inst, _deps: deps, network, placeholders, startup })
 }

@@ -24,6 +24,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How long a service may take to answer its readiness path (`--startup-timeout`'s default, and `study`,
+/// `check` and `up`).
+pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a service may take to end after SIGTERM before it is killed.
+pub const STOP_GRACE: Duration = Duration::from_secs(15);
+/// Seed of the request value draws when none is given.
+pub const SEED: u64 = 1;
+
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub services: Vec<PathBuf>,
@@ -769,7 +777,7 @@ pub fn check_service(
     let inst = &mut started.inst;
     eprintln!("svcbench: {} answered after {:.1} ms", svc.name(), started.startup.as_secs_f64() * 1e3);
     let Some(results) = crate::scenario::checks::run_checks_until(&inst.base_url(), &scenario.file.check, &stop) else {
-        inst.sandbox.stop(Duration::from_secs(15));
+        inst.sandbox.stop(STOP_GRACE);
         bail!("interrupted during the conformance checks");
     };
     inst.sandbox.stop(Duration::from_secs(15));
