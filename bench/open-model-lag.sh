@@ -8,7 +8,7 @@
 # CPU 0 with one thread. Every run is bounded (DURATION each, plus the build).
 #
 # Usage: bench/open-model-lag.sh           (from the repository root)
-# Env:   DURATION=5s  RATES="1000 10000 50000"  PORT=18090  CONNECTIONS=256
+# Env:   DURATION=5s  RATES="1000 10000 50000"  PACINGS="timer spin"  PORT=18090  CONNECTIONS=256
 #        CARGO_TARGET_DIR (where the examples are built; default target)
 # Needs: cargo, taskset, python3, 2+ CPUs.
 set -euo pipefail
@@ -16,6 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-5s}
 RATES=${RATES:-"1000 10000 50000"}
+PACINGS=${PACINGS:-"timer spin"}
 PORT=${PORT:-18090}
 CONNECTIONS=${CONNECTIONS:-256}
 GEN_CPU=0
@@ -31,9 +32,10 @@ if [ "$(nproc)" -lt 2 ]; then
 fi
 
 echo "building the load and hello_server examples ..." >&2
-cargo build --release -q -p loadgen --example load --example hello_server
+cargo build --release -q -p loadgen --example load --example hello_server --example hiccups
 LOAD="$TARGET_DIR/release/examples/load"
 SERVER="$TARGET_DIR/release/examples/hello_server"
+HICCUPS="$TARGET_DIR/release/examples/hiccups"
 
 work=$(mktemp -d)
 server_pid=""
@@ -56,19 +58,42 @@ PY
 done
 
 # late: sends that waited for a busy connection (the server's backpressure, not the generator).
-printf '%-7s %9s %9s %10s %7s %7s %9s %10s %6s %6s %6s  %s\n' \
-    rate lag_p50 lag_p99 lag_max late unsent achieved p99_lat cpu spin runq flags
+# floor_p99: the lag p99 a perfect generator would have on CPU $GEN_CPU, from the CPU's own
+# hiccups measured just before and just after the run (examples/hiccups.rs); a lag p99 at or
+# under it is the machine's, not the generator's.
+FLOOR_SECS=${DURATION%s}
+printf '%-7s %-6s %9s %9s %10s %7s %7s %9s %10s %6s %6s %6s %15s %6s  %s\n' \
+    rate pacing lag_p50 lag_p99 lag_max late unsent achieved p99_lat cpu spin runq floor_p99_b/a steal flags
 for rate in $RATES; do
+for pacing in $PACINGS; do
+    timeout 60 taskset -c "$GEN_CPU" "$HICCUPS" "$FLOOR_SECS" >"$work/before.json" || true
     # timeout: a run can never outlive its duration by more than the drain and a margin.
-    timeout 60 taskset -c "$GEN_CPU" "$LOAD" "http://127.0.0.1:$PORT/" --rate "$rate" -d "$DURATION" -t 1 \
+    grep "^cpu$GEN_CPU " /proc/stat >"$work/stat_before"
+    timeout 60 taskset -c "$GEN_CPU" "$LOAD" "http://127.0.0.1:$PORT/" --rate "$rate" -d "$DURATION" -t 1 --pacing "$pacing" \
         --max-connections "$CONNECTIONS" --timeout 5s --json >"$work/r.json" 2>"$work/err.txt" || true
-    python3 - "$rate" "$work/r.json" "$work/err.txt" <<'PY'
+    grep "^cpu$GEN_CPU " /proc/stat >"$work/stat_after"
+    timeout 60 taskset -c "$GEN_CPU" "$HICCUPS" "$FLOOR_SECS" >"$work/after.json" || true
+    python3 - "$rate $pacing" "$work/r.json" "$work/err.txt" "$work/before.json" "$work/after.json" \
+        "$work/stat_before" "$work/stat_after" <<'PY'
 import json, re, sys
-rate, path, err = sys.argv[1], sys.argv[2], sys.argv[3]
+rate, path, err, before, after, stat_before, stat_after = sys.argv[1:8]
+# Steal: the share of the run the hypervisor ran something else on the generator's CPU (the
+# 8th field of its /proc/stat line). Any share near 1 % puts the lag p99 inside stolen time.
+def fields(p):
+    return [int(x) for x in open(p).read().split()[1:]]
+b, a = fields(stat_before), fields(stat_after)
+ticks = sum(a[:8]) - sum(b[:8])
+steal = f"{100 * (a[7] - b[7]) / ticks:.1f}%" if ticks > 0 and len(a) > 7 else "n/a"
+def floor(p):
+    try:
+        return f"{json.load(open(p))['floor_p99_us'] / 1000:.3f}"
+    except Exception:
+        return "n/a"
+floors = f"{floor(before)}/{floor(after)}ms"
 try:
     r = json.load(open(path))
 except Exception as e:
-    print(f"{rate:<7} run failed: {e}")
+    print(f"{rate:<14} run failed: {e}")
     sys.exit(0)
 o = r.get("open") or {}
 na = "n/a"
@@ -85,8 +110,9 @@ def share(k):
 # builds print none).
 m = re.search(r"NOT VALID \(([^)]*)\)", open(err).read())
 flags = [m.group(1)] if m else []
-print(f"{rate:<7} {ms('lag_p50_ms'):>9} {ms('lag_p99_ms'):>9} {ms('max_lateness_ms'):>10} "
+print(f"{rate:<14} {ms('lag_p50_ms'):>9} {ms('lag_p99_ms'):>9} {ms('max_lateness_ms'):>10} "
       f"{o.get('sent_late', na):>7} {o.get('unsent', na):>7} {ach:>9} {r['latency']['p99']:>8.3f}ms "
-      f"{share('cpu_s'):>6} {share('spin_s'):>6} {share('runqueue_wait_s'):>6}  {','.join(flags)}")
+      f"{share('cpu_s'):>6} {share('spin_s'):>6} {share('runqueue_wait_s'):>6} {floors:>15} {steal:>6}  {','.join(flags)}")
 PY
+done
 done

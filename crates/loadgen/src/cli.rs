@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
 
-use crate::config::{split_url, LoadConfig, Model, RateRamp, StatusSet};
+use crate::config::{split_url, LoadConfig, Model, Pacing, RateRamp, StatusSet};
 use crate::request::{RequestMix, RequestTemplate, ValueList, ValueOrder};
 use crate::{histogram, limits, printer};
 
@@ -56,6 +56,11 @@ pub struct LoadArgs {
     /// Open model: most connections to open [default: 1024]
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
+
+    /// Open model: how to wait for a send: timer (sleep) or spin (poll, a whole CPU per thread)
+    /// [default: timer]
+    #[arg(long, value_name = "HOW")]
+    pub pacing: Option<Pacing>,
 
     /// HTTP method
     #[arg(short = 'm', long, value_name = "METHOD")]
@@ -225,8 +230,8 @@ impl LoadArgs {
                 Model::Open { rate: ramp, max_connections: self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS) }
             }
             None => {
-                if self.rate_steps.is_some() || self.max_connections.is_some() {
-                    bail!("--rate-steps and --max-connections are for the open model: add --rate R");
+                if self.rate_steps.is_some() || self.max_connections.is_some() || self.pacing.is_some() {
+                    bail!("--rate-steps, --max-connections and --pacing are for the open model: add --rate R");
                 }
                 Model::Closed { connections: self.connections.unwrap_or(DEFAULT_CONNECTIONS) }
             }
@@ -235,6 +240,7 @@ impl LoadArgs {
         config.duration = self.duration;
         config.max_requests = self.requests;
         config.keepalive = !self.no_keepalive;
+        config.pacing = self.pacing.unwrap_or_default();
         config.request_timeout = self.timeout;
         config.connect_timeout = self.connect_timeout;
         config.success = match (&self.success, mix_success) {

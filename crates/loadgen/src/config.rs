@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use serde::{Deserialize, Serialize};
+
 use crate::request::RequestMix;
 
 /// The server under load: plain HTTP/1.1 over TCP.
@@ -253,6 +255,32 @@ pub struct LoadConfig {
     pub stop: Option<Arc<AtomicBool>>,
     /// Pin worker thread `i` to CPU `cpu_affinity[i % len]`.
     pub cpu_affinity: Option<Vec<usize>>,
+    /// Open model: how a worker waits for its next send.
+    pub pacing: Pacing,
+}
+
+/// How the open model waits for a request's due time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pacing {
+    /// Sleep on a microsecond timer (timerfd), polling only for sends due within 50 µs.
+    #[default]
+    Timer,
+    /// Never sleep between sends: poll the sockets until the next one is due. Costs the worker
+    /// a whole CPU, but the CPU never idles, so a virtual machine's CPU is not handed to
+    /// other guests between sends and woken late (bench/open-model-lag.sh compares the two).
+    Spin,
+}
+
+impl std::str::FromStr for Pacing {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Pacing> {
+        match s {
+            "timer" => Ok(Pacing::Timer),
+            "spin" => Ok(Pacing::Spin),
+            other => bail!("pacing {other:?} is unknown: use timer or spin"),
+        }
+    }
 }
 
 impl LoadConfig {
@@ -272,6 +300,7 @@ impl LoadConfig {
             success: StatusSet::default(),
             stop: None,
             cpu_affinity: None,
+            pacing: Pacing::Timer,
         }
     }
 

@@ -96,7 +96,7 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
                             config.connect_timeout,
                             config.request_timeout,
                             config.keepalive,
-                            matches!(config.model, Model::Open { .. }),
+                            matches!(config.model, Model::Open { .. }).then_some(config.pacing),
                         )?;
                         let mut driver: Box<dyn Driver> = match &config.model {
                             Model::Closed { connections } => {

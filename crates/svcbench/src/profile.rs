@@ -43,6 +43,14 @@ struct StepFile {
     /// Restart the service (a fresh process) before this step (seed 004's resource table).
     #[serde(default)]
     fresh_start: bool,
+    /// Persistent connections (the default) or `Connection: close` on every request; a list
+    /// runs the step once per value (seed 001's keep-alive round).
+    #[serde(default)]
+    keepalive: Option<OneOrList<bool>>,
+    /// Open model: how the generator waits for a send (`timer`, or `spin`: a whole CPU per
+    /// generator thread, for a lower schedule lag at low rates).
+    #[serde(default)]
+    pacing: Option<loadgen::Pacing>,
 }
 
 fn one() -> usize {
@@ -86,6 +94,8 @@ pub struct Step {
     pub mix: Option<String>,
     pub upstream_delay_ms: Option<u64>,
     pub fresh_start: bool,
+    pub keepalive: bool,
+    pub pacing: loadgen::Pacing,
 }
 
 impl Step {
@@ -101,10 +111,16 @@ impl Step {
             StepLoad::Open { start, end, .. } if start == end => format!("r={start}/s"),
             StepLoad::Open { start, end, .. } => format!("r={start}→{end}/s"),
         };
-        match (self.upstream_delay_ms, &self.mix) {
+        let base = match (self.upstream_delay_ms, &self.mix) {
             (Some(d), _) => format!("{base} delay={d}ms"),
             (None, Some(m)) => format!("{base} mix={m}"),
             _ => base,
+        };
+        // Connection: close is a different load on the wire, so it is a different step.
+        if self.keepalive {
+            base
+        } else {
+            format!("{base} close")
         }
     }
 }
@@ -205,16 +221,24 @@ impl Profile {
                 Some(d) => d.to_vec().into_iter().map(Some).collect(),
                 None => vec![None],
             };
+            let keepalives = s.keepalive.as_ref().map_or(vec![true], OneOrList::to_vec);
+            if s.pacing.is_some() && loads.iter().all(|l| matches!(l, StepLoad::Closed { .. })) {
+                return Err(at(format!("step {n}: pacing is for open-model steps (rate or rate_range)")));
+            }
             for _ in 0..s.repeat {
                 for load in &loads {
                     for d in &delays {
-                        steps.push(Step {
-                            load: load.clone(),
-                            duration,
-                            mix: s.mix.clone(),
-                            upstream_delay_ms: *d,
-                            fresh_start: s.fresh_start,
-                        });
+                        for &keepalive in &keepalives {
+                            steps.push(Step {
+                                load: load.clone(),
+                                duration,
+                                mix: s.mix.clone(),
+                                upstream_delay_ms: *d,
+                                fresh_start: s.fresh_start,
+                                keepalive,
+                                pacing: s.pacing.unwrap_or_default(),
+                            });
+                        }
                     }
                 }
             }
@@ -331,6 +355,20 @@ mod tests {
         let p = load("name='u'\n[[step]]\nrate=100\nupstream_delay_ms=[1000,2000]\nduration='1s'\n").unwrap();
         assert_eq!(p.steps.len(), 2);
         assert_eq!(p.steps[1].label(), "r=100/s delay=2000ms");
+    }
+
+    #[test]
+    fn keepalive_lists_expand_and_pacing_is_read() {
+        let p = load("name='k'\n[[step]]\nconnections=[1,2]\nkeepalive=[true,false]\nduration='1s'\n[[step]]\nrate=10\npacing='spin'\nduration='1s'\n").unwrap();
+        let labels: Vec<_> = p.steps.iter().map(Step::label).collect();
+        assert_eq!(labels, ["c=1", "c=1 close", "c=2", "c=2 close", "r=10/s"]);
+        assert!(!p.steps[1].keepalive && p.steps[2].keepalive);
+        assert_eq!(p.steps[0].pacing, loadgen::Pacing::Timer);
+        assert_eq!(p.steps[4].pacing, loadgen::Pacing::Spin);
+        let e = load("name='k'\n[[step]]\nconnections=1\npacing='spin'\nduration='1s'\n").unwrap_err().to_string();
+        assert!(e.contains("pacing is for open-model steps"), "{e}");
+        let e = format!("{:#}", load("name='k'\n[[step]]\nrate=1\npacing='fast'\nduration='1s'\n").unwrap_err());
+        assert!(e.contains("fast") && e.contains("spin"), "{e}");
     }
 
     #[test]

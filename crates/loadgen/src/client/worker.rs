@@ -27,6 +27,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token};
 
 use crate::client::connection::{Connection, Failure, Outcome, Ready, State};
+use crate::config::Pacing;
 use crate::models::Driver;
 use crate::stats::Recorder;
 use crate::template::RequestFactory;
@@ -113,6 +114,8 @@ pub(crate) struct Core {
     keepalive: bool,
     /// Open model: precise wake-ups for due requests.
     timer: Option<WakeTimer>,
+    /// Open model with spin pacing: poll without sleeping until the next send.
+    spin: bool,
     /// Closed model: a slot failing to reconnect again and again counts one error (the one
     /// request it could not send), not one per retry; the open model's failed attempts each
     /// cost a due request, so each is an error.
@@ -127,10 +130,11 @@ impl Core {
         connect_timeout: Duration,
         request_timeout: Duration,
         keepalive: bool,
-        open_model: bool,
+        pacing: Option<Pacing>,
     ) -> Result<Core> {
         let poll = Poll::new().context("cannot create the event loop (epoll)")?;
-        let timer = if open_model {
+        let open_model = pacing.is_some();
+        let timer = if pacing == Some(Pacing::Timer) {
             Some(WakeTimer::new(poll.registry()).context("cannot create the open model's wake-up timer (timerfd)")?)
         } else {
             None
@@ -146,6 +150,7 @@ impl Core {
             request_timeout,
             keepalive,
             timer,
+            spin: pacing == Some(Pacing::Spin),
             one_error_per_failing_slot: !open_model,
         })
     }
@@ -335,19 +340,19 @@ pub(crate) fn run_loop(core: &mut Core, driver: &mut dyn Driver, clock: &Clock) 
         let mut timeout = Some(wake.saturating_duration_since(now));
         let mut spin_from = None;
         if let Some(at) = driver.next_wakeup(now).filter(|&at| at < wake) {
-            match &mut core.timer {
-                // Too close to sleep for: look at the sockets and come straight back.
-                Some(_) if at.saturating_duration_since(now) < SPIN_BELOW => {
-                    timeout = Some(Duration::ZERO);
-                    spin_from = Some(Instant::now());
-                }
+            // Too close to sleep for (or never sleeping): look at the sockets and come
+            // straight back.
+            let close = core.timer.is_some() && at.saturating_duration_since(now) < SPIN_BELOW;
+            if core.spin || close {
+                timeout = Some(Duration::ZERO);
+                spin_from = Some(Instant::now());
+            } else if let Some(timer) = &mut core.timer {
                 // The timer fires before anything else is due, so epoll needs no timeout (and
                 // no second kernel timer): one timer per sleep costs less CPU.
-                Some(timer) => {
-                    timer.arm(at, now).context("cannot arm the open model's wake-up timer")?;
-                    timeout = None;
-                }
-                None => timeout = Some(at.saturating_duration_since(now)),
+                timer.arm(at, now).context("cannot arm the open model's wake-up timer")?;
+                timeout = None;
+            } else {
+                timeout = Some(at.saturating_duration_since(now));
             }
         }
         if let Err(e) = core.poll.poll(&mut events, timeout) {

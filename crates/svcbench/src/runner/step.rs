@@ -70,6 +70,8 @@ pub fn run_step(
     };
     let mut cfg = loadgen::LoadConfig::new(inst.target(), mix, model);
     cfg.duration = step.duration;
+    cfg.keepalive = step.keepalive;
+    cfg.pacing = step.pacing;
     cfg.threads = ctx.loadgen_cpus.len().max(1);
     cfg.cpu_affinity = Some(ctx.loadgen_cpus.clone());
     cfg.request_timeout = ctx.profile.request_timeout;
