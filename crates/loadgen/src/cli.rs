@@ -119,9 +119,30 @@ pub struct LoadArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// This generator is agent I of N driving one load together: it sends its share of the open
+    /// model's schedule and of the {unique} numbers (give each agent the whole rate). Agents'
+    /// --json reports merge exactly
+    #[arg(long, value_name = "I/N", value_parser = parse_agent)]
+    pub agent: Option<(usize, usize)>,
+
+    /// Start at this wall-clock time (seconds since the Unix epoch), so that agents start together
+    #[arg(long, value_name = "UNIX_SECONDS")]
+    pub start_at: Option<f64>,
+
     /// Write the latency histogram as an HdrHistogram interval log (.hlog, values in µs)
     #[arg(long, value_name = "FILE")]
     pub hdr_out: Option<PathBuf>,
+}
+
+/// `I/N` (1-based) to `(index, count)`.
+fn parse_agent(s: &str) -> std::result::Result<(usize, usize), String> {
+    let bad = || format!("'{s}' is not an agent: write I/N with 1 <= I <= N, e.g. 2/3");
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let (i, n): (usize, usize) = (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+    if i == 0 || i > n {
+        return Err(bad());
+    }
+    Ok((i - 1, n))
 }
 
 fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
@@ -241,6 +262,13 @@ impl LoadArgs {
         config.max_requests = self.requests;
         config.keepalive = !self.no_keepalive;
         config.pacing = self.pacing.unwrap_or_default();
+        config.agent = self.agent.unwrap_or((0, 1));
+        if let Some(t) = self.start_at {
+            if !(t.is_finite() && t > 0.0) {
+                bail!("--start-at {t}: give seconds since the Unix epoch, e.g. $(date +%s.%N)");
+            }
+            config.start_at = Some(SystemTime::UNIX_EPOCH + Duration::from_secs_f64(t));
+        }
         config.request_timeout = self.timeout;
         config.connect_timeout = self.connect_timeout;
         config.success = match (&self.success, mix_success) {

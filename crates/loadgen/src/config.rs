@@ -257,6 +257,13 @@ pub struct LoadConfig {
     pub cpu_affinity: Option<Vec<usize>>,
     /// Open model: how a worker waits for its next send.
     pub pacing: Pacing,
+    /// This generator's place among several that drive one load together (svcbench's agents,
+    /// one per generator host): `(index, count)`, `(0, 1)` alone. Each agent's workers take
+    /// their own share of the open model's schedule and of the `{unique}` numbers, so the
+    /// agents together send the schedule once, with no number twice.
+    pub agent: (usize, usize),
+    /// Start at this wall-clock time (agents agree on one), not at once.
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 /// How the open model waits for a request's due time.
@@ -301,6 +308,8 @@ impl LoadConfig {
             stop: None,
             cpu_affinity: None,
             pacing: Pacing::Timer,
+            agent: (0, 1),
+            start_at: None,
         }
     }
 
@@ -312,6 +321,13 @@ impl LoadConfig {
         }
         if self.threads == 0 {
             bail!("threads is 0: use at least 1 thread");
+        }
+        let (index, count) = self.agent;
+        if count == 0 || index >= count {
+            bail!("agent {}/{count}: write the agent as I/N with 1 <= I <= N", index + 1);
+        }
+        if count > 1 && self.max_requests.is_some() {
+            bail!("a request count cannot be split between agents: give a duration instead");
         }
         if self.max_requests == Some(0) {
             bail!("request count is 0: give at least 1 request, or leave it out to run for the duration");
@@ -329,6 +345,12 @@ impl LoadConfig {
                 bail!("{connections} connections: one machine has at most {MAX_CONNECTIONS} local ports to one target")
             }
             Model::Open { max_connections: 0, .. } => bail!("max connections is 0: allow at least 1 connection"),
+            Model::Open { max_connections, .. } if self.agent.1 > 1 && *max_connections < self.threads => {
+                bail!(
+                    "{max_connections} connections for {} threads: an agent needs at least one connection per thread",
+                    self.threads
+                )
+            }
             Model::Open { rate, .. } => {
                 if !(rate.start >= 0.0 && rate.end >= 0.0) || (rate.start == 0.0 && rate.end == 0.0) {
                     bail!("rate {rate} is not positive: give requests per second, e.g. 1000");

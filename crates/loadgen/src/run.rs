@@ -53,6 +53,27 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
         (Model::Closed { .. }, Some(max)) => Some(Arc::new(Budget::new(max))),
         _ => None,
     };
+    if let Some(at) = config.start_at {
+        // Agents on several hosts start together; a time already past starts at once.
+        let wait = at.duration_since(std::time::SystemTime::now()).unwrap_or_default();
+        if wait > Duration::from_secs(60) {
+            return Err(anyhow!(
+                "the agreed start time is {:.0} s away: are the hosts' clocks in sync?",
+                wait.as_secs_f64()
+            ));
+        }
+        std::thread::sleep(wait);
+    }
+    // Among several agents, this one's workers are the global workers `index * threads + i`.
+    let (agent, agents) = config.agent;
+    let global = |i: usize| agent * config.threads + i;
+    let global_workers = agents * config.threads;
+    if agents > 1 && workers < config.threads {
+        return Err(anyhow!(
+            "{pool} connections for {} threads: an agent needs at least one connection per thread",
+            config.threads
+        ));
+    }
     let start = Instant::now();
     let clock = Clock {
         deadline: start + config.duration,
@@ -85,8 +106,8 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
                             &config.mix,
                             &config.target.host_header(),
                             config.keepalive,
-                            i,
-                            workers,
+                            if agents > 1 { global(i) } else { i },
+                            if agents > 1 { global_workers } else { workers },
                         )?;
                         let stats = Recorder::new(config.success.clone(), start, timeline, live);
                         let mut core = Core::new(
@@ -105,8 +126,8 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
                             Model::Open { rate, max_connections } => Box::new(OpenDriver::new(
                                 Schedule::new(*rate, config.duration),
                                 start,
-                                i,
-                                workers,
+                                if agents > 1 { global(i) } else { i },
+                                if agents > 1 { global_workers } else { workers },
                                 share(*max_connections, workers, i),
                                 config.max_requests,
                             )),

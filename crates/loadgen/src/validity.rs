@@ -241,6 +241,27 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn one_starved_agent_invalidates_the_merged_run() {
+        // Two agents (generator hosts) merged: the one that waited for its CPU flags the whole.
+        let agent = || {
+            let mut r = healthy();
+            r.latency_hdr = crate::histogram::encode(&crate::histogram::new_latency_histogram()).unwrap();
+            r
+        };
+        let mut starved = agent();
+        starved.workers[1].runqueue_wait_s = 2.5;
+        let merged = crate::report::merge_reports(&[agent(), starved]).unwrap();
+        let flags = merged.flags();
+        assert_eq!(codes(&merged), [GENERATOR_CONTENDED]);
+        assert!(
+            flags[0].detail.starts_with("1 of 4 generator workers") && flags[0].detail.contains("worker 3"),
+            "{}",
+            flags[0].detail
+        );
+        assert!(crate::report::merge_reports(&[agent(), agent()]).unwrap().flags().is_empty());
+    }
+
+    #[test]
     fn client_resource_errors_are_flagged() {
         let mut r = healthy();
         r.errors.client_resource = 3;

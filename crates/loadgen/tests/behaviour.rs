@@ -177,3 +177,50 @@ fn thousands_of_connections_work() {
     assert_eq!(r.connections_opened, 2000, "{r:?}");
     assert!(r.requests_ok >= 2000);
 }
+
+#[test]
+fn two_agents_send_the_schedule_once_with_no_unique_number_twice() {
+    let _serial = serial();
+    let seen = Arc::new(Mutex::new(Vec::<Seen>::new()));
+    let seen2 = seen.clone();
+    let server = TestServer::start(
+        None,
+        Arc::new(move |req: &Seen, s: &mut TcpStream| {
+            seen2.lock().unwrap().push(req.clone());
+            s.write_all(OK)?;
+            Ok(Next::KeepOpen)
+        }),
+    );
+    let mix = RequestMix { templates: vec![RequestTemplate::new("GET", "/u/{unique}")], values: vec![], seed: 3 };
+    // Two agents with two threads each, the whole rate each, one agreed start a moment away.
+    let start_at = std::time::SystemTime::now() + Duration::from_millis(300);
+    let reports: Vec<loadgen::LoadReport> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2)
+            .map(|agent| {
+                let mut config = LoadConfig::new(
+                    server.target(),
+                    mix.clone(),
+                    Model::Open { rate: RateRamp::constant(400.0), max_connections: 16 },
+                );
+                config.duration = Duration::from_secs(1);
+                config.threads = 2;
+                config.agent = (agent, 2);
+                config.start_at = Some(start_at);
+                s.spawn(move || loadgen::run(&config, None).unwrap())
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    // Each agent took half of the 400 due requests; together they sent each once.
+    let intended: Vec<u64> = reports.iter().map(|r| r.open.unwrap().intended).collect();
+    assert_eq!(intended.iter().sum::<u64>(), 400, "{intended:?}");
+    assert!(intended.iter().all(|&n| n == 200), "{intended:?}");
+    let merged = loadgen::merge_reports(&reports).unwrap();
+    assert_eq!(merged.requests_ok, 400);
+    let mut paths: Vec<String> =
+        seen.lock().unwrap().iter().map(|s| s.head.lines().next().unwrap().to_string()).collect();
+    assert_eq!(paths.len(), 400);
+    paths.sort();
+    paths.dedup();
+    assert_eq!(paths.len(), 400, "a {{unique}} number was sent twice");
+}
