@@ -92,6 +92,8 @@ pub struct RunArgs {
     pub wait_lock: bool,
     #[command(flatten)]
     pub network: NetworkArgs,
+    #[command(flatten)]
+    pub generators: GeneratorArgs,
 }
 
 /// The limits a service runs under.
@@ -149,6 +151,16 @@ impl NetworkArgs {
         crate::network::check_available(!self.links.is_empty())?;
         Ok(Some(self.links.clone()))
     }
+}
+
+/// How many load generator agents drive each step.
+#[derive(clap::Args, Debug, Clone)]
+pub struct GeneratorArgs {
+    /// Drive each step from N generator agents (svcbench load processes, each with its share of the
+    /// connections or of the rate's schedule) whose results merge exactly; with --net each in a network
+    /// namespace of its own (client, client2, …), behind the same client-service link.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=crate::network::MAX_GENERATORS as i64))]
+    pub generators: u8,
 }
 
 fn parse_link(s: &str) -> Result<crate::network::Link, String> {

@@ -69,6 +69,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 study: None,
                 completed: Default::default(),
                 net: a.network.links()?,
+                generators: a.generators.generators.into(),
             };
             let db = opts.db.clone();
             let s = runner::run_session(opts, stop)?;

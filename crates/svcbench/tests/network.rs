@@ -142,3 +142,74 @@ fn up_keeps_a_service_and_its_dependency_running_until_ctrl_c_then_cleans_up() {
     assert!(status.success(), "{status:?}");
     assert_no_leftovers("fixtures/testservice.py");
 }
+
+/// Every `step-<seq>-agent-<i>.json` under `dir`, by (seq, agent).
+fn agent_reports(dir: &Path) -> std::collections::BTreeMap<(u32, u32), loadgen::LoadReport> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Some(rest) = name.strip_prefix("step-").and_then(|n| n.strip_suffix(".json")) {
+                let (seq, agent) = rest.split_once("-agent-").unwrap();
+                let report = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+                out.insert((seq.parse().unwrap(), agent.parse().unwrap()), report);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn two_generator_namespaces_drive_one_step_and_their_histograms_merge_exactly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prof = tmp.path().join("agents.toml");
+    std::fs::write(
+        &prof,
+        "name = \"agents\"\n[[step]]\nconnections = 4\nduration = \"2s\"\n[[step]]\nrate = 200\nduration = \"2s\"\n",
+    )
+    .unwrap();
+    let dbp = tmp.path().join("agents.db");
+    let out = run_fixtures(
+        tmp.path(),
+        &["steady"],
+        &prof,
+        &dbp,
+        &["--generators", "2", "--link", "client-service=delay:1ms"],
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    // Two client namespaces, each behind its own link to the service.
+    let net = text_of(&db(&dbp), "SELECT network FROM session");
+    assert!(net.contains("client 10.213.") && net.contains("client2 10.213."), "{net}");
+    assert!(
+        said.contains("link client-service=delay:1ms:") && said.contains("link client2-service=delay:1ms:"),
+        "{said}"
+    );
+
+    let reports = agent_reports(tmp.path());
+    assert_eq!(reports.len(), 4, "two steps × two agents: {:?}", reports.keys());
+    let c = db(&dbp);
+    for seq in [1, 2] {
+        let (a, b) = (&reports[&(seq, 1)], &reports[&(seq, 2)]);
+        assert!(a.requests_ok > 0 && b.requests_ok > 0, "step {seq}: both agents sent");
+        let stored = i64_of(&c, &format!("SELECT requests_ok FROM step WHERE seq = {seq}"));
+        assert_eq!(stored as u64, a.requests_ok + b.requests_ok, "step {seq}: the sum of the agents' counts");
+        let mut h = a.histogram().unwrap();
+        h.add(b.histogram().unwrap()).unwrap();
+        for (col, q) in [("p50", 0.5), ("p99", 0.99)] {
+            let stored = f64_of(&c, &format!("SELECT {col} FROM step WHERE seq = {seq}"));
+            let merged = h.value_at_quantile(q) as f64 / 1000.0;
+            assert!((stored - merged).abs() < 1e-9, "step {seq} {col}: stored {stored}, merged histograms {merged}");
+        }
+    }
+    // The open step: the agents split one schedule of 200 req/s × 2 s between them.
+    let intended: u64 = [1, 2].iter().map(|&i| reports[&(2, i)].open.unwrap().intended).sum();
+    assert!((399..=401).contains(&intended), "{intended} due requests in all");
+    // Both agents sat behind the 1 ms link.
+    assert!(reports[&(1, 2)].latency.p50 >= 1.0, "{}", reports[&(1, 2)].latency.p50);
+    assert_no_leftovers("fixtures/testservice.py");
+}

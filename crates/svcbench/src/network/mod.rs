@@ -38,25 +38,46 @@ impl Host {
 /// Where each part of a run sits.
 #[derive(Debug, Clone)]
 pub struct Hosts {
+    /// The first generator host: the checks' client, the warm-up's and a single generator's.
     pub client: Host,
     pub service: Host,
     pub store: Host,
+    /// Every generator host, `client` first (`--generators N`: one agent on each).
+    pub generators: Vec<Host>,
 }
 
 impl Hosts {
     pub fn local() -> Hosts {
-        Hosts { client: Host::local(), service: Host::local(), store: Host::local() }
+        Hosts { client: Host::local(), service: Host::local(), store: Host::local(), generators: vec![Host::local()] }
     }
+
+    /// Where generator agent `i` runs (without --net every agent is on this machine's loopback).
+    pub fn generator(&self, i: usize) -> &Host {
+        &self.generators[i % self.generators.len()]
+    }
+}
+
+/// One namespace of the network: a role, and its own name (`client2` for a second generator).
+struct Part {
+    role: Role,
+    name: String,
+    /// Its letter in interface names: the role's, or one of its own from the second generator on.
+    letter: char,
+    host: Host,
 }
 
 pub struct Network {
     pid: u32,
     bridge: String,
-    hosts: Vec<(Role, Host)>,
+    parts: Vec<Part>,
     links: Vec<Link>,
-    /// Dropped before the namespaces are removed (Network's Drop).
-    relays: Vec<relay::Relay>,
+    /// Per link between two parts: its label and its relay, dropped before the namespaces are removed
+    /// (Network's Drop).
+    relays: Vec<(String, relay::Relay)>,
 }
+
+/// Most generator hosts on one machine (their number is one character of an interface name).
+pub const MAX_GENERATORS: usize = 9;
 
 /// Fails, before anything is built or started, when namespaces cannot be made here.
 pub fn check_available(with_links: bool) -> Result<()> {
@@ -72,14 +93,26 @@ pub fn check_available(with_links: bool) -> Result<()> {
     Ok(())
 }
 
-fn ns_name(pid: u32, role: Role) -> String {
-    format!("svcbench-{pid}-{}", role.name())
+fn ns_name(pid: u32, part: &str) -> String {
+    format!("svcbench-{pid}-{part}")
 }
 
-/// Interface names are at most 15 bytes: `svb` + pid (≤ 7 digits) + a role letter + one more letter (a veth
-/// end, or the other part of a link).
-fn interface_name(pid: u32, role: Role, end: char) -> String {
-    format!("svb{pid}{}{end}", role.letter())
+/// Interface names are at most 15 bytes: `svb` + pid (≤ 7 digits) + a part's letter + one more letter (a
+/// veth end, or the other part of a link).
+fn interface_name(pid: u32, letter: char, end: char) -> String {
+    format!("svb{pid}{letter}{end}")
+}
+
+/// The parts of a network with `generators` generator hosts: client, service, store, client2, ….
+fn part_names(generators: usize) -> Vec<(Role, String, char)> {
+    let mut parts: Vec<(Role, String, char)> =
+        Role::ALL.into_iter().map(|r| (r, r.name().to_string(), r.letter())).collect();
+    // Not digits: the pid before them is read back from interface names (leftovers).
+    const LETTERS: [char; MAX_GENERATORS - 1] = ['e', 'f', 'g', 'h', 'j', 'k', 'm', 'n'];
+    for g in 2..=generators.clamp(1, MAX_GENERATORS) {
+        parts.push((Role::Client, format!("client{g}"), LETTERS[g - 2]));
+    }
+    parts
 }
 
 /// A /24 in 10.213.0.0/16 that no interface here uses yet.
@@ -93,29 +126,30 @@ fn free_subnet() -> Result<u8> {
 impl Network {
     /// Makes the namespaces, veths and bridge, and starts the links. On error, removes what it made (the
     /// Drop of the half-built network). Callers check first that this can work here ([`check_available`]).
-    /// `cpus`: where the links' relays run (the generator's and dependencies' CPUs).
-    pub fn create(links: &[Link], cpus: &[usize]) -> Result<Network> {
+    /// `cpus`: where the links' relays run (the generator's and dependencies' CPUs). `generators`: how many
+    /// generator hosts (`client`, `client2`, …); a link to `client` joins each of them.
+    pub fn create(links: &[Link], cpus: &[usize], generators: usize) -> Result<Network> {
         let pid = std::process::id();
         let subnet = free_subnet()?;
         let mut net = Network {
             pid,
             bridge: format!("svb{pid}br"),
-            hosts: Vec::new(),
+            parts: Vec::new(),
             links: links.to_vec(),
             relays: Vec::new(),
         };
-        net.build(subnet, cpus).context("cannot set up the --net network")?;
+        net.build(subnet, cpus, generators).context("cannot set up the --net network")?;
         Ok(net)
     }
 
-    fn build(&mut self, subnet: u8, cpus: &[usize]) -> Result<()> {
+    fn build(&mut self, subnet: u8, cpus: &[usize], generators: usize) -> Result<()> {
         let br = self.bridge.clone();
         netns::run("ip", &["link", "add", &br, "type", "bridge"])?;
         netns::run("ip", &["addr", "add", &format!("10.213.{subnet}.1/24"), "dev", &br])?;
         netns::run("ip", &["link", "set", &br, "up"])?;
-        for (i, role) in Role::ALL.into_iter().enumerate() {
-            let ns = ns_name(self.pid, role);
-            let (outer, inner) = (interface_name(self.pid, role, 'o'), interface_name(self.pid, role, 'i'));
+        for (i, (role, name, letter)) in part_names(generators).into_iter().enumerate() {
+            let ns = ns_name(self.pid, &name);
+            let (outer, inner) = (interface_name(self.pid, letter, 'o'), interface_name(self.pid, letter, 'i'));
             netns::run("ip", &["netns", "add", &ns])?;
             let addr = Ipv4Addr::new(10, 213, subnet, 2 + i as u8);
             netns::run("ip", &["link", "add", &outer, "type", "veth", "peer", "name", &inner])?;
@@ -125,39 +159,52 @@ impl Network {
             netns::ip_in(&ns, &["addr", "add", &format!("{addr}/24"), "dev", "eth0"])?;
             netns::ip_in(&ns, &["link", "set", "eth0", "up"])?;
             netns::ip_in(&ns, &["link", "set", "lo", "up"])?;
-            self.hosts.push((role, Host { addr, netns: Some(Arc::new(NsHandle::open(&ns)?)) }));
+            let host = Host { addr, netns: Some(Arc::new(NsHandle::open(&ns)?)) };
+            self.parts.push(Part { role, name, letter, host });
         }
-        for l in self.links.clone() {
-            let (a, b) = (self.host(l.from), self.host(l.to));
-            let pid = self.pid;
-            fn end(h: &Host, pid: u32, me: Role, other: Role) -> relay::End<'_> {
-                relay::End {
-                    ns: h.netns.as_ref().expect("namespaces are made above"),
-                    own_addr: h.addr,
-                    tun: interface_name(pid, me, other.letter()),
+        let pid = self.pid;
+        fn end<'a>(p: &'a Part, pid: u32, other: &Part) -> relay::End<'a> {
+            relay::End {
+                ns: p.host.netns.as_ref().expect("namespaces are made above"),
+                own_addr: p.host.addr,
+                tun: interface_name(pid, p.letter, other.letter),
+            }
+        }
+        for l in &self.links {
+            for a in self.parts.iter().filter(|p| p.role == l.from) {
+                for b in self.parts.iter().filter(|p| p.role == l.to) {
+                    let label = l.to_string().replacen(
+                        &format!("{}-{}", l.from.name(), l.to.name()),
+                        &format!("{}-{}", a.name, b.name),
+                        1,
+                    );
+                    let r = relay::Relay::start(l, end(a, pid, b), end(b, pid, a), cpus)?;
+                    self.relays.push((label, r));
                 }
             }
-            let r = relay::Relay::start(&l, end(&a, pid, l.from, l.to), end(&b, pid, l.to, l.from), cpus)?;
-            self.relays.push(r);
         }
         Ok(())
     }
 
     pub fn host(&self, role: Role) -> Host {
-        self.hosts.iter().find(|(r, _)| *r == role).map(|(_, h)| h.clone()).expect("every role has a host")
+        self.parts.iter().find(|p| p.role == role).map(|p| p.host.clone()).expect("every role has a host")
     }
 
     pub fn hosts(&self) -> Hosts {
-        Hosts { client: self.host(Role::Client), service: self.host(Role::Service), store: self.host(Role::Store) }
+        Hosts {
+            client: self.host(Role::Client),
+            service: self.host(Role::Service),
+            store: self.host(Role::Store),
+            generators: self.parts.iter().filter(|p| p.role == Role::Client).map(|p| p.host.clone()).collect(),
+        }
     }
 
-    /// Per link: packets carried and dropped so far.
+    /// Per link between two parts: packets carried and dropped so far.
     pub fn link_counts(&self) -> Vec<(String, u64, u64)> {
         use std::sync::atomic::Ordering::Relaxed;
-        self.links
+        self.relays
             .iter()
-            .zip(&self.relays)
-            .map(|(l, r)| (l.to_string(), r.counters.carried.load(Relaxed), r.counters.dropped.load(Relaxed)))
+            .map(|(label, r)| (label.clone(), r.counters.carried.load(Relaxed), r.counters.dropped.load(Relaxed)))
             .collect()
     }
 
@@ -165,7 +212,7 @@ impl Network {
     pub fn describe(&self) -> String {
         format!(
             "namespaces ({}); links: {}",
-            self.hosts.iter().map(|(r, h)| format!("{} {}", r.name(), h.addr)).collect::<Vec<_>>().join(", "),
+            self.parts.iter().map(|p| format!("{} {}", p.name, p.host.addr)).collect::<Vec<_>>().join(", "),
             link::describe(&self.links)
         )
     }

@@ -42,7 +42,7 @@ pub struct Started {
 
 pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool) -> Result<Started> {
     build::build(svc, how.work_dir, how.skip_build)?;
-    let network = how.net.map(|l| Network::create(l, how.loadgen_cpus)).transpose()?;
+    let network = how.net.map(|l| Network::create(l, how.loadgen_cpus, 1)).transpose()?;
     let hosts = network.as_ref().map(|n| n.hosts()).unwrap_or_else(Hosts::local);
     let tag = format!("{}-{}", std::process::id(), how.what);
     let mut deps = Dependencies::start(

@@ -1,6 +1,7 @@
 //! `svcbench run`: plan (services × runs, interleaved), build, start dependencies, then for every run a
 //! fresh sandboxed process through startup, checks and the profile's steps, each written to the store
 //! as soon as it ends.
+pub mod agents;
 pub mod alone;
 pub mod build;
 pub mod instance;
@@ -68,6 +69,8 @@ pub struct RunOptions {
     /// `--net`: the generator, the service and the dependencies in namespaces of their own, joined by these
     /// links (empty: no emulated delay). None: everything on loopback.
     pub net: Option<Vec<crate::network::Link>>,
+    /// Generator agents per step (1: the generator runs inside svcbench).
+    pub generators: usize,
 }
 
 impl RunOptions {
@@ -326,13 +329,16 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
     // in a namespace when it is removed.
     let network = match &opts.net {
         Some(links) => {
-            let n = crate::network::Network::create(links, &loadgen_cpus)?;
+            let n = crate::network::Network::create(links, &loadgen_cpus, opts.generators)?;
             eprintln!("svcbench: network: {}", n.describe());
             store.record_network(session_id, &n.describe())?;
             Some(n)
         }
         None => None,
     };
+    if network.is_none() && opts.generators > 1 {
+        store.record_network(session_id, &format!("loopback; {} generator agents", opts.generators))?;
+    }
     let hosts = network.as_ref().map(|n| n.hosts()).unwrap_or_else(crate::network::Hosts::local);
     let measured: Vec<usize> = crate::cpus::parse(opts.limits.cpuset.as_deref().unwrap_or(""))?
         .into_iter()

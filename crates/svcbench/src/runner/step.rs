@@ -48,7 +48,7 @@ pub fn run_step(
     // The mix's seed (else the run's --seed), shifted per step: repeated steps draw other values, and
     // a second run of the same profile draws the same ones.
     mix_spec.seed = Some(mix_spec.seed.unwrap_or(ctx.opts.seed).wrapping_add(seq as u64));
-    let mix = mix_spec.resolve(&ctx.scenario.dir).with_context(|| {
+    let mix = mix_spec.clone().resolve(&ctx.scenario.dir).with_context(|| {
         format!(
             "scenario `{}`, mix `{mix_name}` (a missing values file: is the scenario's dataset built?)",
             ctx.scenario.name()
@@ -111,8 +111,22 @@ pub fn run_step(
     // Counters are read right around the load, so the step's CPU time covers the load and nothing else.
     let (dep_before, dep_wait_before, calls_before) = (ctx.deps.cpu_s(), ctx.deps.wait_s(), ctx.deps.calls());
     let before = inst.sandbox.sample();
-    // On the client's host: under --net its packets cross the client-service link.
-    let report = ctx.hosts.client.within(|| loadgen::run(&cfg, Some(live)))?;
+    // On the client's host: under --net its packets cross the client-service link. Several agents: one on
+    // each generator host, their reports merged.
+    let report = if ctx.opts.generators > 1 {
+        let hosts: Vec<&crate::network::Host> = (0..ctx.opts.generators).map(|i| ctx.hosts.generator(i)).collect();
+        let agents = super::agents::AgentStep {
+            config: &cfg,
+            mix: &mix_spec,
+            mix_dir: &ctx.scenario.dir,
+            url: inst.base_url(),
+            dir: ctx.work_dir.join("agents").join(format!("run-{run_id}")),
+            seq,
+        };
+        super::agents::run(&agents, &hosts, &[&ctx.stop, &step_stop])
+    } else {
+        ctx.hosts.client.within(|| loadgen::run(&cfg, Some(live)))?
+    };
     let after = inst.sandbox.sample();
     let (dep_after, dep_wait_after, calls_after) = (ctx.deps.cpu_s(), ctx.deps.wait_s(), ctx.deps.calls());
     drop(progress);
@@ -143,7 +157,7 @@ pub fn run_step(
     let exited = inst.sandbox.try_exit();
     let oom_killed = around.after.oom_kills > around.before.oom_kills;
     let crashed = exited.is_some() && !oom_killed;
-    let mut row = step_row(seq, step, &mix_name, &report, &around, cfg.threads);
+    let mut row = step_row(seq, step, &mix_name, &report, &around, report.threads.max(1));
     // The generator's own judgements first (headroom, open-model fidelity, starved connections), then
     // what only svcbench sees.
     let mut flags: Vec<Flag> = report.flags();

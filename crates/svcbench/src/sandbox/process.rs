@@ -19,6 +19,37 @@ pub fn spawn(
     netns: Option<std::os::fd::RawFd>,
     log: File,
 ) -> Result<Child> {
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c").arg(format!("exec {command}")).current_dir(dir);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = log.try_clone()?;
+    spawn_placed(cmd, procs_files, netns, out, log)
+        .with_context(|| format!("cannot start `{command}` in {}", dir.display()))
+}
+
+/// Spawns `program args…` (no shell) the same way, outside any cgroup: a generator agent, whose
+/// stdout (its JSON report) and stderr go to files of their own.
+pub fn spawn_program(
+    program: &std::path::Path,
+    args: &[String],
+    netns: Option<std::os::fd::RawFd>,
+    stdout: File,
+    stderr: File,
+) -> Result<Child> {
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    spawn_placed(cmd, &[], netns, stdout, stderr).with_context(|| format!("cannot start {}", program.display()))
+}
+
+fn spawn_placed(
+    mut cmd: Command,
+    procs_files: &[std::path::PathBuf],
+    netns: Option<std::os::fd::RawFd>,
+    stdout: File,
+    stderr: File,
+) -> Result<Child> {
     let procs: Vec<File> = procs_files
         .iter()
         .map(|p| {
@@ -26,12 +57,7 @@ pub fn spawn(
         })
         .collect::<Result<_>>()?;
     let fds: Vec<i32> = procs.iter().map(|f| f.as_raw_fd()).collect();
-    let mut cmd = Command::new("/bin/sh");
-    cmd.arg("-c").arg(format!("exec {command}")).current_dir(dir).stdin(Stdio::null());
-    cmd.stdout(log.try_clone()?).stderr(log);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
+    cmd.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
     unsafe {
         cmd.pre_exec(move || {
             // Only async-signal-safe calls here: we are between fork and exec.
@@ -58,7 +84,7 @@ pub fn spawn(
             Ok(())
         });
     }
-    let child = cmd.spawn().with_context(|| format!("cannot start `{command}` in {}", dir.display()))?;
+    let child = cmd.spawn()?;
     drop(procs);
     Ok(child)
 }

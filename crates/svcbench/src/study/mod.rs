@@ -47,6 +47,8 @@ pub struct StudyArgs {
     pub probe_tolerance: f64,
     #[command(flatten)]
     pub network: crate::cli::NetworkArgs,
+    #[command(flatten)]
+    pub generators: crate::cli::GeneratorArgs,
 }
 
 pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
@@ -149,6 +151,7 @@ pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             study: Some(study.name.clone()),
             completed,
             net: a.network.links()?,
+            generators: a.generators.generators.into(),
         };
         let s = runner::run_session(opts, stop)?;
         eprintln!(
