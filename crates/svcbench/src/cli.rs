@@ -94,6 +94,8 @@ pub struct RunArgs {
     pub network: NetworkArgs,
     #[command(flatten)]
     pub generators: GeneratorArgs,
+    #[command(flatten)]
+    pub given: DepArgs,
 }
 
 /// The limits a service runs under.
@@ -150,6 +152,24 @@ impl NetworkArgs {
         }
         crate::network::check_available(!self.links.is_empty())?;
         Ok(Some(self.links.clone()))
+    }
+}
+
+/// Dependencies that already run somewhere, used instead of starting them.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct DepArgs {
+    /// Use a running dependency instead of starting one, e.g. opensearch=http://10.0.0.5:9200: svcbench checks
+    /// it, loads the scenario's data where missing, and reads its CPU from its own statistics. Repeatable
+    #[arg(long = "dep", value_name = "KIND=URL")]
+    pub deps: Vec<String>,
+    /// With --dep: refuse a store that lacks the scenario's data instead of loading it
+    #[arg(long)]
+    pub dep_readonly: bool,
+}
+
+impl DepArgs {
+    pub fn given(&self) -> anyhow::Result<crate::deps::GivenDeps> {
+        crate::deps::GivenDeps::parse(&self.deps, self.dep_readonly)
     }
 }
 

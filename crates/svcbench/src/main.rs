@@ -70,6 +70,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 completed: Default::default(),
                 net: a.network.links()?,
                 generators: a.generators.generators.into(),
+                given_deps: a.given.given()?,
             };
             let db = opts.db.clone();
             let s = runner::run_session(opts, stop)?;

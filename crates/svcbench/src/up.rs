@@ -28,6 +28,8 @@ pub struct UpArgs {
     pub work_dir: PathBuf,
     #[command(flatten)]
     pub network: NetworkArgs,
+    #[command(flatten)]
+    pub given: crate::cli::DepArgs,
 }
 
 pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
@@ -40,6 +42,7 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     let mut limits = a.limits.limits()?;
     let gen = cpu_split(&mut limits, None)?;
     let links = a.network.links()?;
+    let given = a.given.given()?;
     std::fs::create_dir_all(&a.work_dir)?;
     let work_dir = std::path::absolute(&a.work_dir)?;
     // results/work/up → the results folder, whose work/ holds the lock files of killed sessions.
@@ -56,6 +59,7 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         skip_build: a.no_build,
         for_load: true,
         net: links.as_deref(),
+        given: &given,
     };
     // Stopped and removed in its field order when this ends: service, dependencies, network.
     let mut started = alone::start(svc, &scenario, &how, &stop)?;

@@ -216,3 +216,78 @@ fn blocking_server_with_keepalive_starves_connections_beyond_its_workers() {
     assert_no_leftovers("opensearch");
     assert_no_leftovers("locations-hyper010");
 }
+
+/// A store svcbench did not start for the run (`--dep opensearch=URL`): here one kept up by `svcbench up`,
+/// as a user's own node would be. The run loads what is missing, measures the node's CPU through its
+/// statistics API, refuses with `--dep-readonly` what it would have to load, and stops nothing of it.
+#[test]
+fn a_running_opensearch_given_by_url_is_checked_completed_and_measured() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut up = Command::new(bin())
+        .args(["up", repo().join("services/locations/rust-actix").to_str().unwrap()])
+        .args(["--work-dir", tmp.path().join("results/work/up").to_str().unwrap()])
+        .env("SVCBENCH_HOME", repo())
+        .current_dir(tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines: Vec<String> = BufReader::new(up.stdout.take().unwrap()).lines().take(2).map(|l| l.unwrap()).collect();
+    let url = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("dep.opensearch.url "))
+        .unwrap_or_else(|| panic!("no store URL from svcbench up: {lines:?}"))
+        .to_string();
+    // One index gone: the run must put it back.
+    assert!(ureq::delete(&format!("{url}/region_v1")).call().is_ok());
+    let prof = tmp.path().join("c1.toml");
+    std::fs::write(&prof, "name = \"c1\"\n[[step]]\nconnections = 1\nduration = \"2s\"\n").unwrap();
+    let (p, dbp, ro) = (prof.to_str().unwrap(), tmp.path().join("given.db"), tmp.path().join("ro.db"));
+
+    let refused = run_in(
+        &repo(),
+        &["locations/rust-actix"],
+        &["--profile", p, "--db", ro.to_str().unwrap(), "--dep", &format!("opensearch={url}"), "--dep-readonly"],
+    );
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && said.contains("--dep-readonly") && said.contains("region_v1"), "{said}");
+
+    let out = run_in(
+        &repo(),
+        &["locations/rust-actix"],
+        &["--profile", p, "--db", dbp.to_str().unwrap(), "--dep", &format!("opensearch={url}")],
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("using the running OpenSearch") && said.contains("created and loaded region_v1"), "{said}");
+    assert!(!said.contains("starting dependency `opensearch`"), "no second store: {said}");
+    let c = db(&dbp);
+    assert!(i64_of(&c, "SELECT checks_passed FROM run") >= 60 && i64_of(&c, "SELECT checks_failed FROM run") == 0);
+    assert!(f64_of(&c, "SELECT dep_cpu_s FROM step") > 0.0, "the node's CPU, from its statistics");
+    // The run stopped nothing of the given store: it still answers, with every index back.
+    let count = |i: &str| -> u64 {
+        let r = ureq::get(&format!("{url}/{i}/_count")).call().unwrap();
+        let v: serde_json::Value = serde_json::from_reader(r.into_reader()).unwrap();
+        v["count"].as_u64().unwrap()
+    };
+    assert!(count("region_v1") > 0 && count("city_v1") > 0);
+    // A bad --dep is refused before anything is built.
+    let bad = run_in(
+        &repo(),
+        &["locations/rust-actix"],
+        &["--profile", p, "--db", ro.to_str().unwrap(), "--dep", "upstream=http://x:1"],
+    );
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("cannot be given by URL"));
+
+    unsafe { libc::kill(up.id() as i32, libc::SIGINT) };
+    let t0 = Instant::now();
+    while up.try_wait().unwrap().is_none() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "svcbench up did not stop on Ctrl-C");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_no_leftovers("opensearch");
+    assert_no_leftovers("services/locations/");
+}

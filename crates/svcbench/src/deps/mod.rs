@@ -1,7 +1,6 @@
 //! Dependencies of a scenario: real servers (or a file) that svcbench starts before the runs, hands to
 //! the service through placeholders, measures during steps, and stops afterwards. One file per kind.
 pub mod opensearch;
-pub mod opensearch_dependency;
 pub mod sqlite;
 pub mod upstream;
 
@@ -39,6 +38,11 @@ pub trait Dependency {
     fn calls(&self) -> Option<u64> {
         None
     }
+    /// Whether it runs on the load generator's CPUs (svcbench places what it starts there), so that the
+    /// two together can saturate them. A store on another machine does not.
+    fn shares_generator_cpus(&self) -> bool {
+        true
+    }
 }
 
 /// Where dependencies put their files and which CPUs they may use.
@@ -52,6 +56,60 @@ pub struct DepContext<'a> {
     pub for_load: bool,
     /// Where dependencies run and listen: loopback, or the store's namespace under `--net`.
     pub host: crate::network::Host,
+    /// Dependencies that already run elsewhere (`--dep opensearch=URL`): used, not started.
+    pub given: &'a GivenDeps,
+}
+
+/// Dependencies the user runs and svcbench uses instead of starting its own (`--dep KIND=URL`).
+#[derive(Debug, Clone, Default)]
+pub struct GivenDeps {
+    /// Kind → URL.
+    pub urls: BTreeMap<String, String>,
+    /// `--dep-readonly`: a given dependency lacking the scenario's data is refused, not loaded.
+    pub readonly: bool,
+}
+
+/// The kinds that can be given by URL: a store with data of its own. The mock upstream and the SQLite
+/// file are svcbench's own, made per session.
+pub const GIVEN_KINDS: [&str; 1] = ["opensearch"];
+
+impl GivenDeps {
+    /// Parses `KIND=URL` values; refuses what could never work, in one line each.
+    pub fn parse(values: &[String], readonly: bool) -> Result<GivenDeps> {
+        let mut urls = BTreeMap::new();
+        for v in values {
+            let how = "write it as opensearch=http://HOST:PORT";
+            let Some((kind, url)) = v.split_once('=') else { bail!("--dep `{v}`: no `=`; {how}") };
+            if !GIVEN_KINDS.contains(&kind) {
+                bail!("--dep `{v}`: a `{kind}` dependency cannot be given by URL (svcbench makes its own); given by URL: {}", GIVEN_KINDS.join(", "));
+            }
+            let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://"));
+            if rest.is_none_or(|r| r.trim_end_matches('/').is_empty()) {
+                bail!("--dep `{v}`: `{url}` is not an http:// or https:// URL; {how}");
+            }
+            if urls.insert(kind.to_string(), url.trim_end_matches('/').to_string()).is_some() {
+                bail!("--dep {kind} is given twice; give each dependency once");
+            }
+        }
+        if readonly && urls.is_empty() {
+            bail!("--dep-readonly is about a dependency given with --dep KIND=URL; give one, or leave it out");
+        }
+        Ok(GivenDeps { urls, readonly })
+    }
+
+    /// Refuses a given dependency the scenario does not have.
+    pub fn check(&self, specs: &[DependencySpec], scenario: &str) -> Result<()> {
+        for kind in self.urls.keys() {
+            if !specs.iter().any(|s| &s.kind == kind) {
+                bail!("--dep {kind}=…: scenario `{scenario}` has no `{kind}` dependency");
+            }
+        }
+        Ok(())
+    }
+
+    pub fn get(&self, kind: &str) -> Option<&String> {
+        self.urls.get(kind)
+    }
 }
 
 pub struct Dependencies {
@@ -62,11 +120,13 @@ impl Dependencies {
     pub fn start(specs: &[DependencySpec], ctx: &DepContext) -> Result<Dependencies> {
         let mut items: Vec<Box<dyn Dependency>> = Vec::new();
         for spec in specs {
-            eprintln!("svcbench: starting dependency `{}`", spec.kind);
+            if ctx.given.get(&spec.kind).is_none() {
+                eprintln!("svcbench: starting dependency `{}`", spec.kind);
+            }
             let d: Box<dyn Dependency> = match spec.kind.as_str() {
                 "sqlite" => Box::new(sqlite::SqliteFile::new(&spec.options, ctx)?),
                 "upstream" => Box::new(upstream::Upstream::start(&spec.options, ctx)?),
-                "opensearch" => Box::new(opensearch_dependency::OpenSearchDependency::start(&spec.options, ctx)?),
+                "opensearch" => opensearch::start(&spec.options, ctx)?,
                 other => bail!("unknown dependency kind `{other}`; known: sqlite, upstream, opensearch"),
             };
             items.push(d);
@@ -88,16 +148,23 @@ impl Dependencies {
         self.items.iter_mut().flat_map(|d| d.after_run()).collect()
     }
 
-    /// Combined CPU seconds of all dependency processes now (None when none is a process).
+    /// Combined CPU seconds of all dependency processes now (None when none is a process, or one could
+    /// not be read: "dependency not measured", never a guess).
     pub fn cpu_s(&self) -> Option<f64> {
         let probes: Vec<_> = self.items.iter().filter_map(|d| d.probe()).collect();
-        (!probes.is_empty()).then(|| probes.iter().map(|p| p.sample().cpu_s).sum())
+        let total: f64 = probes.iter().map(|p| p.sample().cpu_s).sum();
+        (!probes.is_empty() && total.is_finite()).then_some(total)
     }
 
     /// Combined seconds the dependency processes' threads have waited for a CPU (None when unreadable).
     pub fn wait_s(&self) -> Option<f64> {
         let probes: Vec<_> = self.items.iter().filter_map(|d| d.probe()).collect();
         (!probes.is_empty()).then(|| probes.iter().filter_map(|p| p.runqueue_wait_s()).sum())
+    }
+
+    /// Whether any measured dependency runs on the load generator's CPUs.
+    pub fn share_generator_cpus(&self) -> bool {
+        self.items.iter().any(|d| d.probe().is_some() && d.shares_generator_cpus())
     }
 
     pub fn cpus(&self) -> usize {

@@ -27,6 +27,8 @@ pub struct Alone<'a> {
     pub for_load: bool,
     /// `--net` and its links; None: loopback.
     pub net: Option<&'a [Link]>,
+    /// Dependencies that already run (`--dep KIND=URL`).
+    pub given: &'a crate::deps::GivenDeps,
 }
 
 /// The started parts. Field order is drop order: the service, then its dependencies, then the network
@@ -41,6 +43,7 @@ pub struct Started {
 }
 
 pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool) -> Result<Started> {
+    how.given.check(&scenario.file.dependency, scenario.name())?;
     build::build(svc, how.work_dir, how.skip_build)?;
     let network = how.net.map(|l| Network::create(l, how.loadgen_cpus, 1)).transpose()?;
     let hosts = network.as_ref().map(|n| n.hosts()).unwrap_or_else(Hosts::local);
@@ -55,6 +58,7 @@ pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool)
             session_tag: tag.clone(),
             for_load: how.for_load,
             host: hosts.store.clone(),
+            given: how.given,
         },
     )?;
     deps.before_run(how.what)?;

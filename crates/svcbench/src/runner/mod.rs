@@ -71,6 +71,8 @@ pub struct RunOptions {
     pub net: Option<Vec<crate::network::Link>>,
     /// Generator agents per step (1: the generator runs inside svcbench).
     pub generators: usize,
+    /// Dependencies that already run (`--dep KIND=URL`).
+    pub given_deps: crate::deps::GivenDeps,
 }
 
 impl RunOptions {
@@ -267,6 +269,7 @@ fn preflight_limits(opts: &RunOptions) -> Result<Vec<String>> {
 
 pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<SessionSummary> {
     let (services, scenario) = load_services(&opts.services, opts.scenario.as_deref())?;
+    opts.given_deps.check(&scenario.file.dependency, scenario.name())?;
     let mut profile = Profile::find(&opts.profile, None)?;
     if let Some(d) = opts.step_duration {
         profile = profile.with_step_duration(d)?;
@@ -414,6 +417,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
                 session_tag: tag.clone(),
                 for_load: true,
                 host: hosts.store.clone(),
+                given: &opts.given_deps,
             },
         )?;
         let mut ctx = SessionCtx {
@@ -778,6 +782,7 @@ pub fn check_service(
         skip_build,
         for_load: false,
         net: None,
+        given: &crate::deps::GivenDeps::default(),
     };
     let mut started = alone::start(svc, &scenario, &how, &stop)?;
     let inst = &mut started.inst;

@@ -168,8 +168,13 @@ pub fn run_step(
     }
     if let Some(dep_cpu_s) = around.dep_cpu_s {
         let usage = DependencyUsage { cpu_s: dep_cpu_s, wait_s: around.dep_wait_s, cpus: ctx.deps.cpus() };
-        let shared = ctx.loadgen_cpus.len().max(1);
-        flags.extend(dependency_flags(&usage, report.client_cpu_s, shared, report.duration_s));
+        // A store elsewhere does not compete with the generator for its CPUs.
+        let (generator_cpu_s, shared) = if ctx.deps.share_generator_cpus() {
+            (report.client_cpu_s, ctx.loadgen_cpus.len().max(1))
+        } else {
+            (0.0, usage.cpus)
+        };
+        flags.extend(dependency_flags(&usage, generator_cpu_s, shared, report.duration_s));
     }
     flags.extend(service_end_flags(oom_killed, crashed));
     row.oom_killed = oom_killed;

@@ -49,6 +49,8 @@ pub struct StudyArgs {
     pub network: crate::cli::NetworkArgs,
     #[command(flatten)]
     pub generators: crate::cli::GeneratorArgs,
+    #[command(flatten)]
+    pub given: crate::cli::DepArgs,
 }
 
 pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
@@ -152,6 +154,7 @@ pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             completed,
             net: a.network.links()?,
             generators: a.generators.generators.into(),
+            given_deps: a.given.given()?,
         };
         let s = runner::run_session(opts, stop)?;
         eprintln!(

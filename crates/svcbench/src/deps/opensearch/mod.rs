@@ -1,10 +1,17 @@
-//! The `opensearch` dependency kind: the locations scenario's real Elasticsearch-compatible store
-//! (opensearch.rs starts it and loads the data), placed in a sandbox of its own on the load generator's
-//! CPUs so that its CPU time per step is measured beside the service's.
-use super::opensearch::{OpenSearch, OpenSearchOptions};
+//! The `opensearch` dependency kind: the locations scenario's real Elasticsearch-compatible store. Either
+//! svcbench starts a node (distribution.rs, node.rs), placed in a sandbox of its own on the load
+//! generator's CPUs so that its CPU time per step is measured beside the service's, or the user gives one
+//! that already runs (`--dep opensearch=URL`, existing.rs). Either way loader.rs puts the scenario's data
+//! in it.
+pub mod distribution;
+pub mod existing;
+pub mod loader;
+pub mod node;
+
 use super::{opt_u64, reject_unknown, DepContext, Dependency};
 use crate::sandbox::{Limits, Probe, Sandbox};
 use anyhow::{Context, Result};
+use node::{OpenSearch, OpenSearchOptions};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,11 +23,28 @@ pub struct OpenSearchDependency {
     cpus: usize,
 }
 
+/// Starts the scenario's store, or uses the one given with `--dep opensearch=URL`.
+pub fn start(options: &toml::Table, ctx: &DepContext) -> Result<Box<dyn Dependency>> {
+    reject_unknown("opensearch", options, &["kind", "version", "heap_mb", "sample", "load_dataset"])?;
+    let text = |k: &str| options.get(k).and_then(|v| v.as_str()).map(String::from);
+    let sample_dir = text("sample").map(|s| find_sample(&s, ctx.scenario_dir)).transpose()?;
+    let load_dataset = ctx.for_load && options.get("load_dataset").and_then(|v| v.as_bool()).unwrap_or(true);
+    let files = loader::data_files(sample_dir.as_deref(), ctx.scenario_dir, load_dataset)?;
+    let store_dir = ctx.scenario_dir.join("store");
+    if let Some(url) = ctx.given.get("opensearch") {
+        return Ok(Box::new(existing::ExistingOpenSearch::open(url, &store_dir, &files, ctx.given.readonly)?));
+    }
+    Ok(Box::new(OpenSearchDependency::start(options, ctx, &store_dir, &files)?))
+}
+
 impl OpenSearchDependency {
-    pub fn start(options: &toml::Table, ctx: &DepContext) -> Result<OpenSearchDependency> {
-        reject_unknown("opensearch", options, &["kind", "version", "heap_mb", "sample", "load_dataset"])?;
+    fn start(
+        options: &toml::Table,
+        ctx: &DepContext,
+        store_dir: &Path,
+        files: &[PathBuf],
+    ) -> Result<OpenSearchDependency> {
         let text = |k: &str| options.get(k).and_then(|v| v.as_str()).map(String::from);
-        let sample_dir = text("sample").map(|s| find_sample(&s, ctx.scenario_dir)).transpose()?;
         let opts = OpenSearchOptions {
             version: text("version").unwrap_or_else(|| "3.6.0".into()),
             heap_mb: opt_u64(options, "heap_mb", 512)? as u32,
@@ -31,11 +55,9 @@ impl OpenSearchDependency {
                 .map(PathBuf::from)
                 .unwrap_or_else(|_| PathBuf::from("/var/cache/svcbench"))
                 .join("opensearch"),
-            scenario_dir: ctx.scenario_dir.to_path_buf(),
-            sample_dir,
-            load_dataset: ctx.for_load && options.get("load_dataset").and_then(|v| v.as_bool()).unwrap_or(true),
         };
         let node = OpenSearch::start(&opts).context("cannot start the OpenSearch store")?;
+        loader::Loader::new(&node.url()).load_fresh(store_dir, files)?;
         let limits = Limits { cpuset: ctx.cpuset.clone(), ..Limits::default() };
         let mut sandbox = Sandbox::new(&format!("{}-opensearch", ctx.session_tag), &limits, ctx.cgroup);
         sandbox.adopt(node.pid())?;

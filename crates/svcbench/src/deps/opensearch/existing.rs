@@ -1,0 +1,133 @@
+//! An OpenSearch node svcbench did not start (`--dep opensearch=URL`): a store on another machine, or a
+//! cluster that already exists. svcbench checks that it answers and which version it is, puts the
+//! scenario's data in it where missing (loader.rs), and reads the node's own CPU time from its node
+//! statistics API, so that the dependency-headroom rule still judges every step. Nothing is stopped or
+//! removed at the end: the node is the user's.
+use super::loader::Loader;
+use crate::deps::Dependency;
+use crate::sandbox::sampler::Sample;
+use crate::sandbox::Probe;
+use anyhow::{anyhow, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct ExistingOpenSearch {
+    url: String,
+    probe: Option<Arc<NodeStats>>,
+    cpus: usize,
+}
+
+impl ExistingOpenSearch {
+    pub fn open(url: &str, store_dir: &Path, files: &[PathBuf], readonly: bool) -> Result<ExistingOpenSearch> {
+        let loader = Loader::new(url);
+        let version = loader.version()?;
+        let done = loader.ensure(store_dir, files, readonly)?;
+        eprintln!("svcbench: using the running OpenSearch at {} ({version}): {done}", loader.url);
+        let stats = NodeStats { url: loader.url.clone() };
+        let (probe, cpus) = match (stats.cpu_s(), stats.processors()) {
+            (Ok(_), Ok(cpus)) => (Some(Arc::new(stats)), cpus),
+            (Err(e), _) | (_, Err(e)) => {
+                eprintln!(
+                    "svcbench: WARNING: dependency not measured: the node statistics of {} cannot be read ({e:#}); steps get no dependency-headroom judgement",
+                    loader.url
+                );
+                (None, 1)
+            }
+        };
+        if let Some(p) = &probe {
+            eprintln!(
+                "svcbench: the store's CPU comes from its node statistics ({cpus} processors; process CPU so far {:.1} s)",
+                p.cpu_s().unwrap_or(0.0)
+            );
+        }
+        Ok(ExistingOpenSearch { url: loader.url, probe, cpus })
+    }
+}
+
+impl Dependency for ExistingOpenSearch {
+    fn placeholders(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([("dep.opensearch.url".to_string(), self.url.clone())])
+    }
+
+    fn probe(&self) -> Option<Arc<dyn Probe>> {
+        self.probe.clone().map(|p| p as Arc<dyn Probe>)
+    }
+
+    fn cpus(&self) -> usize {
+        self.cpus
+    }
+
+    /// On this machine (a loopback address) it may share the generator's CPUs; elsewhere it does not.
+    fn shares_generator_cpus(&self) -> bool {
+        let rest = self.url.split("://").nth(1).unwrap_or("");
+        let host = match rest.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or(""),
+            None => rest.split(['/', ':']).next().unwrap_or(""),
+        };
+        host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    }
+}
+
+/// The node's own figures from `/_nodes/stats` (every node of the cluster, summed): the process's CPU
+/// time and its heap. OpenSearch refreshes its process statistics about once a second, so a step's CPU
+/// time is good to about a second of the node's CPU.
+struct NodeStats {
+    url: String,
+}
+
+impl NodeStats {
+    fn get(&self, path: &str) -> Result<serde_json::Value> {
+        let r = ureq::get(&format!("{}{path}", self.url)).timeout(Duration::from_secs(5)).call()?;
+        Ok(serde_json::from_reader(r.into_reader())?)
+    }
+
+    /// Summed over the nodes; an error when no node reports it.
+    fn sum(v: &serde_json::Value, field: impl Fn(&serde_json::Value) -> Option<f64>) -> Result<f64> {
+        let nodes = v["nodes"].as_object().ok_or_else(|| anyhow!("no nodes in the answer"))?;
+        let values: Vec<f64> = nodes.values().filter_map(field).collect();
+        if values.is_empty() {
+            return Err(anyhow!("no node reports it"));
+        }
+        Ok(values.iter().sum())
+    }
+
+    fn cpu_s(&self) -> Result<f64> {
+        let v = self.get("/_nodes/stats/process")?;
+        Ok(Self::sum(&v, |n| n["process"]["cpu"]["total_in_millis"].as_f64())? / 1000.0)
+    }
+
+    fn heap_mib(&self) -> Result<f64> {
+        let v = self.get("/_nodes/stats/jvm")?;
+        Ok(Self::sum(&v, |n| n["jvm"]["mem"]["heap_used_in_bytes"].as_f64())? / (1024.0 * 1024.0))
+    }
+
+    fn processors(&self) -> Result<usize> {
+        let v = self.get("/_nodes/os")?;
+        Ok(Self::sum(&v, |n| n["os"]["allocated_processors"].as_f64())?.max(1.0) as usize)
+    }
+}
+
+impl Probe for NodeStats {
+    fn sample(&self) -> Sample {
+        Sample {
+            cpu_s: self.cpu_s().unwrap_or(f64::NAN),
+            mem_mib: self.heap_mib().unwrap_or(0.0),
+            alive: true,
+            ..Sample::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_on_loopback_shares_the_machine_and_one_elsewhere_does_not() {
+        let at = |url: &str| ExistingOpenSearch { url: url.into(), probe: None, cpus: 1 }.shares_generator_cpus();
+        assert!(at("http://127.0.0.1:9200") && at("http://localhost:9200/") && at("http://[::1]:9200"));
+        assert!(!at("http://10.0.0.5:9200") && !at("https://search.example:443"));
+    }
+}
