@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-apt_packages=(wrk chromium upx-ucl sqlite3 python3 python3-venv nginx-light unzip iproute2)
+apt_packages=(wrk chromium upx-ucl sqlite3 python3 python3-venv nginx-light unzip iproute2 openssh-client openssh-server)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -23,10 +23,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   apt-get update -q >/dev/null
   codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+  # openssh-server is for the hosts test, which starts its own sshd in a namespace: the package's own
+  # service must not start (policy-rc.d's 101 tells the package scripts so).
+  policy=/usr/sbin/policy-rc.d
+  made_policy=""
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && made_policy=1
+  fi
   for p in "${missing[@]}"; do
     apt-get install -y -q --no-install-recommends "$p" >/dev/null 2>&1 ||
       apt-get install -y -q --no-install-recommends -t "$codename-backports" "$p" >/dev/null
   done
+  if [ -n "$made_policy" ]; then rm -f "$policy"; fi
 fi
 
 # OpenSearch (locations scenario) refuses to run as root: it runs as this unprivileged user.

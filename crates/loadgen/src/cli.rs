@@ -129,6 +129,10 @@ pub struct LoadArgs {
     #[arg(long, value_name = "UNIX_SECONDS")]
     pub start_at: Option<f64>,
 
+    /// End the run (and report) when standard input closes: an agent whose controller went away
+    #[arg(long)]
+    pub exit_with_stdin: bool,
+
     /// Write the latency histogram as an HdrHistogram interval log (.hlog, values in µs)
     #[arg(long, value_name = "FILE")]
     pub hdr_out: Option<PathBuf>,
@@ -304,6 +308,15 @@ pub fn run_cli(args: &LoadArgs) -> Result<i32> {
         signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())
             .context("cannot install signal handler")?;
         signal_hook::flag::register(sig, stop.clone()).context("cannot install signal handler")?;
+    }
+    if args.exit_with_stdin {
+        // An agent started over ssh: when svcbench (or the connection) goes, its end of our stdin
+        // closes, and the run ends and reports instead of running on unattended.
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
     }
     config.stop = Some(stop);
 

@@ -89,9 +89,8 @@ fn no_keepalive_opens_a_connection_per_request() {
     assert!((200..=202).contains(&r.connections_opened), "{}", r.connections_opened);
 }
 
-#[test]
-fn templates_and_values_reach_the_server() {
-    let _serial = serial();
+/// A server that answers every request with OK and keeps what it was sent.
+fn recording_server() -> (TestServer, Arc<Mutex<Vec<Seen>>>) {
     let seen = Arc::new(Mutex::new(Vec::<Seen>::new()));
     let seen2 = seen.clone();
     let server = TestServer::start(
@@ -102,6 +101,13 @@ fn templates_and_values_reach_the_server() {
             Ok(Next::KeepOpen)
         }),
     );
+    (server, seen)
+}
+
+#[test]
+fn templates_and_values_reach_the_server() {
+    let _serial = serial();
+    let (server, seen) = recording_server();
     let mut get = RequestTemplate::new("GET", "/city/{id}?lang={lang}");
     get.weight = 3;
     let mut post = RequestTemplate::new("POST", "/users");
@@ -181,16 +187,7 @@ fn thousands_of_connections_work() {
 #[test]
 fn two_agents_send_the_schedule_once_with_no_unique_number_twice() {
     let _serial = serial();
-    let seen = Arc::new(Mutex::new(Vec::<Seen>::new()));
-    let seen2 = seen.clone();
-    let server = TestServer::start(
-        None,
-        Arc::new(move |req: &Seen, s: &mut TcpStream| {
-            seen2.lock().unwrap().push(req.clone());
-            s.write_all(OK)?;
-            Ok(Next::KeepOpen)
-        }),
-    );
+    let (server, seen) = recording_server();
     let mix = RequestMix { templates: vec![RequestTemplate::new("GET", "/u/{unique}")], values: vec![], seed: 3 };
     // Two agents with two threads each, the whole rate each, one agreed start a moment away.
     let start_at = std::time::SystemTime::now() + Duration::from_millis(300);

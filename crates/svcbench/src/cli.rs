@@ -181,6 +181,30 @@ pub struct GeneratorArgs {
     /// namespace of its own (client, client2, …), behind the same client-service link.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=crate::network::MAX_GENERATORS as i64))]
     pub generators: u8,
+    /// A hosts file placing the generator agents (this machine, or ssh://user@host with svcbench installed)
+    /// and the service's address (docs/network.md)
+    #[arg(long, value_name = "FILE", conflicts_with = "generators")]
+    pub hosts: Option<PathBuf>,
+}
+
+impl GeneratorArgs {
+    /// The hosts file's plan, checked here and now (before anything is built).
+    pub fn plan(&self, net: bool) -> anyhow::Result<Option<crate::network::hosts_file::HostsPlan>> {
+        let Some(path) = &self.hosts else { return Ok(None) };
+        if net {
+            anyhow::bail!(
+                "--hosts places parts on machines, --net and --link on namespaces of this one: give one or the other"
+            );
+        }
+        let plan = crate::network::hosts_file::HostsPlan::load(path)?;
+        plan.check_here()?;
+        Ok(Some(plan))
+    }
+
+    /// Generator agents per step.
+    pub fn count(&self, plan: Option<&crate::network::hosts_file::HostsPlan>) -> usize {
+        plan.map_or(usize::from(self.generators), |p| p.generators.len())
+    }
 }
 
 fn parse_link(s: &str) -> Result<crate::network::Link, String> {

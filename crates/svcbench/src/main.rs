@@ -44,6 +44,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Run(a) => {
             let stop = guard::signals::stop_flag()?;
             let limits = a.limits.limits()?;
+            let hosts_plan = a.generators.plan(!a.network.links.is_empty() || a.network.net)?;
             let opts = runner::RunOptions {
                 services: a.services,
                 scenario: a.scenario,
@@ -69,7 +70,8 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 study: None,
                 completed: Default::default(),
                 net: a.network.links()?,
-                generators: a.generators.generators.into(),
+                generators: a.generators.count(hosts_plan.as_ref()),
+                hosts_plan,
                 given_deps: a.given.given()?,
             };
             let db = opts.db.clone();

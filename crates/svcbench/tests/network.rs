@@ -4,7 +4,6 @@
 mod common;
 use common::*;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn profile(dir: &Path, secs: u32) -> std::path::PathBuf {
@@ -114,21 +113,10 @@ fn namespaces_left_by_a_killed_svcbench_are_removed_by_the_next_run() {
 
 #[test]
 fn up_keeps_a_service_and_its_dependency_running_until_ctrl_c_then_cleans_up() {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{Read, Write};
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = Command::new(bin())
-        .args(["up", fixture("forwarder").to_str().unwrap(), "--link", "service-store=delay:1ms"])
-        .args(["--work-dir", tmp.path().join("results/work/up").to_str().unwrap()])
-        .env("SVCBENCH_HOME", repo())
-        .current_dir(tmp.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // `name url` lines on stdout, once the service answers.
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let service = lines.next().expect("svcbench up printed nothing").unwrap();
-    let upstream = lines.next().unwrap().unwrap();
+    let (mut child, lines) = spawn_up(tmp.path(), &fixture("forwarder"), &["--link", "service-store=delay:1ms"], 2);
+    let (service, upstream) = (lines[0].clone(), lines[1].clone());
     assert!(upstream.starts_with("dep.upstream.url http://10.213."), "{upstream}");
     let addr = service.strip_prefix("service http://").expect(&service).to_string();
     // A user's own client, from this machine: the service answers, through its real dependency.

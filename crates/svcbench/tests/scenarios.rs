@@ -222,20 +222,9 @@ fn blocking_server_with_keepalive_starves_connections_beyond_its_workers() {
 /// statistics API, refuses with `--dep-readonly` what it would have to load, and stops nothing of it.
 #[test]
 fn a_running_opensearch_given_by_url_is_checked_completed_and_measured() {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
     let tmp = tempfile::tempdir().unwrap();
-    let mut up = Command::new(bin())
-        .args(["up", repo().join("services/locations/rust-actix").to_str().unwrap()])
-        .args(["--work-dir", tmp.path().join("results/work/up").to_str().unwrap()])
-        .env("SVCBENCH_HOME", repo())
-        .current_dir(tmp.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let lines: Vec<String> = BufReader::new(up.stdout.take().unwrap()).lines().take(2).map(|l| l.unwrap()).collect();
+    let (mut up, lines) = spawn_up(tmp.path(), &repo().join("services/locations/rust-actix"), &[], 2);
     let url = lines
         .iter()
         .find_map(|l| l.strip_prefix("dep.opensearch.url "))

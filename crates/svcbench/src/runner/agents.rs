@@ -5,7 +5,13 @@
 //! the latency percentiles come from the sum of the agents' HDR histograms. Every agent's worker
 //! threads stay in the merged report, so one starved agent invalidates the step.
 //!
+//! An agent on another machine (the hosts file's `ssh://` generators) is the same command through
+//! OpenSSH: the step's mix is copied there first (value lists and bodies inlined, so the other machine
+//! needs no scenario files), the agent ends when its ssh connection does (`--exit-with-stdin`), and its
+//! report comes back on ssh's standard output.
+//!
 //! Each agent's report and log stay in the run's work folder (`agents/step-<seq>-agent-<i>.json`).
+use crate::network::hosts_file::Place;
 use crate::network::Host;
 use anyhow::{bail, Context, Result};
 use loadgen::{LoadConfig, LoadReport, MixSpec, Model};
@@ -31,28 +37,77 @@ pub struct AgentStep<'a> {
     pub seq: u32,
 }
 
-/// Runs the step on `hosts.len()` agents and merges their reports. `stops`: any of them set ends the
-/// agents early (SIGINT: each still writes what it measured).
-pub fn run(step: &AgentStep, hosts: &[&Host], stops: &[&AtomicBool]) -> Result<LoadReport> {
+/// Where one agent runs: a host of this machine (loopback, or a `--net` namespace), or another machine.
+pub enum AgentAt<'a> {
+    Here(&'a Host),
+    Ssh(&'a Place),
+}
+
+/// Runs the step on one agent per place and merges their reports. `stops`: any of them set ends the agents
+/// early (each still writes what it measured).
+pub fn run(step: &AgentStep, places: &[AgentAt], stops: &[&AtomicBool]) -> Result<LoadReport> {
     std::fs::create_dir_all(&step.dir).with_context(|| format!("cannot create {}", step.dir.display()))?;
     let mix_path = step.dir.join(format!("step-{}-mix.toml", step.seq));
     std::fs::write(&mix_path, mix_file(step.mix, step.mix_dir)?)
         .with_context(|| format!("cannot write {}", mix_path.display()))?;
     let exe = std::env::current_exe().context("cannot find svcbench's own executable for the agents")?;
+    let n = places.len();
+    // Copies to other machines first, so that the agreed start is not spent on them.
+    let mut remote_mix = Vec::new();
+    for (i, at) in places.iter().enumerate() {
+        remote_mix.push(match at {
+            AgentAt::Ssh(place) => Some(upload(
+                place,
+                &mix_path,
+                &format!("svcbench-agent-{}-{}-{}.toml", std::process::id(), step.seq, i + 1),
+            )?),
+            AgentAt::Here(_) => None,
+        });
+    }
     let start_at = SystemTime::now() + START_MARGIN;
-    let n = hosts.len();
     let mut agents = Vec::new();
-    for (i, host) in hosts.iter().enumerate() {
+    for (i, at) in places.iter().enumerate() {
         let out = step.dir.join(format!("step-{}-agent-{}.json", step.seq, i + 1));
         let log = step.dir.join(format!("step-{}-agent-{}.log", step.seq, i + 1));
-        let args = agent_args(step.config, &step.url, &mix_path, i, n, start_at);
-        let child = crate::sandbox::process::spawn_program(
-            &exe,
-            &args,
-            host.netns.as_ref().map(|ns| ns.fd()),
+        let (out_file, log_file) = (
             std::fs::File::create(&out).with_context(|| format!("cannot create {}", out.display()))?,
             std::fs::File::create(&log).with_context(|| format!("cannot create {}", log.display()))?,
-        )?;
+        );
+        let child = match (at, &remote_mix[i]) {
+            (AgentAt::Ssh(place @ Place::Ssh { svcbench, .. }), Some(remote)) => {
+                let mut args = agent_args(step.config, &step.url, Path::new(remote), i, n, start_at);
+                // Another machine's CPUs are its own: no pinning to this one's.
+                drop_option(&mut args, "--cpus");
+                args.push("--exit-with-stdin".into());
+                let script = format!(
+                    "{} {}; rc=$?; rm -f {}; exit $rc",
+                    sh_quote(svcbench),
+                    args.iter().map(|a| sh_quote(a)).collect::<Vec<_>>().join(" "),
+                    sh_quote(remote)
+                );
+                crate::sandbox::process::spawn_program(
+                    Path::new("ssh"),
+                    &ssh_args(place, &script),
+                    None,
+                    std::process::Stdio::piped(),
+                    out_file,
+                    log_file,
+                )?
+            }
+            (AgentAt::Here(host), _) => {
+                let args = agent_args(step.config, &step.url, &mix_path, i, n, start_at);
+                let ns = host.netns.as_ref().map(|ns| ns.fd());
+                crate::sandbox::process::spawn_program(
+                    &exe,
+                    &args,
+                    ns,
+                    std::process::Stdio::null(),
+                    out_file,
+                    log_file,
+                )?
+            }
+            _ => bail!("generator agent {}: no place to run it", i + 1),
+        };
         agents.push((child, out, log));
     }
     let deadline = Instant::now() + START_MARGIN + step.config.duration + step.config.request_timeout + REPORT_MARGIN;
@@ -67,7 +122,9 @@ pub fn run(step: &AgentStep, hosts: &[&Host], stops: &[&AtomicBool]) -> Result<L
         if stops.iter().any(|s| s.load(Ordering::Relaxed)) && !stopped {
             // All of them at once: each ends its load and still writes what it measured.
             stopped = true;
-            for (child, _, _) in &agents {
+            for (child, _, _) in &mut agents {
+                // Here: SIGINT. Over ssh: closing its input ends the remote agent (--exit-with-stdin).
+                drop(child.stdin.take());
                 crate::sandbox::process::signal_pids(&[child.id() as i32], libc::SIGINT);
             }
         }
@@ -136,20 +193,67 @@ fn share(total: usize, parts: usize, i: usize) -> usize {
     total / parts + usize::from(i < total % parts)
 }
 
-/// The step's mix as a mix file for `svcbench load --mix`, its files named by absolute paths.
+/// The step's mix as a self-contained mix file for `svcbench load --mix`: value files become lists and
+/// body files bodies, so an agent on another machine needs nothing else.
 fn mix_file(mix: &MixSpec, dir: &Path) -> Result<String> {
     let mut mix = mix.clone();
-    for v in mix.values.values_mut() {
-        if let Some(f) = &v.file {
-            v.file = Some(dir.join(f));
+    for (name, v) in mix.values.iter_mut() {
+        if let Some(f) = v.file.take() {
+            v.list = Some(loadgen::ValueList::from_file(name, &dir.join(f), v.order)?.values);
         }
     }
     for r in &mut mix.request {
-        if let Some(f) = &r.body_file {
-            r.body_file = Some(dir.join(f));
+        if let Some(f) = r.body_file.take() {
+            let path = dir.join(f);
+            let body = std::fs::read(&path).with_context(|| format!("cannot read body file {}", path.display()))?;
+            r.body = Some(
+                String::from_utf8(body).with_context(|| format!("{}: an agent's body must be text", path.display()))?,
+            );
         }
     }
     toml::to_string(&mix).context("cannot write the step's mix for the agents")
+}
+
+/// `ssh` arguments for a command on `place`: no password prompts (keys only), the user's own config.
+fn ssh_args(place: &Place, command: &str) -> Vec<String> {
+    let Place::Ssh { destination, port, options, .. } = place else { return vec![] };
+    let mut a = vec!["-o".to_string(), "BatchMode=yes".to_string()];
+    if let Some(p) = port {
+        a.extend(["-p".into(), p.to_string()]);
+    }
+    a.extend(options.iter().cloned());
+    a.extend([destination.clone(), "--".into(), command.into()]);
+    a
+}
+
+/// Copies the mix file to `place` as /tmp/`name`; returns the remote path.
+fn upload(place: &Place, mix: &Path, name: &str) -> Result<String> {
+    let remote = format!("/tmp/{name}");
+    let out = std::process::Command::new("ssh")
+        .args(ssh_args(place, &format!("cat > {}", sh_quote(&remote))))
+        .stdin(std::fs::File::open(mix)?)
+        .output()
+        .context("cannot run ssh (install OpenSSH's client) for a generator on another host")?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr).trim().replace('\n', " ");
+        bail!("generator host {}: cannot copy the step's mix there: {err}", place.describe());
+    }
+    Ok(remote)
+}
+
+/// Quoted for a POSIX shell (the remote side of ssh runs its command through one).
+fn sh_quote(s: &str) -> String {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,@%+".contains(&b)) {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// Removes `--flag VALUE` from an argument list.
+fn drop_option(args: &mut Vec<String>, flag: &str) {
+    if let Some(i) = args.iter().position(|a| a == flag) {
+        args.drain(i..(i + 2).min(args.len()));
+    }
 }
 
 /// The last non-empty line of an agent's log (its error), for messages.
@@ -161,4 +265,20 @@ fn last_line(log: &Path) -> String {
         .find(|l| !l.trim().is_empty())
         .unwrap_or("no output")
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quoting_keeps_every_argument_whole() {
+        assert_eq!(sh_quote("/usr/bin/svcbench"), "/usr/bin/svcbench");
+        assert_eq!(sh_quote("a b"), "'a b'");
+        assert_eq!(sh_quote("it's"), "'it'\\''s'");
+        assert_eq!(sh_quote(""), "''");
+        let mut a: Vec<String> = ["load", "--cpus", "0", "-t", "1"].map(String::from).to_vec();
+        drop_option(&mut a, "--cpus");
+        assert_eq!(a, ["load", "-t", "1"]);
+    }
 }

@@ -73,6 +73,8 @@ pub struct RunOptions {
     pub generators: usize,
     /// Dependencies that already run (`--dep KIND=URL`).
     pub given_deps: crate::deps::GivenDeps,
+    /// `--hosts`: where the generator agents run and the service listens.
+    pub hosts_plan: Option<crate::network::hosts_file::HostsPlan>,
 }
 
 impl RunOptions {
@@ -342,7 +344,17 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
     if network.is_none() && opts.generators > 1 {
         store.record_network(session_id, &format!("loopback; {} generator agents", opts.generators))?;
     }
-    let hosts = network.as_ref().map(|n| n.hosts()).unwrap_or_else(crate::network::Hosts::local);
+    let mut hosts = network.as_ref().map(|n| n.hosts()).unwrap_or_else(crate::network::Hosts::local);
+    if let Some(plan) = &opts.hosts_plan {
+        if let Some(addr) = plan.service_addr {
+            // Generators on other machines reach the service at this machine's address.
+            hosts.service = crate::network::Host { addr, netns: None };
+        }
+        let places: Vec<String> = plan.generators.iter().map(|p| p.describe()).collect();
+        let described = format!("hosts file: service {}; generators {}", hosts.service.addr, places.join(", "));
+        eprintln!("svcbench: {described}");
+        store.record_network(session_id, &described)?;
+    }
     let measured: Vec<usize> = crate::cpus::parse(opts.limits.cpuset.as_deref().unwrap_or(""))?
         .into_iter()
         .chain(loadgen_cpus.clone())

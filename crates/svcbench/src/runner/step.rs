@@ -113,8 +113,19 @@ pub fn run_step(
     let before = inst.sandbox.sample();
     // On the client's host: under --net its packets cross the client-service link. Several agents: one on
     // each generator host, their reports merged.
-    let report = if ctx.opts.generators > 1 {
-        let hosts: Vec<&crate::network::Host> = (0..ctx.opts.generators).map(|i| ctx.hosts.generator(i)).collect();
+    let report = if ctx.opts.generators > 1 || ctx.opts.hosts_plan.is_some() {
+        use super::agents::AgentAt;
+        let places: Vec<AgentAt> = match &ctx.opts.hosts_plan {
+            Some(plan) => plan
+                .generators
+                .iter()
+                .map(|p| match p {
+                    crate::network::hosts_file::Place::Local => AgentAt::Here(&ctx.hosts.client),
+                    remote => AgentAt::Ssh(remote),
+                })
+                .collect(),
+            None => (0..ctx.opts.generators).map(|i| AgentAt::Here(ctx.hosts.generator(i))).collect(),
+        };
         let agents = super::agents::AgentStep {
             config: &cfg,
             mix: &mix_spec,
@@ -123,7 +134,7 @@ pub fn run_step(
             dir: ctx.work_dir.join("agents").join(format!("run-{run_id}")),
             seq,
         };
-        super::agents::run(&agents, &hosts, &[&ctx.stop, &step_stop])
+        super::agents::run(&agents, &places, &[&ctx.stop, &step_stop])
     } else {
         ctx.hosts.client.within(|| loadgen::run(&cfg, Some(live)))?
     };

@@ -20,7 +20,7 @@ pub fn spawn(
     log: File,
 ) -> Result<Child> {
     let mut cmd = Command::new("/bin/sh");
-    cmd.arg("-c").arg(format!("exec {command}")).current_dir(dir);
+    cmd.arg("-c").arg(format!("exec {command}")).current_dir(dir).stdin(Stdio::null());
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -35,11 +35,12 @@ pub fn spawn_program(
     program: &std::path::Path,
     args: &[String],
     netns: Option<std::os::fd::RawFd>,
+    stdin: Stdio,
     stdout: File,
     stderr: File,
 ) -> Result<Child> {
     let mut cmd = Command::new(program);
-    cmd.args(args);
+    cmd.args(args).stdin(stdin);
     spawn_placed(cmd, &[], netns, stdout, stderr).with_context(|| format!("cannot start {}", program.display()))
 }
 
@@ -57,7 +58,7 @@ fn spawn_placed(
         })
         .collect::<Result<_>>()?;
     let fds: Vec<i32> = procs.iter().map(|f| f.as_raw_fd()).collect();
-    cmd.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
+    cmd.stdout(stdout).stderr(stderr);
     unsafe {
         cmd.pre_exec(move || {
             // Only async-signal-safe calls here: we are between fork and exec.

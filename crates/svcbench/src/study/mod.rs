@@ -128,6 +128,7 @@ pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         eprintln!("svcbench: every run of the study is done; rendering its report");
     } else {
         let first = &study.cells[0];
+        let hosts_plan = a.generators.plan(!a.network.links.is_empty() || a.network.net)?;
         let opts = RunOptions {
             services: study.services.clone(),
             scenario: study.file.scenario.clone(),
@@ -153,7 +154,8 @@ pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             study: Some(study.name.clone()),
             completed,
             net: a.network.links()?,
-            generators: a.generators.generators.into(),
+            generators: a.generators.count(hosts_plan.as_ref()),
+            hosts_plan,
             given_deps: a.given.given()?,
         };
         let s = runner::run_session(opts, stop)?;

@@ -149,3 +149,26 @@ pub fn assert_no_leftovers(needle: &str) {
     let procs = processes_matching(needle);
     assert!(procs.is_empty(), "processes left behind: {procs:?}");
 }
+
+/// `svcbench up SERVICE EXTRA…` from `tmp` (its work folder under `tmp/results/work/up`), and the `name url`
+/// lines it prints once everything answers (the service first, then each dependency).
+pub fn spawn_up(tmp: &Path, service: &Path, extra: &[&str], lines: usize) -> (std::process::Child, Vec<String>) {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(bin())
+        .arg("up")
+        .arg(service)
+        .args(extra)
+        .args(["--work-dir", tmp.join("results/work/up").to_str().unwrap()])
+        .env("SVCBENCH_HOME", repo())
+        .current_dir(tmp)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .take(lines)
+        .map(|l| l.expect("svcbench up's output"))
+        .collect();
+    (child, out)
+}

@@ -1,0 +1,190 @@
+//! The hosts file's other machines: a generator agent reached with OpenSSH. The "other machine" is a
+//! network namespace made by the test, with a real OpenSSH server (Debian's openssh-server) in it, a
+//! throw-away host key and a throw-away user key; svcbench on the far side is this same binary.
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+/// A namespace with an sshd, joined to this one by a veth pair; removed on drop.
+struct SshHost {
+    ns: String,
+    veth: String,
+    sshd: Child,
+    here: String,
+    there: String,
+}
+
+impl Drop for SshHost {
+    fn drop(&mut self) {
+        let _ = self.sshd.kill();
+        let _ = self.sshd.wait();
+        let _ = Command::new("ip").args(["netns", "delete", &self.ns]).status();
+        let _ = Command::new("ip").args(["link", "delete", &self.veth]).status();
+    }
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("ip (iproute2) is needed");
+    assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn keygen(path: &Path) {
+    let out = Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-f"]).arg(path).output().unwrap();
+    assert!(out.status.success(), "ssh-keygen: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn ssh_host(dir: &Path) -> SshHost {
+    let sshd = Path::new("/usr/sbin/sshd");
+    assert!(sshd.is_file(), "this test needs OpenSSH's server: apt install openssh-server (scripts/setup.sh does)");
+    let id = std::process::id() % 100_000;
+    let (ns, veth, peer) = (format!("svbt-ssh-{id}"), format!("svbt{id}a"), format!("svbt{id}b"));
+    // A /24 of 10.215.0.0/16 for this test alone.
+    let net = id % 250 + 1;
+    let (here, there) = (format!("10.215.{net}.1"), format!("10.215.{net}.2"));
+    ip(&["netns", "add", &ns]);
+    ip(&["link", "add", &veth, "type", "veth", "peer", "name", &peer]);
+    ip(&["link", "set", &peer, "netns", &ns]);
+    ip(&["addr", "add", &format!("{here}/24"), "dev", &veth]);
+    ip(&["link", "set", &veth, "up"]);
+    ip(&["-n", &ns, "addr", "add", &format!("{there}/24"), "dev", &peer]);
+    ip(&["-n", &ns, "link", "set", &peer, "up"]);
+    ip(&["-n", &ns, "link", "set", "lo", "up"]);
+    keygen(&dir.join("host_key"));
+    keygen(&dir.join("user_key"));
+    std::fs::copy(dir.join("user_key.pub"), dir.join("authorized_keys")).unwrap();
+    let config = format!(
+        "ListenAddress {there}\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\nPidFile {d}/sshd.pid\n\
+         PermitRootLogin prohibit-password\nPasswordAuthentication no\nStrictModes no\nUsePAM no\n",
+        d = dir.display()
+    );
+    std::fs::write(dir.join("sshd_config"), config).unwrap();
+    // Privilege separation needs its empty folder.
+    std::fs::create_dir_all("/run/sshd").unwrap();
+    let log = std::fs::File::create(dir.join("sshd.log")).unwrap();
+    let sshd = Command::new("ip")
+        .args(["netns", "exec", &ns, "/usr/sbin/sshd", "-D", "-e", "-f"])
+        .arg(dir.join("sshd_config"))
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let host = SshHost { ns, veth, sshd, here, there };
+    let t0 = Instant::now();
+    while std::net::TcpStream::connect_timeout(
+        &format!("{}:22", host.there).parse().unwrap(),
+        Duration::from_millis(200),
+    )
+    .is_err()
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "sshd did not listen: {}",
+            std::fs::read_to_string(dir.join("sshd.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    host
+}
+
+#[test]
+fn a_generator_on_another_host_is_driven_over_ssh_and_its_figures_come_home() {
+    let tmp = tempfile::tempdir().unwrap();
+    let host = ssh_host(tmp.path());
+    let hosts = tmp.path().join("hosts.toml");
+    let key = tmp.path().join("user_key");
+    std::fs::write(
+        &hosts,
+        format!(
+            "[service]\naddress = \"{}\"\n\n[[generator]]\nat = \"ssh://root@{}\"\nsvcbench = \"{}\"\nssh_options = [\"-i\", \"{}\", \"-o\", \"UserKnownHostsFile=/dev/null\", \"-o\", \"StrictHostKeyChecking=no\", \"-o\", \"LogLevel=ERROR\"]\n",
+            host.here,
+            host.there,
+            bin().display(),
+            key.display()
+        ),
+    )
+    .unwrap();
+    let prof = tmp.path().join("c2.toml");
+    std::fs::write(&prof, "name = \"c2\"\n[[step]]\nconnections = 2\nduration = \"2s\"\n").unwrap();
+    let dbp = tmp.path().join("ssh.db");
+    let out = run_fixtures(tmp.path(), &["steady"], &prof, &dbp, &["--hosts", hosts.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    // The agent logged in over ssh with the test's key, from this machine's end of the link.
+    let sshd_log = std::fs::read_to_string(tmp.path().join("sshd.log")).unwrap();
+    assert!(sshd_log.contains(&format!("Accepted publickey for root from {}", host.here)), "{sshd_log}");
+    // Its figures came home into the one store, and the session says where the generator was.
+    let c = db(&dbp);
+    assert!(i64_of(&c, "SELECT requests_ok FROM step") > 0);
+    assert_eq!(f64_of(&c, "SELECT success_ratio FROM step"), 1.0);
+    let net = text_of(&c, "SELECT network FROM session");
+    assert!(
+        net.contains(&format!("generators ssh://root@{}", host.there))
+            && net.contains(&format!("service {}", host.here)),
+        "{net}"
+    );
+    // Nothing of the agent is left on the far side: no process, no copied mix.
+    let leftover: Vec<_> = std::fs::read_dir("/tmp")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("svcbench-agent-"))
+        .map(|e| e.path())
+        .collect();
+    assert!(leftover.is_empty(), "{leftover:?}");
+    drop(host);
+    assert_no_leftovers("fixtures/testservice.py");
+    assert!(processes_matching("--exit-with-stdin").is_empty());
+
+    // A service address this machine does not have is refused before anything starts.
+    std::fs::write(&hosts, "[service]\naddress = \"192.0.2.77\"\n[[generator]]\nat = \"ssh://root@192.0.2.78\"\n")
+        .unwrap();
+    let out =
+        run_fixtures(tmp.path(), &["steady"], &prof, &tmp.path().join("bad.db"), &["--hosts", hosts.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && said.contains("not an address of this machine"), "{said}");
+}
+
+/// A remote agent ends when its ssh connection does: `svcbench load --exit-with-stdin` stops its load and
+/// still reports when its standard input closes, long before its duration.
+#[test]
+fn an_agent_ends_and_reports_when_its_input_closes() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut conn = conn;
+                let mut buf = [0u8; 4096];
+                let mut pending = Vec::new();
+                while let Ok(n) = conn.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    pending.extend_from_slice(&buf[..n]);
+                    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                        pending.drain(..end + 4);
+                        if conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let mut agent = Command::new(bin())
+        .args(["load", &format!("http://{addr}/"), "-c", "1", "-d", "60s", "--json", "--exit-with-stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let t0 = Instant::now();
+    drop(agent.stdin.take());
+    let out = agent.wait_with_output().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(10), "the agent ran on for {:?}", t0.elapsed());
+    assert!(out.status.success());
+    let report: loadgen::LoadReport = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report.requests_ok > 0 && report.duration_s < 10.0, "{} ok in {} s", report.requests_ok, report.duration_s);
+}
