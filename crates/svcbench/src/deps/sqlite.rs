@@ -1,25 +1,39 @@
-//! The `sqlite` dependency: a file, not a server. A fresh database per run (schema of the users scenario,
-//! WAL journal), optionally pre-filled with users `user-1` … `user-N`; its size is recorded after the run.
+//! The `sqlite` dependency: a file, not a server. A fresh database per run from the scenario's own schema
+//! file (`schema = "schema.sql"`), optionally pre-filled with `prefill` rows by the scenario's
+//! `prefill_row` statement (`?1` is the row's number); its size is recorded after the run.
 use super::{opt_u64, reject_unknown, DepContext, Dependency};
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub struct SqliteFile {
     dir: PathBuf,
+    schema: String,
     prefill: u64,
+    prefill_row: Option<String>,
     path: PathBuf,
 }
 
-const SCHEMA: &str = "PRAGMA journal_mode = WAL;
-CREATE TABLE IF NOT EXISTS users (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT, UNIQUE(name));";
-
 impl SqliteFile {
     pub fn new(options: &toml::Table, ctx: &DepContext) -> Result<SqliteFile> {
-        reject_unknown("sqlite", options, &["kind", "prefill"])?;
+        reject_unknown("sqlite", options, &["kind", "schema", "prefill", "prefill_row"])?;
+        let text = |k: &str| options.get(k).and_then(|v| v.as_str()).map(String::from);
+        let schema_file = text("schema").context(
+            "dependency `sqlite`: give its schema file, e.g. schema = \"schema.sql\" in the scenario folder",
+        )?;
+        let schema_path = ctx.scenario_dir.join(&schema_file);
+        let schema = std::fs::read_to_string(&schema_path)
+            .with_context(|| format!("dependency `sqlite`: cannot read its schema {}", schema_path.display()))?;
+        let prefill = opt_u64(options, "prefill", 0)?;
+        let prefill_row = text("prefill_row");
+        if prefill > 0 && prefill_row.is_none() {
+            bail!(
+                "dependency `sqlite`: prefill = {prefill} needs prefill_row, the INSERT of one row (?1 is its number)"
+            );
+        }
         let dir = ctx.work_dir.join("sqlite");
         std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let mut f = SqliteFile { path: dir.join("initial.db"), dir, prefill: opt_u64(options, "prefill", 0)? };
+        let mut f = SqliteFile { path: dir.join("initial.db"), dir, schema, prefill, prefill_row };
         f.create("initial")?;
         Ok(f)
     }
@@ -31,15 +45,17 @@ impl SqliteFile {
         }
         let mut conn = rusqlite::Connection::open(&self.path)
             .with_context(|| format!("cannot create database {}", self.path.display()))?;
-        conn.execute_batch(SCHEMA)?;
-        let tx = conn.transaction()?;
-        {
-            let mut ins = tx.prepare("INSERT INTO users (name) VALUES (?1)")?;
-            for i in 1..=self.prefill {
-                ins.execute([format!("user-{i}")])?;
+        conn.execute_batch(&self.schema).context("dependency `sqlite`: the scenario's schema failed")?;
+        if let Some(row) = &self.prefill_row {
+            let tx = conn.transaction()?;
+            {
+                let mut ins = tx.prepare(row).context("dependency `sqlite`: prefill_row is not a valid statement")?;
+                for i in 1..=self.prefill {
+                    ins.execute([i as i64])?;
+                }
             }
+            tx.commit()?;
         }
-        tx.commit()?;
         Ok(())
     }
 
@@ -63,5 +79,51 @@ impl Dependency for SqliteFile {
 
     fn after_run(&mut self) -> Vec<(String, f64)> {
         vec![("db_bytes".to_string(), self.size_bytes() as f64)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(dir: &std::path::Path, options: &str) -> Result<SqliteFile> {
+        let given = crate::deps::GivenDeps::default();
+        let ctx = DepContext {
+            work_dir: &dir.join("work"),
+            scenario_dir: dir,
+            cpuset: None,
+            cgroup: crate::sandbox::CgroupChoice::None,
+            session_tag: "t".into(),
+            for_load: true,
+            host: crate::network::Host::local(),
+            given: &given,
+        };
+        SqliteFile::new(&toml::from_str(options).unwrap(), &ctx)
+    }
+
+    #[test]
+    fn the_scenario_schema_and_prefill_make_each_runs_database() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("s.sql"), "CREATE TABLE items (id INTEGER PRIMARY KEY, label TEXT);").unwrap();
+        let mut f =
+            open(d.path(), "kind = 'sqlite'\nschema = 's.sql'\nprefill = 3\nprefill_row = \"INSERT INTO items (label) VALUES ('item-' || ?1)\"").unwrap();
+        f.before_run("run-1").unwrap();
+        let c = rusqlite::Connection::open(&f.path).unwrap();
+        let labels: Vec<String> = c
+            .prepare("SELECT label FROM items ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        assert_eq!(labels, ["item-1", "item-2", "item-3"]);
+        for (options, says) in [
+            ("kind = 'sqlite'", "give its schema file"),
+            ("kind = 'sqlite'\nschema = 'none.sql'", "cannot read its schema"),
+            ("kind = 'sqlite'\nschema = 's.sql'\nprefill = 2", "needs prefill_row"),
+        ] {
+            let e = format!("{:#}", open(d.path(), options).err().unwrap());
+            assert!(e.contains(says), "{options}: {e}");
+        }
     }
 }
