@@ -14,11 +14,12 @@ pub struct Progress {
 
 impl Progress {
     /// `prefix`: "hello-go-nethttp run 1/2 step 3/12 c=4"; `left`: the session's time left after this step.
+    /// `live`: the generator's running counts (None: agents in other processes, which report at the end).
     pub fn start(
         prefix: String,
         step_duration: Duration,
         left_after: Duration,
-        live: Arc<LiveStats>,
+        live: Option<Arc<LiveStats>>,
         global_stop: Arc<AtomicBool>,
         step_stop: Arc<AtomicBool>,
     ) -> Progress {
@@ -36,8 +37,9 @@ impl Progress {
                     step_stop.store(true, Ordering::Relaxed);
                 }
                 std::thread::sleep(Duration::from_millis(100));
-                if last_t.elapsed() >= Duration::from_secs(1) {
-                    let snap = live.snapshot();
+                if let Some(snap) =
+                    live.as_ref().filter(|_| last_t.elapsed() >= Duration::from_secs(1)).map(|l| l.snapshot())
+                {
                     rps = (snap.requests_ok - last_ok) as f64 / last_t.elapsed().as_secs_f64();
                     last_ok = snap.requests_ok;
                     last_t = Instant::now();
@@ -46,7 +48,10 @@ impl Progress {
                 if last_print.elapsed() >= every {
                     last_print = Instant::now();
                     let left = step_duration.saturating_sub(t0.elapsed()) + left_after;
-                    let line = format!("{prefix}  {rps:>9.0} req/s  {} left", fmt_duration(left));
+                    let line = match live {
+                        Some(_) => format!("{prefix}  {rps:>9.0} req/s  {} left", fmt_duration(left)),
+                        None => format!("{prefix}  agents running  {} left", fmt_duration(left)),
+                    };
                     if tty {
                         eprint!("\r\x1b[2K{line}");
                     } else {

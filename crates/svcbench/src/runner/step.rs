@@ -100,11 +100,12 @@ pub fn run_step(
         };
     }
 
+    let agents = ctx.opts.generators > 1 || ctx.opts.hosts_plan.is_some();
     let progress = Progress::start(
         prefix.to_string(),
         step.duration,
         left_after,
-        live.clone(),
+        (!agents).then(|| live.clone()),
         ctx.stop.clone(),
         step_stop.clone(),
     );
@@ -113,7 +114,7 @@ pub fn run_step(
     let before = inst.sandbox.sample();
     // On the client's host: under --net its packets cross the client-service link. Several agents: one on
     // each generator host, their reports merged.
-    let report = if ctx.opts.generators > 1 || ctx.opts.hosts_plan.is_some() {
+    let report = if agents {
         use super::agents::AgentAt;
         let places: Vec<AgentAt> = match &ctx.opts.hosts_plan {
             Some(plan) => plan
