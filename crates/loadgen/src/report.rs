@@ -193,6 +193,10 @@ pub struct LoadReport {
     pub timeline: Vec<SecondStats>,
     /// Present for the open model.
     pub open: Option<OpenStats>,
+    /// Open model: base64 of the send-lag histogram (same encoding as `latency_hdr`, µs), so that the
+    /// lag percentiles of several generators merge exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lag_hdr: Option<String>,
     pub threads: usize,
     /// CPU time (user + system) the generator's worker threads used during the run.
     pub client_cpu_s: f64,
@@ -239,19 +243,29 @@ impl LoadReport {
 /// processes or machines): counts add up, latency percentiles are recomputed from the merged
 /// histograms (exact), the duration is the longest. Per-second p50/p99 cannot be merged
 /// exactly from summaries: the merged timeline keeps the highest of each second's values.
-/// Likewise the open model's schedule lag percentiles and the median answers per connection
-/// keep the highest of the reports' values (a pessimistic bound, not the exact figure), and
+/// The open model's schedule lag percentiles come from the merged lag histograms when every
+/// report carries one (else the highest of the reports' values, a bound); the median answers per
+/// connection keep the highest of the reports' values (a bound, not the exact figure), and
 /// achieved rates add up.
 pub fn merge_reports(reports: &[LoadReport]) -> Result<LoadReport> {
     let Some(first) = reports.first() else {
         bail!("no reports to merge");
     };
     let mut hist = first.histogram().context("report 1")?;
+    let mut lag = first.lag_hdr.as_deref().map(histogram::decode).transpose().context("report 1: lag")?;
     let mut merged = first.clone();
     let mut timeline: BTreeMap<u64, SecondStats> = first.timeline.iter().map(|s| (s.second, *s)).collect();
     for (i, r) in reports.iter().enumerate().skip(1) {
         let h = r.histogram().with_context(|| format!("report {}", i + 1))?;
         hist.add(&h).map_err(|e| anyhow::anyhow!("report {}: histograms do not merge: {e:?}", i + 1))?;
+        lag = match (lag, r.lag_hdr.as_deref()) {
+            (Some(mut a), Some(b)) => {
+                let b = histogram::decode(b).with_context(|| format!("report {}: lag", i + 1))?;
+                a.add(&b).map_err(|e| anyhow::anyhow!("report {}: lag histograms do not merge: {e:?}", i + 1))?;
+                Some(a)
+            }
+            _ => None,
+        };
         merged.duration_s = merged.duration_s.max(r.duration_s);
         merged.requests_ok += r.requests_ok;
         merged.requests_err += r.requests_err;
@@ -296,6 +310,12 @@ pub fn merge_reports(reports: &[LoadReport]) -> Result<LoadReport> {
     merged.timeline = timeline.into_values().collect();
     merged.latency = histogram::percentiles(&hist);
     merged.latency_hdr = histogram::encode(&hist)?;
+    merged.lag_hdr = None;
+    if let (Some(lag), Some(o)) = (lag, merged.open.as_mut()) {
+        o.lag_p50_ms = lag.value_at_quantile(0.5) as f64 / 1000.0;
+        o.lag_p99_ms = lag.value_at_quantile(0.99) as f64 / 1000.0;
+        merged.lag_hdr = Some(histogram::encode(&lag)?);
+    }
     Ok(merged)
 }
 

@@ -232,6 +232,7 @@ fn build_report(
         connections: connection_stats(results.iter().map(|r| &r.window), duration),
         in_flight_at_end: in_flight,
         timeline,
+        lag_hdr: open.is_some().then(|| encode(&lag)).transpose()?,
         open,
         threads: workers,
         client_cpu_s: cpu_s,

@@ -186,6 +186,7 @@ pub(crate) mod tests {
             in_flight_at_end: 8,
             timeline: vec![],
             open: None,
+            lag_hdr: None,
             threads: 2,
             client_cpu_s: 10.0,
             workers: vec![WorkerUsage { cpu_s: 5.0, wall_s: 10.0, runqueue_wait_s: 0.1, spin_s: 0.0 }; 2],

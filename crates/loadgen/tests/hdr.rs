@@ -32,10 +32,40 @@ fn report_of(latencies_us: &[u64], errors: u64) -> LoadReport {
         in_flight_at_end: 0,
         timeline: vec![],
         open: None,
+        lag_hdr: None,
         threads: 1,
         client_cpu_s: 0.5,
         workers: vec![],
     }
+}
+
+#[test]
+fn agents_lag_histograms_merge_exactly() {
+    // One agent always on time (10 µs), one always 2 ms late, 50 sends each: the merged median is
+    // the punctual agent's lag and the 99th percentile the late one's, which the agents' own
+    // percentiles alone could not give (the higher p50 would be 2 ms).
+    let with_lag = |lag_us: u64| {
+        let mut r = report_of(&[1000], 0);
+        let mut h = new_latency_histogram();
+        for _ in 0..50 {
+            h.record(lag_us).unwrap();
+        }
+        let ms = lag_us as f64 / 1000.0;
+        r.open = Some(loadgen::OpenStats {
+            intended: 50,
+            lag_p50_ms: ms,
+            lag_p99_ms: ms,
+            lag_max_ms: ms,
+            ..Default::default()
+        });
+        r.lag_hdr = Some(encode(&h).unwrap());
+        r
+    };
+    let m = merge_reports(&[with_lag(10), with_lag(2000)]).unwrap();
+    let o = m.open.unwrap();
+    assert!((o.lag_p50_ms - 0.01).abs() < 0.001, "p50 {}", o.lag_p50_ms);
+    assert!((o.lag_p99_ms - 2.0).abs() < 0.01, "p99 {}", o.lag_p99_ms);
+    assert_eq!(decode(m.lag_hdr.as_deref().unwrap()).unwrap().len(), 100);
 }
 
 #[test]
