@@ -20,13 +20,13 @@ impl Drop for SshHost {
     fn drop(&mut self) {
         let _ = self.sshd.kill();
         let _ = self.sshd.wait();
-        let _ = Command::new("ip").args(["netns", "delete", &self.ns]).status();
-        let _ = Command::new("ip").args(["link", "delete", &self.veth]).status();
+        let _ = Command::new(ip_program()).args(["netns", "delete", &self.ns]).status();
+        let _ = Command::new(ip_program()).args(["link", "delete", &self.veth]).status();
     }
 }
 
 fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("ip (iproute2) is needed");
+    let out = Command::new(ip_program()).args(args).output().expect("ip (iproute2) is needed");
     assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
@@ -63,7 +63,7 @@ fn ssh_host(dir: &Path) -> SshHost {
     // Privilege separation needs its empty folder.
     std::fs::create_dir_all("/run/sshd").unwrap();
     let log = std::fs::File::create(dir.join("sshd.log")).unwrap();
-    let sshd = Command::new("ip")
+    let sshd = Command::new(ip_program())
         .args(["netns", "exec", &ns, "/usr/sbin/sshd", "-D", "-e", "-f"])
         .arg(dir.join("sshd_config"))
         .stderr(log)

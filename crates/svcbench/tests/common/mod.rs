@@ -129,9 +129,14 @@ pub fn processes_matching(needle: &str) -> Vec<String> {
     out
 }
 
+/// iproute2's `ip`, from the system folders whatever the PATH.
+pub fn ip_program() -> &'static str {
+    ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip"].into_iter().find(|p| Path::new(p).exists()).unwrap_or("ip")
+}
+
 /// svcbench's `--net` namespaces and interfaces still present.
 pub fn leftover_network() -> Vec<String> {
-    let ip = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip"].into_iter().find(|p| Path::new(p).exists()).unwrap_or("ip");
+    let ip = ip_program();
     let out = |args: &[&str]| {
         Command::new(ip).args(args).output().map(|o| String::from_utf8_lossy(&o.stdout).to_string()).unwrap_or_default()
     };
