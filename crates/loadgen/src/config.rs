@@ -279,15 +279,32 @@ pub enum Pacing {
     Spin,
 }
 
+impl Pacing {
+    const ALL: [Pacing; 2] = [Pacing::Timer, Pacing::Spin];
+
+    /// The name on the command line and in profiles.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pacing::Timer => "timer",
+            Pacing::Spin => "spin",
+        }
+    }
+}
+
 impl std::str::FromStr for Pacing {
     type Err = anyhow::Error;
     fn from_str(s: &str) -> Result<Pacing> {
-        match s {
-            "timer" => Ok(Pacing::Timer),
-            "spin" => Ok(Pacing::Spin),
-            other => bail!("pacing {other:?} is unknown: use timer or spin"),
-        }
+        Pacing::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| anyhow!("pacing {s:?} is unknown: use timer or spin"))
     }
+}
+
+/// `total` shared out among `parts` (worker threads, or generator agents): part `i` gets its even
+/// share, the first ones one more when it does not divide.
+pub fn share(total: usize, parts: usize, i: usize) -> usize {
+    total / parts + usize::from(i < total % parts)
 }
 
 impl LoadConfig {

@@ -34,7 +34,7 @@ mod template;
 mod timeline;
 pub mod validity;
 
-pub use config::{split_url, LoadConfig, Model, Pacing, RateRamp, StatusSet, Target};
+pub use config::{share, split_url, LoadConfig, Model, Pacing, RateRamp, StatusSet, Target};
 pub use hdrhistogram::Histogram;
 pub use report::{
     merge_reports, ConnectionStats, ErrorCounts, LoadReport, OpenStats, Percentiles, SecondStats, WorkerUsage,

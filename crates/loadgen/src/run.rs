@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 
 use crate::client::worker::{run_loop, Clock, Core, WindowEnd};
-use crate::config::{LoadConfig, Model};
+use crate::config::{share, LoadConfig, Model};
 use crate::histogram::{encode, new_latency_histogram, percentiles};
 use crate::limits;
 use crate::models::closed::ClosedDriver;
@@ -25,11 +25,6 @@ struct WorkerResult {
     in_flight: u64,
     window: WindowEnd,
     usage: WorkerUsage,
-}
-
-/// Share `total` among `parts`: the first ones get one more when it does not divide.
-fn share(total: usize, parts: usize, i: usize) -> usize {
-    total / parts + usize::from(i < total % parts)
 }
 
 /// Runs the load described by `config` until its duration, request count or stop flag.
@@ -64,10 +59,11 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
         }
         std::thread::sleep(wait);
     }
-    // Among several agents, this one's workers are the global workers `index * threads + i`.
+    // Among several agents, this one's workers are the global workers `index * threads + i` of
+    // `count * threads`; alone, simply `i` of `workers`.
     let (agent, agents) = config.agent;
-    let global = |i: usize| agent * config.threads + i;
-    let global_workers = agents * config.threads;
+    let (first_worker, all_workers) =
+        if agents > 1 { (agent * config.threads, agents * config.threads) } else { (0, workers) };
     if agents > 1 && workers < config.threads {
         return Err(anyhow!(
             "{pool} connections for {} threads: an agent needs at least one connection per thread",
@@ -106,8 +102,8 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
                             &config.mix,
                             &config.target.host_header(),
                             config.keepalive,
-                            if agents > 1 { global(i) } else { i },
-                            if agents > 1 { global_workers } else { workers },
+                            first_worker + i,
+                            all_workers,
                         )?;
                         let stats = Recorder::new(config.success.clone(), start, timeline, live);
                         let mut core = Core::new(
@@ -126,8 +122,8 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
                             Model::Open { rate, max_connections } => Box::new(OpenDriver::new(
                                 Schedule::new(*rate, config.duration),
                                 start,
-                                if agents > 1 { global(i) } else { i },
-                                if agents > 1 { global_workers } else { workers },
+                                first_worker + i,
+                                all_workers,
                                 share(*max_connections, workers, i),
                                 config.max_requests,
                             )),

@@ -143,11 +143,16 @@ pub struct NetworkArgs {
 }
 
 impl NetworkArgs {
+    /// Whether namespaces were asked for (`--net`, or a `--link`, which implies it).
+    pub fn asked(&self) -> bool {
+        self.net || !self.links.is_empty()
+    }
+
     /// None: everything on loopback. Refuses, before any build or start, links given twice and a machine
     /// where the network cannot be made.
     pub fn links(&self) -> anyhow::Result<Option<Vec<crate::network::Link>>> {
         crate::network::link::check_distinct(&self.links)?;
-        if !self.net && self.links.is_empty() {
+        if !self.asked() {
             return Ok(None);
         }
         crate::network::check_available(!self.links.is_empty())?;
@@ -189,9 +194,9 @@ pub struct GeneratorArgs {
 
 impl GeneratorArgs {
     /// The hosts file's plan, checked here and now (before anything is built).
-    pub fn plan(&self, net: bool) -> anyhow::Result<Option<crate::network::hosts_file::HostsPlan>> {
+    pub fn plan(&self, network: &NetworkArgs) -> anyhow::Result<Option<crate::network::hosts_file::HostsPlan>> {
         let Some(path) = &self.hosts else { return Ok(None) };
-        if net {
+        if network.asked() {
             anyhow::bail!(
                 "--hosts places parts on machines, --net and --link on namespaces of this one: give one or the other"
             );

@@ -44,7 +44,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Run(a) => {
             let stop = guard::signals::stop_flag()?;
             let limits = a.limits.limits()?;
-            let hosts_plan = a.generators.plan(!a.network.links.is_empty() || a.network.net)?;
+            let hosts_plan = a.generators.plan(&a.network)?;
             let opts = runner::RunOptions {
                 services: a.services,
                 scenario: a.scenario,

@@ -39,17 +39,20 @@ impl Host {
 /// Where each part of a run sits.
 #[derive(Debug, Clone)]
 pub struct Hosts {
-    /// The first generator host: the checks' client, the warm-up's and a single generator's.
-    pub client: Host,
     pub service: Host,
     pub store: Host,
-    /// Every generator host, `client` first (`--generators N`: one agent on each).
+    /// Every generator host, the client first (`--generators N`: one agent on each).
     pub generators: Vec<Host>,
 }
 
 impl Hosts {
     pub fn local() -> Hosts {
-        Hosts { client: Host::local(), service: Host::local(), store: Host::local(), generators: vec![Host::local()] }
+        Hosts { service: Host::local(), store: Host::local(), generators: vec![Host::local()] }
+    }
+
+    /// The first generator host: the checks' client, the warm-up's and a single generator's.
+    pub fn client(&self) -> &Host {
+        &self.generators[0]
     }
 
     /// Where generator agent `i` runs (without --net every agent is on this machine's loopback).
@@ -193,7 +196,6 @@ impl Network {
 
     pub fn hosts(&self) -> Hosts {
         Hosts {
-            client: self.host(Role::Client),
             service: self.host(Role::Service),
             store: self.host(Role::Store),
             generators: self.parts.iter().filter(|p| p.role == Role::Client).map(|p| p.host.clone()).collect(),

@@ -14,7 +14,7 @@
 use crate::network::hosts_file::Place;
 use crate::network::Host;
 use anyhow::{bail, Context, Result};
-use loadgen::{LoadConfig, LoadReport, MixSpec, Model};
+use loadgen::{share, LoadConfig, LoadReport, MixSpec, Model};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -75,10 +75,7 @@ pub fn run(step: &AgentStep, places: &[AgentAt], stops: &[&AtomicBool]) -> Resul
         );
         let child = match (at, &remote_mix[i]) {
             (AgentAt::Ssh(place @ Place::Ssh { svcbench, .. }), Some(remote)) => {
-                let mut args = agent_args(step.config, &step.url, Path::new(remote), i, n, start_at);
-                // Another machine's CPUs are its own: no pinning to this one's.
-                drop_option(&mut args, "--cpus");
-                args.push("--exit-with-stdin".into());
+                let args = agent_args(step.config, &step.url, Path::new(remote), (i, n), start_at, Remote::Yes);
                 let script = format!(
                     "{} {}; rc=$?; rm -f {}; exit $rc",
                     sh_quote(svcbench),
@@ -95,7 +92,7 @@ pub fn run(step: &AgentStep, places: &[AgentAt], stops: &[&AtomicBool]) -> Resul
                 )?
             }
             (AgentAt::Here(host), _) => {
-                let args = agent_args(step.config, &step.url, &mix_path, i, n, start_at);
+                let args = agent_args(step.config, &step.url, &mix_path, (i, n), start_at, Remote::No);
                 let ns = host.netns.as_ref().map(|ns| ns.fd());
                 crate::sandbox::process::spawn_program(
                     &exe,
@@ -153,23 +150,42 @@ pub fn run(step: &AgentStep, places: &[AgentAt], stops: &[&AtomicBool]) -> Resul
     loadgen::merge_reports(&reports).context("the agents' reports do not merge")
 }
 
-/// The `svcbench load` arguments of agent `i` of `n`.
-fn agent_args(c: &LoadConfig, url: &str, mix: &Path, i: usize, n: usize, start_at: SystemTime) -> Vec<String> {
+/// Whether an agent runs on another machine.
+#[derive(Clone, Copy, PartialEq)]
+enum Remote {
+    Yes,
+    No,
+}
+
+/// The `svcbench load` arguments of agent `i` of `n`. On another machine the agent is not pinned to this
+/// one's CPUs, and it ends when its ssh connection closes.
+fn agent_args(
+    c: &LoadConfig,
+    url: &str,
+    mix: &Path,
+    (i, n): (usize, usize),
+    start_at: SystemTime,
+    remote: Remote,
+) -> Vec<String> {
     let secs = |d: Duration| format!("{}s", d.as_secs_f64());
     let mut a: Vec<String> =
         vec!["load".into(), url.into(), "--json".into(), "--mix".into(), mix.display().to_string()];
     a.extend(["-d".into(), secs(c.duration), "--timeout".into(), secs(c.request_timeout)]);
     a.extend(["--connect-timeout".into(), secs(c.connect_timeout), "--success".into(), c.success.to_string()]);
     a.extend(["-t".into(), c.threads.to_string()]);
-    if let Some(cpus) = &c.cpu_affinity {
-        a.extend(["--cpus".into(), cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")]);
+    match (&c.cpu_affinity, remote) {
+        (Some(cpus), Remote::No) => {
+            a.extend(["--cpus".into(), cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")])
+        }
+        (_, Remote::Yes) => a.push("--exit-with-stdin".into()),
+        (None, Remote::No) => {}
     }
     match &c.model {
         Model::Closed { connections } => a.extend(["-c".into(), share(*connections, n, i).max(1).to_string()]),
         Model::Open { rate, max_connections } => {
             // The whole rate: agent i sends its own share of one schedule.
             let rate = if rate.is_constant() { rate.start.to_string() } else { format!("{}:{}", rate.start, rate.end) };
-            a.extend(["--rate".into(), rate, "--pacing".into(), pacing(c.pacing).into()]);
+            a.extend(["--rate".into(), rate, "--pacing".into(), c.pacing.name().into()]);
             a.extend(["--max-connections".into(), share(*max_connections, n, i).max(c.threads).to_string()]);
         }
     }
@@ -179,18 +195,6 @@ fn agent_args(c: &LoadConfig, url: &str, mix: &Path, i: usize, n: usize, start_a
     let at = start_at.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_secs_f64();
     a.extend(["--agent".into(), format!("{}/{n}", i + 1), "--start-at".into(), format!("{at:.6}")]);
     a
-}
-
-fn pacing(p: loadgen::Pacing) -> &'static str {
-    match p {
-        loadgen::Pacing::Timer => "timer",
-        loadgen::Pacing::Spin => "spin",
-    }
-}
-
-/// `total` split in `parts`, the first ones one more when it does not divide.
-fn share(total: usize, parts: usize, i: usize) -> usize {
-    total / parts + usize::from(i < total % parts)
 }
 
 /// The step's mix as a self-contained mix file for `svcbench load --mix`: value files become lists and
@@ -249,13 +253,6 @@ fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
-/// Removes `--flag VALUE` from an argument list.
-fn drop_option(args: &mut Vec<String>, flag: &str) {
-    if let Some(i) = args.iter().position(|a| a == flag) {
-        args.drain(i..(i + 2).min(args.len()));
-    }
-}
-
 /// The last non-empty line of an agent's log (its error), for messages.
 fn last_line(log: &Path) -> String {
     std::fs::read_to_string(log)
@@ -277,8 +274,19 @@ mod tests {
         assert_eq!(sh_quote("a b"), "'a b'");
         assert_eq!(sh_quote("it's"), "'it'\\''s'");
         assert_eq!(sh_quote(""), "''");
-        let mut a: Vec<String> = ["load", "--cpus", "0", "-t", "1"].map(String::from).to_vec();
-        drop_option(&mut a, "--cpus");
-        assert_eq!(a, ["load", "-t", "1"]);
+    }
+
+    #[test]
+    fn an_agent_elsewhere_is_not_pinned_here_and_ends_with_its_connection() {
+        let mix = loadgen::RequestMix { templates: vec![], values: vec![], seed: 1 };
+        let target = loadgen::Target { host: "h".into(), port: 1 };
+        let mut c = LoadConfig::new(target, mix, Model::Closed { connections: 4 });
+        c.cpu_affinity = Some(vec![0]);
+        let at = SystemTime::UNIX_EPOCH;
+        let here = agent_args(&c, "http://h:1/", Path::new("m.toml"), (0, 2), at, Remote::No);
+        let there = agent_args(&c, "http://h:1/", Path::new("m.toml"), (1, 2), at, Remote::Yes);
+        assert!(here.windows(2).any(|w| w == ["--cpus", "0"]) && !here.contains(&"--exit-with-stdin".to_string()));
+        assert!(!there.contains(&"--cpus".to_string()) && there.contains(&"--exit-with-stdin".to_string()));
+        assert!(here.windows(2).any(|w| w == ["-c", "2"]) && there.windows(2).any(|w| w == ["--agent", "2/2"]));
     }
 }

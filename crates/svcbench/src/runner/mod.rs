@@ -476,7 +476,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
                 &scenario,
                 first,
                 &start,
-                warmup::LoadFrom { cpus: &ctx.loadgen_cpus, host: &ctx.hosts.client },
+                warmup::LoadFrom { cpus: &ctx.loadgen_cpus, host: ctx.hosts.client() },
                 opts.startup_timeout,
                 &stop,
             )?;

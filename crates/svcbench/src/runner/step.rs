@@ -121,7 +121,7 @@ pub fn run_step(
                 .generators
                 .iter()
                 .map(|p| match p {
-                    crate::network::hosts_file::Place::Local => AgentAt::Here(&ctx.hosts.client),
+                    crate::network::hosts_file::Place::Local => AgentAt::Here(ctx.hosts.client()),
                     remote => AgentAt::Ssh(remote),
                 })
                 .collect(),
@@ -137,7 +137,7 @@ pub fn run_step(
         };
         super::agents::run(&agents, &places, &[&ctx.stop, &step_stop])
     } else {
-        ctx.hosts.client.within(|| loadgen::run(&cfg, Some(live)))?
+        ctx.hosts.client().within(|| loadgen::run(&cfg, Some(live)))?
     };
     let after = inst.sandbox.sample();
     let (dep_after, dep_wait_after, calls_after) = (ctx.deps.cpu_s(), ctx.deps.wait_s(), ctx.deps.calls());

@@ -128,7 +128,7 @@ pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         eprintln!("svcbench: every run of the study is done; rendering its report");
     } else {
         let first = &study.cells[0];
-        let hosts_plan = a.generators.plan(!a.network.links.is_empty() || a.network.net)?;
+        let hosts_plan = a.generators.plan(&a.network)?;
         let opts = RunOptions {
             services: study.services.clone(),
             scenario: study.file.scenario.clone(),

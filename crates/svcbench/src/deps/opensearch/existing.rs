@@ -27,7 +27,12 @@ impl ExistingOpenSearch {
         eprintln!("svcbench: using the running OpenSearch at {} ({version}): {done}", loader.url);
         let stats = NodeStats { url: loader.url.clone() };
         let (probe, cpus) = match (stats.cpu_s(), stats.processors()) {
-            (Ok(_), Ok(cpus)) => (Some(Arc::new(stats)), cpus),
+            (Ok(cpu_s), Ok(cpus)) => {
+                eprintln!(
+                    "svcbench: the store's CPU comes from its node statistics ({cpus} processors; process CPU so far {cpu_s:.1} s)"
+                );
+                (Some(Arc::new(stats)), cpus)
+            }
             (Err(e), _) | (_, Err(e)) => {
                 eprintln!(
                     "svcbench: WARNING: dependency not measured: the node statistics of {} cannot be read ({e:#}); steps get no dependency-headroom judgement",
@@ -36,12 +41,6 @@ impl ExistingOpenSearch {
                 (None, 1)
             }
         };
-        if let Some(p) = &probe {
-            eprintln!(
-                "svcbench: the store's CPU comes from its node statistics ({cpus} processors; process CPU so far {:.1} s)",
-                p.cpu_s().unwrap_or(0.0)
-            );
-        }
         Ok(ExistingOpenSearch { url: loader.url, probe, cpus })
     }
 }
@@ -79,8 +78,7 @@ struct NodeStats {
 
 impl NodeStats {
     fn get(&self, path: &str) -> Result<serde_json::Value> {
-        let r = ureq::get(&format!("{}{path}", self.url)).timeout(Duration::from_secs(5)).call()?;
-        Ok(serde_json::from_reader(r.into_reader())?)
+        super::loader::request(ureq::get(&format!("{}{path}", self.url)).timeout(Duration::from_secs(5)), None)
     }
 
     /// Summed over the nodes; an error when no node reports it.

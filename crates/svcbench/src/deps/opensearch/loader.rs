@@ -171,7 +171,7 @@ impl Loader {
 
 /// Sends `body` (if any) and returns the JSON answer; a non-2xx answer is an error carrying
 /// OpenSearch's reason.
-fn request(req: ureq::Request, body: Option<&str>) -> Result<serde_json::Value> {
+pub(super) fn request(req: ureq::Request, body: Option<&str>) -> Result<serde_json::Value> {
     let sent = match body {
         Some(body) => req.send_string(body),
         None => req.call(),
