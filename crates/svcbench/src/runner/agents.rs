@@ -37,6 +37,22 @@ pub struct AgentStep<'a> {
     pub seq: u32,
 }
 
+/// Refuses a closed-model step with fewer connections than agents: an agent without a connection would
+/// still open one, and the step would run more connections than its profile asks for.
+pub fn check_split(steps: &[crate::profile::Step], agents: usize) -> Result<()> {
+    for s in steps {
+        if let crate::profile::StepLoad::Closed { connections } = s.load {
+            if agents > 1 && connections < agents {
+                bail!(
+                    "profile step {}: {connections} connection(s) cannot be shared among {agents} generator agents; give at least one per agent, or fewer agents",
+                    s.label()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Where one agent runs: a host of this machine (loopback, or a `--net` namespace), or another machine.
 pub enum AgentAt<'a> {
     Here(&'a Host),
@@ -172,7 +188,14 @@ fn agent_args(
         vec!["load".into(), url.into(), "--json".into(), "--mix".into(), mix.display().to_string()];
     a.extend(["-d".into(), secs(c.duration), "--timeout".into(), secs(c.request_timeout)]);
     a.extend(["--connect-timeout".into(), secs(c.connect_timeout), "--success".into(), c.success.to_string()]);
-    a.extend(["-t".into(), c.threads.to_string()]);
+    // Every agent runs the same number of threads, so that their shares of the `{unique}` numbers (and of
+    // the open model's schedule) never overlap: in the closed model no more than the smallest agent's
+    // connections allow (`svcbench load` runs no thread without a connection).
+    let threads = match &c.model {
+        Model::Closed { connections } => c.threads.min(connections / n).max(1),
+        Model::Open { .. } => c.threads,
+    };
+    a.extend(["-t".into(), threads.to_string()]);
     match (&c.cpu_affinity, remote) {
         (Some(cpus), Remote::No) => {
             a.extend(["--cpus".into(), cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")])
@@ -181,7 +204,7 @@ fn agent_args(
         (None, Remote::No) => {}
     }
     match &c.model {
-        Model::Closed { connections } => a.extend(["-c".into(), share(*connections, n, i).max(1).to_string()]),
+        Model::Closed { connections } => a.extend(["-c".into(), share(*connections, n, i).to_string()]),
         Model::Open { rate, max_connections } => {
             // The whole rate: agent i sends its own share of one schedule.
             let rate = if rate.is_constant() { rate.start.to_string() } else { format!("{}:{}", rate.start, rate.end) };
@@ -288,5 +311,32 @@ mod tests {
         assert!(here.windows(2).any(|w| w == ["--cpus", "0"]) && !here.contains(&"--exit-with-stdin".to_string()));
         assert!(!there.contains(&"--cpus".to_string()) && there.contains(&"--exit-with-stdin".to_string()));
         assert!(here.windows(2).any(|w| w == ["-c", "2"]) && there.windows(2).any(|w| w == ["--agent", "2/2"]));
+    }
+
+    #[test]
+    fn agents_run_equal_threads_and_every_one_gets_a_connection() {
+        let mix = loadgen::RequestMix { templates: vec![], values: vec![], seed: 1 };
+        let target = loadgen::Target { host: "h".into(), port: 1 };
+        // 3 connections, 2 threads, 2 agents: 2 and 1 connections, so one thread each, or the second
+        // agent would number its requests as if it had one thread and the first two.
+        let mut c = LoadConfig::new(target, mix, Model::Closed { connections: 3 });
+        c.threads = 2;
+        let at = SystemTime::UNIX_EPOCH;
+        for (i, conns) in [(0, "2"), (1, "1")] {
+            let a = agent_args(&c, "http://h:1/", Path::new("m.toml"), (i, 2), at, Remote::No);
+            assert!(a.windows(2).any(|w| w == ["-t", "1"]) && a.windows(2).any(|w| w == ["-c", conns]), "{a:?}");
+        }
+        let step = |connections| crate::profile::Step {
+            load: crate::profile::StepLoad::Closed { connections },
+            duration: Duration::from_secs(1),
+            mix: None,
+            upstream_delay_ms: None,
+            fresh_start: false,
+            keepalive: true,
+            pacing: loadgen::Pacing::Timer,
+        };
+        let e = check_split(&[step(4), step(1)], 2).unwrap_err().to_string();
+        assert!(e.contains("c=1") && e.contains("2 generator agents"), "{e}");
+        assert!(check_split(&[step(2)], 2).is_ok() && check_split(&[step(1)], 1).is_ok());
     }
 }

@@ -285,6 +285,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
     if opts.runs == 0 {
         bail!("--runs must be at least 1");
     }
+    agents::check_split(&profile.steps, opts.generators)?;
     // The quota check holds for the largest quota of the limits axis.
     let widest = opts
         .cell_limits()
