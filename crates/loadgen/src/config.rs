@@ -362,12 +362,6 @@ impl LoadConfig {
                 bail!("{connections} connections: one machine has at most {MAX_CONNECTIONS} local ports to one target")
             }
             Model::Open { max_connections: 0, .. } => bail!("max connections is 0: allow at least 1 connection"),
-            Model::Open { max_connections, .. } if self.agent.1 > 1 && *max_connections < self.threads => {
-                bail!(
-                    "{max_connections} connections for {} threads: an agent needs at least one connection per thread",
-                    self.threads
-                )
-            }
             Model::Open { rate, .. } => {
                 if !(rate.start >= 0.0 && rate.end >= 0.0) || (rate.start == 0.0 && rate.end == 0.0) {
                     bail!("rate {rate} is not positive: give requests per second, e.g. 1000");
