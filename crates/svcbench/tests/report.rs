@@ -372,8 +372,13 @@ fn compare_a_store_with_itself_is_within_noise_or_too_few_runs() {
 #[test]
 fn compare_sees_half_the_cpu_quota_as_slower_and_fails_ci() {
     let dbp = quota_store().to_str().unwrap().to_string();
-    let (code, v) =
-        compare_json(&["--db", &dbp, "--base", "label=full", "--new", "label=half", "--fail-on", "peak_rps:10%"]);
+    // The peak alone, a family of one: with all eleven metrics Holm's correction asks p ≤ 0.0045 of the
+    // first line, which five runs a side on a shared machine (20–30 % spread) do not always give.
+    let peak_only = ["--metric", "peak_rps"];
+    let (code, v) = compare_json(
+        &[&["--db", &dbp, "--base", "label=full", "--new", "label=half", "--fail-on", "peak_rps:10%"][..], &peak_only]
+            .concat(),
+    );
     let peak = v["lines"].as_array().unwrap().iter().find(|l| l["metric"] == "peak_rps").unwrap().clone();
     assert_eq!(peak["service"], "test-steady");
     assert_eq!(peak["verdict"], "slower", "{peak}");
@@ -387,8 +392,10 @@ fn compare_sees_half_the_cpu_quota_as_slower_and_fails_ci() {
     // The same comparison without --fail-on only reports; the other way round it is faster.
     let (code, _) = compare_json(&["--db", &dbp, "--base", "label=full", "--new", "label=half"]);
     assert_eq!(code, 0);
-    let (code, v) =
-        compare_json(&["--db", &dbp, "--base", "label=half", "--new", "label=full", "--fail-on", "peak_rps"]);
+    let (code, v) = compare_json(
+        &[&["--db", &dbp, "--base", "label=half", "--new", "label=full", "--fail-on", "peak_rps"][..], &peak_only]
+            .concat(),
+    );
     assert_eq!(code, 0);
     assert!(v["lines"].as_array().unwrap().iter().any(|l| l["metric"] == "peak_rps" && l["verdict"] == "faster"));
     // --metric: only the metrics asked for, a family of that size.
@@ -397,7 +404,10 @@ fn compare_sees_half_the_cpu_quota_as_slower_and_fails_ci() {
     assert_eq!(v["tested"], 1);
 
     // Markdown (the default) says it in words; a bad rule, metric or α is a usage error.
-    let out = svcbench(&["compare", "--db", &dbp, "--base", "label=full", "--new", "label=half"], &repo());
+    let out = svcbench(
+        &["compare", "--db", &dbp, "--base", "label=full", "--new", "label=half", "--metric", "peak_rps"],
+        &repo(),
+    );
     let md = String::from_utf8_lossy(&out.stdout);
     assert!(md.contains("**slower**") && md.contains("### Runs needed"), "{md}");
     for bad in [["--fail-on", "speed:x"], ["--metric", "speed"], ["--alpha", "1.5"]] {

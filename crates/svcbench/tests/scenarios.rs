@@ -231,7 +231,9 @@ fn a_running_opensearch_given_by_url_is_checked_completed_and_measured() {
         .unwrap_or_else(|| panic!("no store URL from svcbench up: {lines:?}"))
         .to_string();
     // One index gone: the run must put it back.
-    assert!(ureq::delete(&format!("{url}/region_v1")).call().is_ok());
+    if let Err(e) = ureq::delete(&format!("{url}/region_v1")).call() {
+        panic!("cannot delete region_v1 from the store of svcbench up: {e}");
+    }
     let prof = tmp.path().join("c1.toml");
     std::fs::write(&prof, "name = \"c1\"\n[[step]]\nconnections = 1\nduration = \"2s\"\n").unwrap();
     let (p, dbp, ro) = (prof.to_str().unwrap(), tmp.path().join("given.db"), tmp.path().join("ro.db"));
@@ -254,8 +256,9 @@ fn a_running_opensearch_given_by_url_is_checked_completed_and_measured() {
     assert!(said.contains("using the running OpenSearch") && said.contains("created and loaded region_v1"), "{said}");
     assert!(!said.contains("starting dependency `opensearch`"), "no second store: {said}");
     let c = db(&dbp);
-    assert!(i64_of(&c, "SELECT checks_passed FROM run") >= 60 && i64_of(&c, "SELECT checks_failed FROM run") == 0);
-    assert!(f64_of(&c, "SELECT dep_cpu_s FROM step") > 0.0, "the node's CPU, from its statistics");
+    let (passed, failed) = (i64_of(&c, "SELECT checks_passed FROM run"), i64_of(&c, "SELECT checks_failed FROM run"));
+    assert!(passed >= 60 && failed == 0, "{passed} checks passed, {failed} failed: {said}");
+    assert!(f64_of(&c, "SELECT dep_cpu_s FROM step") > 0.0, "the node's CPU, from its statistics: {said}");
     // The run stopped nothing of the given store: it still answers, with every index back.
     let count = |i: &str| -> u64 {
         let r = ureq::get(&format!("{url}/{i}/_count")).call().unwrap();
@@ -269,12 +272,17 @@ fn a_running_opensearch_given_by_url_is_checked_completed_and_measured() {
         &["locations/rust-actix"],
         &["--profile", p, "--db", ro.to_str().unwrap(), "--dep", "upstream=http://x:1"],
     );
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("cannot be given by URL"));
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert!(said.contains("cannot be given by URL"), "{said}");
 
     unsafe { libc::kill(up.id() as i32, libc::SIGINT) };
     let t0 = Instant::now();
     while up.try_wait().unwrap().is_none() {
-        assert!(t0.elapsed() < Duration::from_secs(60), "svcbench up did not stop on Ctrl-C");
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "svcbench up did not stop on Ctrl-C: {}",
+            std::fs::read_to_string(tmp.path().join("up.err")).unwrap_or_default()
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_no_leftovers("opensearch");

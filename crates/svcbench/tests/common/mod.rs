@@ -42,9 +42,9 @@ pub fn svcbench_locked(args: &[&str], cwd: &Path) -> Output {
 }
 
 /// [`locked`] in the background, its stderr in `<cwd>/<name>.err` (read with [`stderr_of`]).
-pub fn spawn_svcbench(cwd: &Path, name: &str, args: &[&str]) -> std::process::Child {
+pub fn spawn_svcbench(cwd: &Path, name: &str, args: &[&str]) -> Background {
     let err = std::fs::File::create(cwd.join(format!("{name}.err"))).unwrap();
-    locked(args, cwd).stdout(std::process::Stdio::null()).stderr(err).spawn().unwrap()
+    Background(locked(args, cwd).stdout(std::process::Stdio::null()).stderr(err).spawn().unwrap())
 }
 
 pub fn stderr_of(cwd: &Path, name: &str) -> String {
@@ -155,25 +155,66 @@ pub fn assert_no_leftovers(needle: &str) {
     assert!(procs.is_empty(), "processes left behind: {procs:?}");
 }
 
-/// `svcbench up SERVICE EXTRA…` from `tmp` (its work folder under `tmp/results/work/up`), and the `name url`
-/// lines it prints once everything answers (the service first, then each dependency).
-pub fn spawn_up(tmp: &Path, service: &Path, extra: &[&str], lines: usize) -> (std::process::Child, Vec<String>) {
+/// A background svcbench that is stopped when the test ends, also when it panics: Ctrl-C first (so it tears
+/// down what it started), a kill after 30 s. A failed test must not leave a store or a service running
+/// into the next tests, whose leftover checks would all fail with it.
+pub struct Background(pub std::process::Child);
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            unsafe { libc::kill(self.0.id() as i32, libc::SIGINT) };
+            let t0 = std::time::Instant::now();
+            while matches!(self.0.try_wait(), Ok(None)) && t0.elapsed() < std::time::Duration::from_secs(30) {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+impl std::ops::Deref for Background {
+    type Target = std::process::Child;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Background {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+/// `svcbench up SERVICE EXTRA…` from `tmp` (its work folder under `tmp/results/work/up`, its stderr in
+/// `tmp/up.err`), and the `name url` lines it prints once everything answers (the service first, then each
+/// dependency). Panics with up's own words when it ends before printing them.
+pub fn spawn_up(tmp: &Path, service: &Path, extra: &[&str], lines: usize) -> (Background, Vec<String>) {
     use std::io::{BufRead, BufReader};
-    let mut child = Command::new(bin())
-        .arg("up")
-        .arg(service)
-        .args(extra)
-        .args(["--work-dir", tmp.join("results/work/up").to_str().unwrap()])
-        .env("SVCBENCH_HOME", repo())
-        .current_dir(tmp)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let out = BufReader::new(child.stdout.take().unwrap())
-        .lines()
-        .take(lines)
-        .map(|l| l.expect("svcbench up's output"))
-        .collect();
+    let err = tmp.join("up.err");
+    let mut child = Background(
+        Command::new(bin())
+            .arg("up")
+            .arg(service)
+            .args(extra)
+            .args(["--work-dir", tmp.join("results/work/up").to_str().unwrap()])
+            .env("SVCBENCH_HOME", repo())
+            .current_dir(tmp)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let mut reader = BufReader::new(child.stdout.take().unwrap()).lines();
+    let out: Vec<String> = reader.by_ref().take(lines).map_while(Result::ok).collect();
+    // Whatever it prints later is read too: a closed pipe would end it at its next line.
+    std::thread::spawn(move || reader.for_each(drop));
+    assert_eq!(
+        out.len(),
+        lines,
+        "svcbench up printed {out:?}, then: {}",
+        std::fs::read_to_string(&err).unwrap_or_default()
+    );
     (child, out)
 }
