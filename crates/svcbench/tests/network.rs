@@ -210,3 +210,60 @@ fn two_generator_namespaces_drive_one_step_and_their_histograms_merge_exactly() 
     assert!(reports[&(1, 2)].latency.p50 >= 1.0, "{}", reports[&(1, 2)].latency.p50);
     assert_no_leftovers("fixtures/testservice.py");
 }
+
+/// A study's link axis: each cell runs with its own links on one network made once, and stores them in its
+/// cell; a bad entry, or `--link` beside the axis, is refused before anything starts.
+#[test]
+fn a_study_link_axis_gives_each_cell_its_own_delay() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prof = three_short_steps(tmp.path());
+    let write_study = |name: &str, links: &str| {
+        let f = tmp.path().join(format!("{name}.toml"));
+        std::fs::write(
+            &f,
+            format!(
+                "title = \"Store delay\"\nquestion = \"What does a store 2 ms away cost?\"\nservices = [\"{}\"]\n\
+                 profile = \"{}\"\nruns = 1\n[network]\nlinks = {links}\n",
+                fixture("forwarder").display(),
+                prof.display()
+            ),
+        )
+        .unwrap();
+        f
+    };
+    let f = write_study("links", r#"["", "service-store=delay:2ms"]"#);
+    let dbp = tmp.path().join("links.db");
+    let (fs, ds) = (f.to_str().unwrap(), dbp.to_str().unwrap());
+    let out = svcbench(&["study", fs, "--db", ds, "--probe-tolerance", "1000"], tmp.path());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let c = db(&dbp);
+    let p50_of = |links: &str| {
+        f64_of(
+            &c,
+            &format!(
+                "SELECT MIN(step.p50) FROM step JOIN run ON step.run_id = run.id WHERE run.cell = 'cpus=none memory=512M \
+                 links={links}'"
+            ),
+        )
+    };
+    let rise = p50_of("service-store=delay:2ms") - p50_of("none");
+    assert!((3.5..=7.5).contains(&rise), "p50 rose by {rise:.2} ms between the cells; 2 round trips × 2 ms expected");
+    let net = text_of(&c, "SELECT network FROM session");
+    assert!(net.contains("the links of each run are its cell's"), "{net}");
+    let md = std::fs::read_to_string(tmp.path().join("links.md")).unwrap();
+    assert!(md.contains("Round under cpus=none memory=512M links=service-store=delay:2ms"), "{md}");
+    assert_no_leftovers("fixtures/testservice.py");
+    assert!(leftover_network().is_empty(), "{:?}", leftover_network());
+
+    let bad = write_study("bad", r#"["service-db=delay:1ms"]"#);
+    let bad_db = tmp.path().join("bad.db");
+    let out = svcbench(&["study", bad.to_str().unwrap(), "--db", bad_db.to_str().unwrap()], tmp.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("network.links") && err.contains("unknown part `db`"), "{err}");
+    let out =
+        svcbench(&["study", fs, "--db", bad_db.to_str().unwrap(), "--link", "client-service=delay:1ms"], tmp.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("leave out --link"), "{err}");
+    assert!(!bad_db.exists(), "nothing may start on bad input");
+}

@@ -74,10 +74,18 @@ pub struct Network {
     pid: u32,
     bridge: String,
     parts: Vec<Part>,
+    /// What the links do now (a study's link axis changes it between runs).
     links: Vec<Link>,
-    /// Per link between two parts: its label and its relay, dropped before the namespaces are removed
-    /// (Network's Drop).
-    relays: Vec<(String, relay::Relay)>,
+    /// Per pair of parts joined by a link: its relay, dropped before the namespaces are removed (Network's
+    /// Drop).
+    relays: Vec<PairRelay>,
+}
+
+/// The relay between two parts (`client2` and `service`), and the roles whose link it carries.
+struct PairRelay {
+    pair: String,
+    roles: (Role, Role),
+    relay: relay::Relay,
 }
 
 /// Most generator hosts on one machine (their number is one character of an interface name).
@@ -177,17 +185,27 @@ impl Network {
         for l in &self.links {
             for a in self.parts.iter().filter(|p| p.role == l.from) {
                 for b in self.parts.iter().filter(|p| p.role == l.to) {
-                    let label = l.to_string().replacen(
-                        &format!("{}-{}", l.from.name(), l.to.name()),
-                        &format!("{}-{}", a.name, b.name),
-                        1,
-                    );
-                    let r = relay::Relay::start(l, end(a, pid, b), end(b, pid, a), cpus)?;
-                    self.relays.push((label, r));
+                    let relay = relay::Relay::start(l, end(a, pid, b), end(b, pid, a), cpus)?;
+                    self.relays.push(PairRelay {
+                        pair: format!("{}-{}", a.name, b.name),
+                        roles: (l.from, l.to),
+                        relay,
+                    });
                 }
             }
         }
         Ok(())
+    }
+
+    /// From the next packet on, the links do what `links` says; a link made at the start but not named here
+    /// carries its packets without delay or loss. A study's link axis sets each run's links so.
+    pub fn set_links(&mut self, links: &[Link]) {
+        for r in &self.relays {
+            let named = links.iter().find(|l| (l.from, l.to) == r.roles || (l.to, l.from) == r.roles);
+            let idle = Link { from: r.roles.0, to: r.roles.1, delay_ms: 0.0, jitter_ms: 0.0, loss_pct: 0.0 };
+            r.relay.set(named.unwrap_or(&idle));
+        }
+        self.links = links.to_vec();
     }
 
     pub fn host(&self, role: Role) -> Host {
@@ -207,7 +225,15 @@ impl Network {
         use std::sync::atomic::Ordering::Relaxed;
         self.relays
             .iter()
-            .map(|(label, r)| (label.clone(), r.counters.carried.load(Relaxed), r.counters.dropped.load(Relaxed)))
+            .map(|r| {
+                // `client2-service=delay:1ms`: the pair's names with what its link does now.
+                let now = self.links.iter().find(|l| (l.from, l.to) == r.roles || (l.to, l.from) == r.roles);
+                let label = match now {
+                    Some(l) => l.to_string().replacen(&format!("{}-{}", l.from.name(), l.to.name()), &r.pair, 1),
+                    None => format!("{}=idle", r.pair),
+                };
+                (label, r.relay.counters.carried.load(Relaxed), r.relay.counters.dropped.load(Relaxed))
+            })
             .collect()
     }
 

@@ -38,6 +38,33 @@ pub struct Relay {
     stop: Arc<AtomicBool>,
     threads: Vec<std::thread::JoinHandle<()>>,
     pub counters: Arc<LinkCounters>,
+    /// What the link does now; a study with a link axis changes it between runs ([`Relay::set`]).
+    shape: Arc<Shape>,
+}
+
+/// A link's delay, jitter and loss, read by its readers for every packet and set between runs.
+#[derive(Default)]
+struct Shape {
+    delay_ns: AtomicU64,
+    jitter_ns: AtomicU64,
+    loss_bits: AtomicU64,
+}
+
+impl Shape {
+    fn set(&self, l: &Link) {
+        self.delay_ns.store((l.delay_ms * 1e6) as u64, Ordering::Relaxed);
+        self.jitter_ns.store((l.jitter_ms * 1e6) as u64, Ordering::Relaxed);
+        self.loss_bits.store((l.loss_pct / 100.0).to_bits(), Ordering::Relaxed);
+    }
+
+    /// One direction's share: half the round trip's delay and jitter, and the loss.
+    fn direction(&self) -> Direction {
+        Direction {
+            delay: Duration::from_nanos(self.delay_ns.load(Ordering::Relaxed) / 2),
+            jitter: Duration::from_nanos(self.jitter_ns.load(Ordering::Relaxed) / 2),
+            loss: f64::from_bits(self.loss_bits.load(Ordering::Relaxed)),
+        }
+    }
 }
 
 /// One end of a link: a part's namespace, its TUN device's name, and the other part's address.
@@ -71,14 +98,16 @@ impl Relay {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let counters = Arc::new(LinkCounters::default());
+        let shape = Arc::new(Shape::default());
+        shape.set(link);
         let mut threads = Vec::new();
         for (from, to) in [(dev_a.clone(), dev_b.clone()), (dev_b, dev_a)] {
             let q = Arc::new(Queue::default());
-            let spec = Direction::of(link);
-            let (stop_r, q_r, c_r, cpus_r) = (stop.clone(), q.clone(), counters.clone(), cpus.to_vec());
+            let (stop_r, q_r, c_r, cpus_r, shape_r) =
+                (stop.clone(), q.clone(), counters.clone(), cpus.to_vec(), shape.clone());
             threads.push(std::thread::spawn(move || {
                 pin(&cpus_r);
-                read_loop(&from, &q_r, spec, &stop_r, &c_r)
+                read_loop(&from, &q_r, &shape_r, &stop_r, &c_r)
             }));
             let (stop_w, c_w, cpus_w) = (stop.clone(), counters.clone(), cpus.to_vec());
             threads.push(std::thread::spawn(move || {
@@ -86,7 +115,13 @@ impl Relay {
                 write_loop(&to, &q, &stop_w, &c_w)
             }));
         }
-        Ok(Relay { stop, threads, counters })
+        Ok(Relay { stop, threads, counters, shape })
+    }
+
+    /// From now on the link delays, varies and drops as `link` says (packets already on their way keep
+    /// their due times).
+    pub fn set(&self, link: &Link) {
+        self.shape.set(link);
     }
 }
 
@@ -107,7 +142,7 @@ fn pin(cpus: &[usize]) {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1) };
 }
 
-/// One direction's share of the link: half the round trip's delay and jitter, and the loss.
+/// One direction's share of the link at a moment.
 #[derive(Clone, Copy)]
 struct Direction {
     delay: Duration,
@@ -115,17 +150,7 @@ struct Direction {
     loss: f64,
 }
 
-impl Direction {
-    fn of(l: &Link) -> Direction {
-        Direction {
-            delay: Duration::from_secs_f64(l.delay_ms / 2e3),
-            jitter: Duration::from_secs_f64(l.jitter_ms / 2e3),
-            loss: l.loss_pct / 100.0,
-        }
-    }
-}
-
-fn read_loop(dev: &tun::Device, q: &Queue, d: Direction, stop: &AtomicBool, c: &LinkCounters) {
+fn read_loop(dev: &tun::Device, q: &Queue, shape: &Shape, stop: &AtomicBool, c: &LinkCounters) {
     let mut rng = rand::thread_rng();
     let mut last_due = Instant::now();
     let mut buf = vec![0u8; 65536];
@@ -137,6 +162,7 @@ fn read_loop(dev: &tun::Device, q: &Queue, d: Direction, stop: &AtomicBool, c: &
             }
             Err(_) => return,
         };
+        let d = shape.direction();
         if d.loss > 0.0 && rng.gen::<f64>() < d.loss {
             c.dropped.fetch_add(1, Ordering::Relaxed);
             continue;

@@ -249,8 +249,8 @@ fn sizing_table(d: &Dataset, slo: &Slo, keys: &[String]) -> Table {
         caption: format!("Sizing: {}", slo_text(slo)),
         note: "Per cell: ✓ when at least half the counted runs hold the SLO at their lowest valid step reaching the \
                rate, with the median p99 there; ✗ with the p99 when they do not; \"not reached\" when no valid step \
-               reached the rate. Cells are ordered by CPU quota, then memory cap: the first that holds is the sizing \
-               answer."
+               reached the rate. Cells are ordered by CPU quota, then memory cap (then links): the first that holds is \
+               the sizing answer."
             .into(),
         head,
         rows: Vec::new(),
@@ -291,10 +291,14 @@ fn slo_chart(d: &Dataset, slo: &Slo, study: &Study) -> Option<Chart> {
         let Some(cell) = &grp.cell else { continue };
         let asked = |f: fn(&Run) -> Option<f64>| crate::figures::median(d.group_runs(g).filter_map(f));
         let (Some(quota), memory) = (asked(|r| r.asked_cpus), asked(|r| r.asked_memory_mib)) else { continue };
-        let line = match memory {
+        let mut line = match memory {
             Some(m) => format!("{} {} MiB", grp.service.name, num(m)),
             None => grp.service.name.clone(),
         };
+        // With a link axis, a line per links entry too.
+        if let Some((_, links)) = cell.split_once(" links=") {
+            line = format!("{line} {links}");
+        }
         let Some((_, Some(p99))) = group_slo(d, g, slo) else { continue };
         let idx = match series.iter().position(|s| s.run == line) {
             Some(i) => i,

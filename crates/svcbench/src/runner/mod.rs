@@ -58,9 +58,9 @@ pub struct RunOptions {
     pub allow_unlimited: bool,
     /// Queue behind another measurement on this machine instead of refusing.
     pub wait_lock: bool,
-    /// The limits axis of a study: every service runs under each of these (CPU quota and memory cap; the
-    /// CPU set is `limits`'s). Empty: `limits` alone.
-    pub cells: Vec<Limits>,
+    /// The axes of a study: every service runs under each of these cells (CPU quota and memory cap, the
+    /// CPU set being `limits`'s; and the links, with a link axis). Empty: `limits` alone.
+    pub cells: Vec<AxisCell>,
     /// The study this session belongs to (stored with the session).
     pub study: Option<String>,
     /// Runs already completed per (service, cell key), from earlier sessions of a resumed study: the plan
@@ -77,13 +77,39 @@ pub struct RunOptions {
     pub hosts_plan: Option<crate::network::hosts_file::HostsPlan>,
 }
 
+/// One cell of a study's axes: the limits a run is measured under, and with a link axis the links.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AxisCell {
+    pub limits: Limits,
+    /// None: the session's links (`--link`), the same for every cell.
+    pub links: Option<Vec<crate::network::Link>>,
+}
+
 impl RunOptions {
-    /// The limits of every cell, with the session's CPU set.
-    pub fn cell_limits(&self) -> Vec<Limits> {
+    /// Every cell, with the session's CPU set.
+    pub fn cell_specs(&self) -> Vec<AxisCell> {
         if self.cells.is_empty() {
-            return vec![self.limits.clone()];
+            return vec![AxisCell { limits: self.limits.clone(), links: None }];
         }
-        self.cells.iter().map(|c| Limits { cpuset: self.limits.cpuset.clone(), ..c.clone() }).collect()
+        self.cells
+            .iter()
+            .map(|c| AxisCell {
+                limits: Limits { cpuset: self.limits.cpuset.clone(), ..c.limits.clone() },
+                ..c.clone()
+            })
+            .collect()
+    }
+
+    /// The links the network is made with: the session's, then every pair a cell of the link axis names
+    /// (a cell that leaves a pair out runs it without delay).
+    fn links_to_make(&self) -> Option<Vec<crate::network::Link>> {
+        let mut links = self.net.clone()?;
+        for l in self.cells.iter().filter_map(|c| c.links.as_ref()).flatten() {
+            if !links.iter().any(|k| (k.from, k.to) == (l.from, l.to) || (k.from, k.to) == (l.to, l.from)) {
+                links.push(l.clone());
+            }
+        }
+        Some(links)
     }
 }
 
@@ -254,7 +280,7 @@ fn split_cpus(limits: &mut Limits, loadgen_cpuset: Option<&str>, allowed: &[usiz
 /// `--allow-unlimited` the session goes on and every run is recorded as unlimited.
 fn preflight_limits(opts: &RunOptions) -> Result<Vec<String>> {
     let mut mismatches = Vec::new();
-    for limits in opts.cell_limits() {
+    for limits in opts.cell_specs().into_iter().map(|c| c.limits) {
         let name = format!("{}-preflight", std::process::id());
         let sandbox = crate::sandbox::Sandbox::new(&name, &limits, opts.cgroup);
         mismatches.extend(sandbox.limits_held(&limits).1);
@@ -288,14 +314,14 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
     agents::check_split(&profile.steps, opts.generators)?;
     // The quota check holds for the largest quota of the limits axis.
     let widest = opts
-        .cell_limits()
+        .cell_specs()
         .iter()
-        .filter_map(|l| l.cpus)
+        .filter_map(|c| c.limits.cpus)
         .fold(opts.limits.cpus, |a, b| Some(a.map_or(b, |a: f64| a.max(b))));
     let asked_cpus = std::mem::replace(&mut opts.limits.cpus, widest);
     let loadgen_cpus = cpu_split(&mut opts.limits, opts.loadgen_cpuset.as_deref())?;
     opts.limits.cpus = asked_cpus;
-    let cells = opts.cell_limits();
+    let cells = opts.cell_specs();
     let results_dir = opts.db.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
     // One measurement at a time, then whatever a killed svcbench left behind, then the limits: all before
     // anything is built or started.
@@ -320,11 +346,15 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
         host: crate::host::facts(),
         cgroup_version: cgroup_version.to_string(),
         // A limit that varies along a study's axis is recorded per run (its cell), not per session.
-        limit_cpus: cells.iter().all(|c| c.cpus == cells[0].cpus).then_some(cells[0].cpus).flatten(),
+        limit_cpus: cells
+            .iter()
+            .all(|c| c.limits.cpus == cells[0].limits.cpus)
+            .then_some(cells[0].limits.cpus)
+            .flatten(),
         limit_memory_mib: cells
             .iter()
-            .all(|c| c.memory_bytes == cells[0].memory_bytes)
-            .then_some(cells[0].memory_bytes.map(|b| b as f64 / 1048576.0))
+            .all(|c| c.limits.memory_bytes == cells[0].limits.memory_bytes)
+            .then_some(cells[0].limits.memory_bytes.map(|b| b as f64 / 1048576.0))
             .flatten(),
         study: opts.study.clone(),
         service_cpuset: opts.limits.cpuset.clone(),
@@ -333,11 +363,18 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
     })?;
     // Made before the dependencies and dropped after them (locals drop in reverse), so nothing still runs
     // in a namespace when it is removed.
-    let network = match &opts.net {
+    let mut network = match opts.links_to_make() {
         Some(links) => {
-            let n = crate::network::Network::create(links, &loadgen_cpus, opts.generators)?;
-            eprintln!("svcbench: network: {}", n.describe());
-            store.record_network(session_id, &n.describe())?;
+            let mut n = crate::network::Network::create(&links, &loadgen_cpus, opts.generators)?;
+            // The checks and the warm-up run under the first cell, as do their limits.
+            if let Some(first) = &cells[0].links {
+                n.set_links(first);
+            }
+            let axis = cells.iter().any(|c| c.links.is_some());
+            let described =
+                if axis { format!("{}; the links of each run are its cell's", n.describe()) } else { n.describe() };
+            eprintln!("svcbench: network: {described}");
+            store.record_network(session_id, &described)?;
             Some(n)
         }
         None => None,
@@ -380,7 +417,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
     eprintln!(
         "svcbench: session {session_id}: {} service(s) × {}{} run(s), scenario `{}`, profile `{}` ({} steps, {} per run); store {}",
         services.len(),
-        if cells.len() > 1 { format!("{} limits × ", cells.len()) } else { String::new() },
+        if cells.len() > 1 { format!("{} cells × ", cells.len()) } else { String::new() },
         opts.runs, scenario.name(), profile.name, profile.steps.len(),
         progress::fmt_duration(profile.total_duration()), opts.db.display()
     );
@@ -457,7 +494,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
                 break;
             }
             let placeholders = ctx.deps.placeholders();
-            let spec = start_spec(&ctx, svc, &cells[0], "refusal", &placeholders, &svc.manifest.broken_env);
+            let spec = start_spec(&ctx, svc, &cells[0].limits, "refusal", &placeholders, &svc.manifest.broken_env);
             match lifecycle::check_refusal(svc, spec, &stop) {
                 Ok(Some((refused, detail))) => {
                     eprintln!("svcbench: {}: wrong dependency address: {detail}", svc.name());
@@ -471,7 +508,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
             let placeholders = ctx.deps.placeholders();
             let empty = BTreeMap::new();
             eprintln!("svcbench: warming the dependencies through {} until its throughput settles", first.name());
-            let start = start_spec(&ctx, first, &cells[0], "warmup", &placeholders, &empty);
+            let start = start_spec(&ctx, first, &cells[0].limits, "warmup", &placeholders, &empty);
             let w = warmup::warm_up(
                 spec,
                 &scenario,
@@ -506,7 +543,11 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
                 break;
             }
             let svc = &ready[p.service];
-            let cell = Cell { limits: &cells[p.cell], key: &keys[p.cell], of: cells.len() };
+            let spec = &cells[p.cell];
+            if let (Some(n), Some(links)) = (network.as_mut(), &spec.links) {
+                n.set_links(links);
+            }
+            let cell = Cell { limits: &spec.limits, key: &keys[p.cell], of: cells.len() };
             let (status, err) = run_one(&mut ctx, svc, &cell, p.run_index)?;
             match status {
                 "completed" => summary.runs_ok += 1,
@@ -553,15 +594,22 @@ pub struct Cell<'a> {
     pub of: usize,
 }
 
-/// The store's key of a cell of the limits axis: `cpus=0.5 memory=256M`.
-pub fn cell_key(l: &Limits) -> String {
+/// The store's key of a cell of a study's axes: `cpus=0.5 memory=256M`, with a link axis followed by
+/// ` links=service-store=delay:2ms` (`links=none` for a cell without delay).
+pub fn cell_key(c: &AxisCell) -> String {
+    let l = &c.limits;
     let cpus = l.cpus.map(|c| format!("{c}")).unwrap_or_else(|| "none".into());
     let mem = match l.memory_bytes {
         Some(b) if b % (1 << 30) == 0 => format!("{}G", b >> 30),
         Some(b) => format!("{}M", b >> 20),
         None => "none".into(),
     };
-    format!("cpus={cpus} memory={mem}")
+    match &c.links {
+        Some(links) => {
+            format!("cpus={cpus} memory={mem} links={}", crate::network::link::describe(links).replace(' ', ""))
+        }
+        None => format!("cpus={cpus} memory={mem}"),
+    }
 }
 
 fn start_spec<'a>(
@@ -636,7 +684,9 @@ fn run_one_inner(
     let placeholders = ctx.deps.placeholders();
     let empty = BTreeMap::new();
     let what = if cell.of > 1 {
-        format!("run{run_index}-cell{}", cell.key.replace([' ', '='], ""))
+        // A sandbox's (cgroup's) name: the key's letters, digits and dots only.
+        let key: String = cell.key.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '.').collect();
+        format!("run{run_index}-cell{key}")
     } else {
         format!("run{run_index}")
     };

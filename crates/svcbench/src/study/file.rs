@@ -1,5 +1,7 @@
 //! The study file `studies/<name>.toml` (docs/study.md): the question, the services and variants, the limits
 //! axis, the profile, runs per cell, an optional SLO, and the shorter `--quick` form.
+use crate::network::Link;
+use crate::runner::AxisCell;
 use crate::sandbox::Limits;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
@@ -27,6 +29,8 @@ pub struct StudyFile {
     #[serde(default)]
     pub limits: LimitsAxis,
     #[serde(default)]
+    pub network: NetworkAxis,
+    #[serde(default)]
     pub slo: Option<Slo>,
     #[serde(default)]
     pub quick: Quick,
@@ -50,6 +54,24 @@ pub struct LimitsAxis {
     pub cpuset: Option<String>,
     #[serde(default)]
     pub loadgen_cpuset: Option<String>,
+}
+
+/// The link axis: every limits cell runs once under each entry's links, on svcbench's emulated network
+/// (as `--net`). An entry is one cell's links, `;` between two links: `"service-store=delay:2ms"`,
+/// `"client-service=delay:1ms; service-store=delay:0.5ms"`, or `""` for no delay.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkAxis {
+    #[serde(default)]
+    pub links: Vec<String>,
+}
+
+/// One entry of the link axis, each link checked as `--link` checks it.
+fn parse_links(entry: &str) -> Result<Vec<Link>> {
+    let links =
+        entry.split(';').map(str::trim).filter(|l| !l.is_empty()).map(Link::parse).collect::<Result<Vec<_>>>()?;
+    crate::network::link::check_distinct(&links)?;
+    Ok(links)
 }
 
 /// A service level objective: at `at_rps` requests/s, p99 at most `p99_ms` and at least `success` answered
@@ -92,7 +114,15 @@ pub struct Study {
     pub profile: String,
     pub step_duration: Option<Duration>,
     pub runs: u32,
-    pub cells: Vec<Limits>,
+    /// Limits × links, in the order the plan visits them within a round.
+    pub cells: Vec<AxisCell>,
+}
+
+impl Study {
+    /// Whether the study has a link axis (and so runs on the emulated network).
+    pub fn has_link_axis(&self) -> bool {
+        self.cells.iter().any(|c| c.links.is_some())
+    }
 }
 
 impl Study {
@@ -149,11 +179,27 @@ impl Study {
         }
         let cpus: Vec<Option<f64>> =
             if file.limits.cpus.is_empty() { vec![None] } else { file.limits.cpus.iter().map(|c| Some(*c)).collect() };
+        let mut link_axis: Vec<Option<Vec<Link>>> = Vec::new();
+        for entry in &file.network.links {
+            link_axis.push(Some(parse_links(entry).with_context(|| format!("{at}: network.links entry {entry:?}"))?));
+        }
+        if link_axis.is_empty() {
+            link_axis.push(None);
+        }
         let mut cells = Vec::new();
         for c in &cpus {
             for m in &memories {
-                cells.push(Limits { cpus: *c, memory_bytes: *m, cpuset: file.limits.cpuset.clone() });
+                for links in &link_axis {
+                    let limits = Limits { cpus: *c, memory_bytes: *m, cpuset: file.limits.cpuset.clone() };
+                    cells.push(AxisCell { limits, links: links.clone() });
+                }
             }
+        }
+        if let Some(twice) = cells.iter().enumerate().find(|(i, c)| cells[..*i].contains(c)) {
+            bail!(
+                "{at}: the cell {} comes twice; give each limit and each links entry once",
+                crate::runner::cell_key(twice.1)
+            );
         }
         let root = crate::paths::project_dir("services").ok().and_then(|p| p.parent().map(Path::to_path_buf));
         let listed = match (&file.quick.services, quick) {
@@ -186,5 +232,50 @@ impl Study {
             cells,
             file,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(body: &str) -> Result<Study> {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("s.toml");
+        std::fs::write(&f, format!("title = \"t\"\nquestion = \"q\"\nservices = [\"a\"]\nprofile = \"quick\"\n{body}"))
+            .unwrap();
+        Study::load(&f, false)
+    }
+
+    #[test]
+    fn the_link_axis_multiplies_the_limits_cells() {
+        let s = load("[limits]\ncpus = [0.5, 1]\n[network]\nlinks = [\"\", \"service-store=delay:2ms; client-service=delay:1ms\"]\n")
+            .unwrap();
+        let keys: Vec<String> = s.cells.iter().map(crate::runner::cell_key).collect();
+        assert_eq!(
+            keys,
+            [
+                "cpus=0.5 memory=512M links=none",
+                "cpus=0.5 memory=512M links=service-store=delay:2ms;client-service=delay:1ms",
+                "cpus=1 memory=512M links=none",
+                "cpus=1 memory=512M links=service-store=delay:2ms;client-service=delay:1ms",
+            ]
+        );
+        assert!(s.has_link_axis());
+        assert!(!load("").unwrap().has_link_axis());
+        assert_eq!(crate::runner::cell_key(&load("").unwrap().cells[0]), "cpus=none memory=512M");
+    }
+
+    #[test]
+    fn a_bad_or_repeated_links_entry_is_refused_with_the_entry_named() {
+        let e = format!("{:#}", load("[network]\nlinks = [\"client-service=delay:1ms, loss:x\"]\n").unwrap_err());
+        assert!(e.contains("network.links entry") && e.contains("loss"), "{e}");
+        let e = format!(
+            "{:#}",
+            load("[network]\nlinks = [\"client-service=delay:1ms; service-client=delay:2ms\"]\n").unwrap_err()
+        );
+        assert!(e.contains("given twice"), "{e}");
+        let e = format!("{:#}", load("[network]\nlinks = [\"\", \"\"]\n").unwrap_err());
+        assert!(e.contains("comes twice"), "{e}");
     }
 }

@@ -58,6 +58,27 @@ pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         bail!("--probe-tolerance {}: must be a percentage above zero, e.g. 10", a.probe_tolerance);
     }
     let study = Study::load(&a.file, a.quick)?;
+    // A link axis runs on svcbench's own emulated network; the links then come from the study alone.
+    let net = if study.has_link_axis() {
+        if !a.network.links.is_empty() {
+            bail!(
+                "{}: the study's [network] links are its link axis; leave out --link, or put those links in every \
+                 entry of the axis",
+                a.file.display()
+            );
+        }
+        if a.generators.hosts.is_some() {
+            bail!("{}: a study's link axis runs on svcbench's own namespaces; leave out --hosts", a.file.display());
+        }
+        if !a.plan && !a.report_only {
+            crate::network::check_available(true)?;
+        }
+        Some(Vec::new())
+    } else if a.plan || a.report_only {
+        None
+    } else {
+        a.network.links()?
+    };
     let stem = a.file.file_stem().and_then(|s| s.to_str()).unwrap_or("study");
     let db = a.db.clone().unwrap_or_else(|| PathBuf::from("results/studies").join(format!("{stem}.db")));
     let html = a.output.clone().unwrap_or_else(|| {
@@ -95,7 +116,7 @@ pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     eprintln!("svcbench: study `{}`: {}", study.name, study.file.title);
     eprintln!("svcbench:   question: {}", study.file.question);
     eprintln!(
-        "svcbench:   {} service(s) × {} limits cell(s) × {} run(s), profile `{}` ({} per run); store {}",
+        "svcbench:   {} service(s) × {} cell(s) × {} run(s), profile `{}` ({} per run); store {}",
         names.len(),
         keys.len(),
         study.runs,
@@ -134,7 +155,11 @@ pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             scenario: study.file.scenario.clone(),
             profile: study.profile.clone(),
             runs: study.runs,
-            limits: Limits { cpus: None, memory_bytes: first.memory_bytes, cpuset: study.file.limits.cpuset.clone() },
+            limits: Limits {
+                cpus: None,
+                memory_bytes: first.limits.memory_bytes,
+                cpuset: study.file.limits.cpuset.clone(),
+            },
             loadgen_cpuset: study.file.limits.loadgen_cpuset.clone(),
             db: db.clone(),
             label: Some(study.name.clone()),
@@ -153,7 +178,7 @@ pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             cells: study.cells.clone(),
             study: Some(study.name.clone()),
             completed,
-            net: a.network.links()?,
+            net,
             generators: a.generators.count(hosts_plan.as_ref()),
             hosts_plan,
             given_deps: a.given.given()?,
