@@ -31,6 +31,10 @@ pub enum Command {
     /// Start a service under its limits with its scenario's dependencies (data loaded), print their URLs,
     /// and keep them until Ctrl-C, for your own tools.
     Up(crate::up::UpArgs),
+    /// Print this machine's facts (CPU, memory, kernel) as JSON: svcbench reads them from the generator
+    /// hosts of a hosts file over ssh, to store them with the session.
+    #[command(hide = true)]
+    HostFacts,
 }
 
 #[derive(clap::Args, Debug)]

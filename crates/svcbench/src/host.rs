@@ -1,13 +1,32 @@
 //! Facts about the machine a session ran on, stored with it so a reader knows what was measured where.
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostFacts {
     pub host_name: String,
     pub cpu_model: String,
     pub cpu_cores: u32,
     pub memory_mib: f64,
     pub kernel: String,
+}
+
+impl HostFacts {
+    /// One line for the report: `bench2: Intel Xeon (2 cores), 24,000 MiB, Linux 6.1`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}: {} ({} cores), {:.0} MiB, {}",
+            self.host_name, self.cpu_model, self.cpu_cores, self.memory_mib, self.kernel
+        )
+    }
+}
+
+/// A machine other than svcbench's own that took part in a session (a generator host reached over ssh):
+/// where, and its facts as svcbench there read them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OtherHost {
+    pub role: String,
+    pub place: String,
+    pub facts: HostFacts,
 }
 
 pub fn facts() -> HostFacts {

@@ -115,6 +115,10 @@ fn dispatch(cli: Cli) -> Result<i32> {
             Ok(if failed > 0 { 1 } else { 0 })
         }
         Command::Load(a) => loadgen::cli::run_cli(&a),
+        Command::HostFacts => {
+            println!("{}", serde_json::to_string(&crate::host::facts())?);
+            Ok(0)
+        }
         Command::Export(a) => {
             let st = store::Reader::open(&a.db)?;
             println!("{}", serde_json::to_string_pretty(&store::export::export(&st, a.session, a.samples)?)?);

@@ -123,6 +123,19 @@ fn a_generator_on_another_host_is_driven_over_ssh_and_its_figures_come_home() {
             && net.contains(&format!("service {}", host.here)),
         "{net}"
     );
+    // The other machine's facts, as svcbench there read them, are stored with the session and reported
+    // (the "other machine" is this one's namespace: its kernel and CPU count are this machine's).
+    let other: serde_json::Value = serde_json::from_str(&text_of(&c, "SELECT other_hosts FROM session")).unwrap();
+    assert_eq!(other[0]["place"], format!("ssh://root@{}", host.there), "{other}");
+    assert_eq!(other[0]["role"], "generator 1");
+    assert_eq!(other[0]["facts"]["cpu_cores"], i64_of(&c, "SELECT cpu_cores FROM session"), "{other}");
+    assert_eq!(other[0]["facts"]["kernel"], text_of(&c, "SELECT kernel FROM session"), "{other}");
+    let md = tmp.path().join("r.md");
+    assert!(svcbench(&["report", "--db", dbp.to_str().unwrap(), "-o", md.to_str().unwrap()], tmp.path())
+        .status
+        .success());
+    let report = std::fs::read_to_string(&md).unwrap();
+    assert!(report.contains(&format!("generator 1 ssh://root@{} (", host.there)), "{report}");
     // Nothing of the agent is left on the far side: no process, no copied mix.
     let leftover: Vec<_> = std::fs::read_dir("/tmp")
         .unwrap()
@@ -142,6 +155,32 @@ fn a_generator_on_another_host_is_driven_over_ssh_and_its_figures_come_home() {
         run_fixtures(tmp.path(), &["steady"], &prof, &tmp.path().join("bad.db"), &["--hosts", hosts.to_str().unwrap()]);
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && said.contains("not an address of this machine"), "{said}");
+
+    // A generator host whose svcbench path is wrong is named before anything is built.
+    let second = tmp.path().join("second");
+    std::fs::create_dir(&second).unwrap();
+    let host = ssh_host(&second);
+    std::fs::write(
+        &hosts,
+        format!(
+            "[service]\naddress = \"{}\"\n\n[[generator]]\nat = \"ssh://root@{}\"\nsvcbench = \"/nonexistent/svcbench\"\nssh_options = [\"-i\", \"{}\", \"-o\", \"UserKnownHostsFile=/dev/null\", \"-o\", \"StrictHostKeyChecking=no\", \"-o\", \"LogLevel=ERROR\"]\n",
+            host.here,
+            host.there,
+            second.join("user_key").display()
+        ),
+    )
+    .unwrap();
+    let out = run_fixtures(
+        tmp.path(),
+        &["steady"],
+        &prof,
+        &tmp.path().join("nosv.db"),
+        &["--hosts", hosts.to_str().unwrap()],
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && said.contains("/nonexistent/svcbench host-facts"), "{said}");
+    assert!(!said.contains("building"), "refused before any build: {said}");
+    drop(host);
 }
 
 /// A remote agent ends when its ssh connection does: `svcbench load --exit-with-stdin` stops its load and

@@ -178,9 +178,11 @@ fn group(sessions: &[Session], services: &[Service], runs: &mut [Run], pooled: b
             continue;
         }
         for c in &cells {
-            if runs
-                .iter()
-                .any(|r| r.service == svc.name && r.session_id == svc.session_id && r.cell.as_ref() == Some(c))
+            // A service whose build failed has no runs, and is named in every cell all the same.
+            if !svc.build_ok
+                || runs
+                    .iter()
+                    .any(|r| r.service == svc.name && r.session_id == svc.session_id && r.cell.as_ref() == Some(c))
             {
                 add(named(tag(&svc.name, svc.session_id), &Some(c.clone())), svc, Some(c.clone()), &mut groups);
             }

@@ -45,7 +45,7 @@ pub fn write(db: &Path, study: &Study, html_path: &Path) -> Result<()> {
     Ok(())
 }
 
-fn section(d: &Dataset, study: &Study) -> StudySection {
+pub(super) fn section(d: &Dataset, study: &Study) -> StudySection {
     let sums = group_summaries(d, 0.0275);
     let keys: Vec<String> = study.cells.iter().map(crate::runner::cell_key).collect();
     let multi = keys.len() > 1;
@@ -141,7 +141,10 @@ fn round_table(d: &Dataset, sums: &[GroupSummary], groups: &[usize], cell: Optio
         let failed = crate::figures::median(
             d.counted_runs(g).map(|r| r.steps.iter().map(|x| x.requests_err).sum::<i64>() as f64),
         );
-        let verdict = if Some(g) == best {
+        let verdict = if !grp.service.build_ok && d.group_runs(g).next().is_none() {
+            // Its build failed: no run to judge, but the round still names it.
+            Cell::text("build failed").class("fail").title(grp.service.build_error.clone().unwrap_or_default())
+        } else if Some(g) == best {
             Cell::text("best").class("ok")
         } else {
             match lines.iter().find(|l| l.service == grp.name) {

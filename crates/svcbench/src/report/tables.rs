@@ -49,6 +49,13 @@ pub fn setup(d: &Dataset) -> Table {
     };
     row("study", &|s| Cell::text(opt(&s.study)));
     row("network", &|s| Cell::text(s.network.clone().unwrap_or_else(|| "loopback (one host)".into())));
+    if d.sessions.iter().any(|s| !s.other_hosts.is_empty()) {
+        row("other hosts", &|s| {
+            let each: Vec<String> =
+                s.other_hosts.iter().map(|h| format!("{} {} ({})", h.role, h.place, h.facts.describe())).collect();
+            Cell::text(if each.is_empty() { "none".into() } else { each.join("; ") })
+        });
+    }
     row("CPU limit", &|s| match asked(s, |r| r.asked_cpus) {
         Some(v) => Cell::text(format!("per cell: {} CPUs", list(v, ""))),
         None => Cell::text(s.limit_cpus.map(|c| format!("{c} CPUs")).unwrap_or_else(|| "none".into())),

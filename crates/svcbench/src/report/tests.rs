@@ -462,3 +462,38 @@ fn errors_by_kind_get_a_chart_with_a_bar_per_kind_that_occurred() {
     f2.step(r, 1, "closed", Some(4), None, "default", None, 100.0, 100, None, 1.0);
     assert!(!charts::charts(&f2.load(&[], false)).iter().any(|c| c.id == "errors-by-kind"));
 }
+
+#[test]
+fn a_service_whose_build_failed_is_named_in_every_round_of_a_study() {
+    let f = store();
+    let s = f.session("hello", Some("two-cells"));
+    f.store.raw().execute("UPDATE session SET study = 'two-cells' WHERE id = ?1", params![s]).unwrap();
+    f.service(s, "fast");
+    f.service(s, "broken");
+    f.store
+        .raw()
+        .execute("UPDATE service SET build_ok = 0, build_error = 'cargo: error[E0425]' WHERE name = 'broken'", [])
+        .unwrap();
+    for (i, cell) in ["cpus=0.5 memory=512M", "cpus=1 memory=512M"].iter().enumerate() {
+        let r = f.run(s, "fast", i as i64 + 1, 1.0, 1000);
+        f.store.raw().execute("UPDATE run SET cell = ?2 WHERE id = ?1", params![r, cell]).unwrap();
+        f.step(r, 1, "closed", Some(8), None, "default", None, 1000.0, 1000, None, 1.0);
+    }
+    let file = f.path.with_file_name("two-cells.toml");
+    std::fs::write(
+        &file,
+        "title = \"t\"\nquestion = \"q\"\nservices = [\"fast\", \"broken\"]\nprofile = \"quick\"\n[limits]\ncpus = [0.5, 1]\n",
+    )
+    .unwrap();
+    let study = crate::study::file::Study::load(&file, false).unwrap();
+    let d = f.load(&["label=two-cells"], true);
+    let section = study::section(&d, &study);
+    let rounds: Vec<_> = section.tables.iter().filter(|t| t.id.starts_with("round-")).collect();
+    assert_eq!(rounds.len(), 2);
+    for t in rounds {
+        let row = t.rows.iter().find(|r| r.cells[0].text == "broken").unwrap_or_else(|| panic!("{}", t.caption));
+        let verdict = row.cells.last().unwrap();
+        assert_eq!(verdict.text, "build failed");
+        assert!(verdict.title.as_deref().unwrap().contains("E0425"));
+    }
+}

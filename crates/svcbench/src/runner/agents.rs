@@ -253,6 +253,31 @@ fn ssh_args(place: &Place, command: &str) -> Vec<String> {
     a
 }
 
+/// The facts of the machine at `place`, as svcbench there reads them (`svcbench host-facts`). Asked before
+/// anything is built, it is also the first proof that ssh and svcbench work there.
+pub fn remote_facts(place: &Place) -> Result<crate::host::HostFacts> {
+    let Place::Ssh { svcbench, .. } = place else { return Ok(crate::host::facts()) };
+    let out = std::process::Command::new("ssh")
+        .args(ssh_args(place, &format!("{} host-facts", sh_quote(svcbench))))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .context("cannot run ssh (install OpenSSH's client) for a generator on another host")?;
+    let err = String::from_utf8_lossy(&out.stderr).trim().replace('\n', " ");
+    if !out.status.success() {
+        bail!(
+            "generator host {}: cannot run `{svcbench} host-facts` there over ssh ({err}); check the hosts file's \
+             address, key and svcbench path (the same svcbench version must be installed there)",
+            place.describe()
+        );
+    }
+    serde_json::from_slice(&out.stdout).with_context(|| {
+        format!(
+            "generator host {}: `{svcbench} host-facts` answered no facts; is it the same svcbench version?",
+            place.describe()
+        )
+    })
+}
+
 /// Copies the mix file to `place` as /tmp/`name`; returns the remote path.
 fn upload(place: &Place, mix: &Path, name: &str) -> Result<String> {
     let remote = format!("/tmp/{name}");

@@ -330,6 +330,18 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
         eprintln!("{line}");
     }
     let unlimited = preflight_limits(&opts)?;
+    // The other machines answer (ssh, and svcbench there) before anything is built; their facts are stored.
+    let mut other_hosts = Vec::new();
+    for (i, place) in opts.hosts_plan.iter().flat_map(|p| p.generators.iter()).enumerate() {
+        if let crate::network::hosts_file::Place::Ssh { .. } = place {
+            let facts = agents::remote_facts(place)?;
+            other_hosts.push(crate::host::OtherHost {
+                role: format!("generator {}", i + 1),
+                place: place.describe(),
+                facts,
+            });
+        }
+    }
     let cgroup_version =
         match if opts.cgroup == CgroupChoice::Auto { crate::sandbox::cgroup::detect() } else { opts.cgroup } {
             CgroupChoice::V1 => "v1",
@@ -361,6 +373,9 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
         loadgen_cpuset: Some(crate::cpus::format(&loadgen_cpus)),
         probe_tolerance: opts.probe_tolerance,
     })?;
+    if !other_hosts.is_empty() {
+        store.record_other_hosts(session_id, &other_hosts)?;
+    }
     // Made before the dependencies and dropped after them (locals drop in reverse), so nothing still runs
     // in a namespace when it is removed.
     let mut network = match opts.links_to_make() {

@@ -120,6 +120,12 @@ impl Store {
         Ok(())
     }
 
+    pub fn record_other_hosts(&self, session: i64, hosts: &[crate::host::OtherHost]) -> Result<()> {
+        let json = serde_json::to_string(hosts)?;
+        self.conn.execute("UPDATE session SET other_hosts = ?2 WHERE id = ?1", params![session, json])?;
+        Ok(())
+    }
+
     pub fn finish_session(&self, session: i64, status: &str) -> Result<()> {
         self.conn
             .execute("UPDATE session SET ended_at = ?2, status = ?3 WHERE id = ?1", params![session, now(), status])?;

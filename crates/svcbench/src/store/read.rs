@@ -33,6 +33,8 @@ pub struct Session {
     pub study: Option<String>,
     /// `--net`: the parts' addresses and links; None: everything on loopback.
     pub network: Option<String>,
+    /// The machines reached over ssh (a hosts file's generators), with their facts.
+    pub other_hosts: Vec<crate::host::OtherHost>,
 }
 
 #[derive(Debug, Clone)]
@@ -172,6 +174,10 @@ fn session_of(r: &Row) -> rusqlite::Result<Session> {
         warnings: json_strings(r.get("warnings")?),
         study: r.get("study")?,
         network: r.get("network")?,
+        other_hosts: r
+            .get::<_, Option<String>>("other_hosts")?
+            .and_then(|j| serde_json::from_str(&j).ok())
+            .unwrap_or_default(),
     })
 }
 

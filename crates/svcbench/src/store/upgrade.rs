@@ -47,9 +47,10 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
     ("run", "asked_cpus", "REAL", 4, "CPU quota asked for this run (a study's limits axis)"),
     ("run", "asked_memory_mib", "REAL", 4, "memory cap asked for this run"),
     ("session", "network", "TEXT", 5, "--net: the parts' addresses and the links (netem) between them; NULL: loopback"),
+    ("session", "other_hosts", "TEXT", 6, "JSON: [{role, place, facts}] of the machines reached over ssh (hosts file)"),
 ];
 
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 fn has_column(conn: &Connection, table: &str, col: &str) -> Result<bool> {
     let mut st = conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?;
