@@ -5,7 +5,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use super::node::OpenSearchOptions;
@@ -119,13 +119,20 @@ pub(super) fn ensure_distribution(version: &str, cache_dir: &Path, java_home: &P
     let tmp = cache_dir.join(format!(".unpack-{}", std::process::id()));
     let _ = fs::remove_dir_all(&tmp);
     fs::create_dir_all(&tmp)?;
-    let unzip = Command::new("unzip").arg("-q").arg(&zip).arg("-d").arg(&tmp).status();
+    // Helpers' output goes to stderr: stdout is for what svcbench prints (`svcbench up`'s URLs).
+    let unzip =
+        Command::new("unzip").arg("-q").arg(&zip).arg("-d").arg(&tmp).stdout(Stdio::from(std::io::stderr())).status();
     match unzip {
         Ok(s) if s.success() => {}
         Ok(s) => bail!("unzip of {} failed ({s})", zip.display()),
         Err(_) => {
             // No unzip on this machine: the JDK's jar tool unpacks too, but loses the executable bits.
-            let s = Command::new(java_home.join("bin/jar")).arg("xf").arg(&zip).current_dir(&tmp).status()?;
+            let s = Command::new(java_home.join("bin/jar"))
+                .arg("xf")
+                .arg(&zip)
+                .current_dir(&tmp)
+                .stdout(Stdio::from(std::io::stderr()))
+                .status()?;
             if !s.success() {
                 bail!("unpacking {} with jar failed ({s})", zip.display());
             }
@@ -224,6 +231,7 @@ pub(super) fn ensure_user(name: &str) -> Result<(u32, u32)> {
     }
     let status = Command::new("useradd")
         .args(["--system", "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", name])
+        .stdout(Stdio::from(std::io::stderr()))
         .status()
         .context("cannot run useradd")?;
     if !status.success() {

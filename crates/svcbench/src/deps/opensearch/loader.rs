@@ -251,8 +251,13 @@ fn ensure_dataset(dataset_dir: &Path) -> Result<PathBuf> {
     Ok(out)
 }
 
+/// Runs a helper of the data build with its output on svcbench's stderr: stdout is for what svcbench itself
+/// prints (`svcbench up`'s `name url` lines, which scripts read).
 fn run(cmd: &mut Command, what: &str) -> Result<()> {
-    let status = cmd.status().with_context(|| format!("cannot run {what}"))?;
+    let status = cmd
+        .stdout(std::process::Stdio::from(std::io::stderr()))
+        .status()
+        .with_context(|| format!("cannot run {what}"))?;
     if !status.success() {
         bail!("{what} failed ({status})");
     }
