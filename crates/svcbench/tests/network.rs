@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn profile(dir: &Path, secs: u32) -> std::path::PathBuf {
     let p = dir.join(format!("c1-{secs}.toml"));
@@ -127,15 +127,7 @@ fn up_keeps_a_service_and_its_dependency_running_until_ctrl_c_then_cleans_up() {
     s.read_to_string(&mut answer).unwrap();
     assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with("ok"), "{answer}");
     assert!(!leftover_network().is_empty(), "the network stays up while svcbench up runs");
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(30), "svcbench up did not stop on Ctrl-C");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = child.interrupt(Duration::from_secs(30)).expect("svcbench up did not stop on Ctrl-C");
     assert!(status.success(), "{status:?}");
     assert_no_leftovers("fixtures/testservice.py");
 }

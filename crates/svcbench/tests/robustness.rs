@@ -14,14 +14,7 @@ fn profile(dir: &Path, secs: u32) -> PathBuf {
 }
 
 fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
-    let t0 = Instant::now();
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        assert!(t0.elapsed() < within, "svcbench did not end within {within:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    exit_within(child, within).unwrap_or_else(|| panic!("svcbench did not end within {within:?}"))
 }
 
 fn run_args<'a>(service: &'a str, prof: &'a Path, dbp: &'a Path) -> Vec<&'a str> {

@@ -51,6 +51,11 @@ pub struct Link {
 }
 
 impl Link {
+    /// Whether this link joins the parts `a` and `b`, in either order (one link per pair).
+    pub fn joins(&self, (a, b): (Role, Role)) -> bool {
+        (self.from, self.to) == (a, b) || (self.from, self.to) == (b, a)
+    }
+
     /// Parses `from-to=key:value,…` (keys: delay, jitter, loss).
     pub fn parse(text: &str) -> Result<Link> {
         let how = "write it as client-service=delay:2ms,jitter:0.2ms,loss:0.1% (parts: client, service, store)";
@@ -120,7 +125,7 @@ impl fmt::Display for Link {
 /// Refuses two links between the same two parts (which one would hold?).
 pub fn check_distinct(links: &[Link]) -> Result<()> {
     for (i, a) in links.iter().enumerate() {
-        if links[..i].iter().any(|b| (b.from, b.to) == (a.from, a.to) || (b.from, b.to) == (a.to, a.from)) {
+        if links[..i].iter().any(|b| b.joins((a.from, a.to))) {
             bail!("--link {}-{} is given twice; give each pair of parts one link", a.from.name(), a.to.name());
         }
     }

@@ -201,7 +201,7 @@ impl Network {
     /// carries its packets without delay or loss. A study's link axis sets each run's links so.
     pub fn set_links(&mut self, links: &[Link]) {
         for r in &self.relays {
-            let named = links.iter().find(|l| (l.from, l.to) == r.roles || (l.to, l.from) == r.roles);
+            let named = links.iter().find(|l| l.joins(r.roles));
             let idle = Link { from: r.roles.0, to: r.roles.1, delay_ms: 0.0, jitter_ms: 0.0, loss_pct: 0.0 };
             r.relay.set(named.unwrap_or(&idle));
         }
@@ -227,7 +227,7 @@ impl Network {
             .iter()
             .map(|r| {
                 // `client2-service=delay:1ms`: the pair's names with what its link does now.
-                let now = self.links.iter().find(|l| (l.from, l.to) == r.roles || (l.to, l.from) == r.roles);
+                let now = self.links.iter().find(|l| l.joins(r.roles));
                 let label = match now {
                     Some(l) => l.to_string().replacen(&format!("{}-{}", l.from.name(), l.to.name()), &r.pair, 1),
                     None => format!("{}=idle", r.pair),

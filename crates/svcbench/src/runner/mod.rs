@@ -105,7 +105,7 @@ impl RunOptions {
     fn links_to_make(&self) -> Option<Vec<crate::network::Link>> {
         let mut links = self.net.clone()?;
         for l in self.cells.iter().filter_map(|c| c.links.as_ref()).flatten() {
-            if !links.iter().any(|k| (k.from, k.to) == (l.from, l.to) || (k.from, k.to) == (l.to, l.from)) {
+            if !links.iter().any(|k| k.joins((l.from, l.to))) {
                 links.push(l.clone());
             }
         }

@@ -123,9 +123,7 @@ impl Study {
     pub fn has_link_axis(&self) -> bool {
         self.cells.iter().any(|c| c.links.is_some())
     }
-}
 
-impl Study {
     /// Reads and checks a study file: every error names the file and what to fix, before anything runs.
     pub fn load(path: &Path, quick: bool) -> Result<Study> {
         if !path.is_file() {

@@ -160,17 +160,34 @@ pub fn assert_no_leftovers(needle: &str) {
 /// into the next tests, whose leftover checks would all fail with it.
 pub struct Background(pub std::process::Child);
 
+impl Background {
+    /// Ctrl-C, then its exit status once it has ended (None: still running after `within`).
+    pub fn interrupt(&mut self, within: std::time::Duration) -> Option<std::process::ExitStatus> {
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGINT) };
+        exit_within(&mut self.0, within)
+    }
+}
+
 impl Drop for Background {
     fn drop(&mut self) {
-        if matches!(self.0.try_wait(), Ok(None)) {
-            unsafe { libc::kill(self.0.id() as i32, libc::SIGINT) };
-            let t0 = std::time::Instant::now();
-            while matches!(self.0.try_wait(), Ok(None)) && t0.elapsed() < std::time::Duration::from_secs(30) {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
+        if matches!(self.0.try_wait(), Ok(None)) && self.interrupt(std::time::Duration::from_secs(30)).is_none() {
             let _ = self.0.kill();
             let _ = self.0.wait();
         }
+    }
+}
+
+/// The child's exit status once it has ended; None when it still runs after `within`.
+pub fn exit_within(child: &mut std::process::Child, within: std::time::Duration) -> Option<std::process::ExitStatus> {
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return Some(s);
+        }
+        if t0.elapsed() >= within {
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 
