@@ -56,6 +56,18 @@ pub fn cpu_share(cpu_s: f64, wall_s: f64, cpus: usize) -> f64 {
     }
 }
 
+/// The service used its whole CPU allowance during a step: its quota, else the CPUs of its cpuset (as the
+/// kernel holds them). Unknown allowance (no cgroup): not bound, as far as anyone can tell.
+pub fn service_cpu_bound(cpu_s: f64, wall_s: f64, quota_cpus: Option<f64>, cpuset_cpus: Option<usize>) -> bool {
+    let allowance = match (quota_cpus, cpuset_cpus) {
+        (Some(q), Some(n)) => q.min(n as f64),
+        (Some(q), None) => q,
+        (None, Some(n)) => n as f64,
+        (None, None) => return false,
+    };
+    wall_s > 0.0 && allowance > 0.0 && cpu_s / (wall_s * allowance) > SATURATED
+}
+
 /// CPU time per request over a whole run (startup, checks and idle time included, as seed 000 counted it).
 pub fn run_cpu_s_per_req(total_cpu_s: Option<f64>, total_ok: Option<i64>) -> Option<f64> {
     match (total_cpu_s, total_ok) {
@@ -83,6 +95,19 @@ pub fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_service_at_its_quota_or_its_cpuset_is_cpu_bound() {
+        // 0.26 s of CPU in 1 s under a 0.25 CPU quota on one pinned CPU: bound by the quota.
+        assert!(service_cpu_bound(0.26, 1.0, Some(0.25), Some(1)));
+        // The same CPU under a 1-CPU quota: room to spare.
+        assert!(!service_cpu_bound(0.26, 1.0, Some(1.0), Some(1)));
+        // No quota, pinned to one CPU and using all of it.
+        assert!(service_cpu_bound(0.95, 1.0, None, Some(1)));
+        assert!(!service_cpu_bound(0.95, 1.0, None, Some(2)));
+        // Nothing known about the limits: never taken as bound.
+        assert!(!service_cpu_bound(5.0, 1.0, None, None));
+    }
 
     #[test]
     fn success_ratio_has_one_definition_per_model() {

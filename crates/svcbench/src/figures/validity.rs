@@ -84,13 +84,23 @@ pub struct DependencyUsage {
 
 /// The dependencies (a store, an upstream) lacked CPU: alone above the saturation mark, together with the
 /// load generator on the CPUs they share (OpenSearch at 0.86 CPU + the generator at 0.14 on one core), or
-/// their threads together waited for a CPU more than half the step.
-pub fn dependency_flags(dep: &DependencyUsage, generator_cpu_s: f64, shared_cpus: usize, wall_s: f64) -> Vec<Flag> {
+/// their threads together waited for a CPU more than half the step while the service had CPU to spare.
+/// A service that used its whole CPU allowance (`service_cpu_bound`) is itself the bottleneck: the
+/// store's run-queue waits then come from the bursts a throttled service sends when its quota period
+/// turns over (measured: OpenSearch 45 % busy, waiting 1 s per second, behind a service at 0.25 of
+/// 0.25 CPU), not from a store that limits the rate; the store's CPU share still flags the step.
+pub fn dependency_flags(
+    dep: &DependencyUsage,
+    generator_cpu_s: f64,
+    shared_cpus: usize,
+    wall_s: f64,
+    service_cpu_bound: bool,
+) -> Vec<Flag> {
     let alone = super::cpu_share(dep.cpu_s, wall_s, dep.cpus);
     let together = super::cpu_share(dep.cpu_s + generator_cpu_s, wall_s, shared_cpus);
     let waited = dep.wait_s.map(|w| if wall_s > 0.0 { w / wall_s } else { 0.0 }).unwrap_or(0.0);
     let mut out = Vec::new();
-    if alone > super::SATURATED || together > super::SATURATED || waited > 0.5 {
+    if alone > super::SATURATED || together > super::SATURATED || (waited > 0.5 && !service_cpu_bound) {
         out.push(Flag::new(
             "dependency_saturated",
             format!(
@@ -224,17 +234,22 @@ mod tests {
     #[test]
     fn a_store_saturated_step_is_flagged_and_a_quiet_one_is_not() {
         let busy = DependencyUsage { cpu_s: 8.8, wait_s: Some(0.1), cpus: 1 };
-        let flags = dependency_flags(&busy, 0.5, 1, 10.0);
+        let flags = dependency_flags(&busy, 0.5, 1, 10.0, false);
         assert_eq!(flags.len(), 1);
         assert_eq!(flags[0].code, "dependency_saturated");
         // Alone at 86 %, with the generator on the same CPU at 14 %: together saturated.
         let shared = DependencyUsage { cpu_s: 8.6, wait_s: None, cpus: 1 };
-        assert_eq!(dependency_flags(&shared, 1.4, 1, 10.0).len(), 1);
+        assert_eq!(dependency_flags(&shared, 1.4, 1, 10.0, false).len(), 1);
         let quiet = DependencyUsage { cpu_s: 2.0, wait_s: Some(0.5), cpus: 1 };
-        assert!(dependency_flags(&quiet, 1.0, 1, 10.0).is_empty());
+        assert!(dependency_flags(&quiet, 1.0, 1, 10.0, false).is_empty());
         // Threads that waited for a CPU most of the step: saturated whatever the CPU share says.
         let starved = DependencyUsage { cpu_s: 2.0, wait_s: Some(6.0), cpus: 1 };
-        assert_eq!(dependency_flags(&starved, 1.0, 1, 10.0).len(), 1);
+        assert_eq!(dependency_flags(&starved, 1.0, 1, 10.0, false).len(), 1);
+        // ... unless the service used its whole CPU allowance: then it, not the store, set the pace.
+        assert!(dependency_flags(&starved, 1.0, 1, 10.0, true).is_empty());
+        // A store busy over the mark flags the step whatever the service did.
+        assert_eq!(dependency_flags(&busy, 0.5, 1, 10.0, true).len(), 1);
+        assert_eq!(dependency_flags(&shared, 1.4, 1, 10.0, true).len(), 1);
     }
 
     #[test]

@@ -186,7 +186,15 @@ pub fn run_step(
         } else {
             (0.0, usage.cpus)
         };
-        flags.extend(dependency_flags(&usage, generator_cpu_s, shared, report.duration_s));
+        let held = inst.sandbox.limits_held(&crate::sandbox::Limits::default()).0;
+        let cpuset = held.cpuset.as_deref().and_then(|c| crate::cpus::parse(c).ok()).map(|c| c.len());
+        let bound = crate::figures::service_cpu_bound(
+            row.cpu_s.unwrap_or(0.0),
+            report.duration_s,
+            held.cpus,
+            cpuset.filter(|n| *n > 0),
+        );
+        flags.extend(dependency_flags(&usage, generator_cpu_s, shared, report.duration_s, bound));
     }
     flags.extend(service_end_flags(oom_killed, crashed));
     row.oom_killed = oom_killed;
