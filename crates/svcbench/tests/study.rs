@@ -174,8 +174,12 @@ fn variants_built_differently_get_their_own_artifacts_and_environment() {
     let other = std::fs::read(dir.join("target/other/release/variants-rs")).unwrap();
     assert_ne!(base, other, "each variant's build has its own artifact");
     let c = db(&dbp);
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE status = 'completed'"), 2);
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE status = 'completed'"), 3);
     assert_eq!(i64_of(&c, "SELECT COUNT(DISTINCT artifact_bytes) FROM service WHERE build_ok = 1"), 2);
+    // A variant that only runs differently reuses its base's build, and says what that build took.
+    let base_s = f64_of(&c, "SELECT build_s FROM service WHERE name = 'test-variants-rs'");
+    assert!(base_s > 0.0, "the base's build is timed");
+    assert_eq!(f64_of(&c, "SELECT build_s FROM service WHERE name = 'test-variants-rs@loud'"), base_s);
     // Each process says which build it is and which environment it got.
     let logs: Vec<String> = walk(&tmp.path().join("work"))
         .into_iter()
@@ -185,6 +189,7 @@ fn variants_built_differently_get_their_own_artifacts_and_environment() {
     let joined = logs.join("\n");
     assert!(joined.contains("built=base, flavour=base"), "{joined}");
     assert!(joined.contains("built=other, flavour=other"), "{joined}");
+    assert!(joined.contains("built=base, flavour=loud"), "{joined}");
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

@@ -1,7 +1,7 @@
 //! The `upstream` dependency: `svcbench upstream` (the mock third-party service) as a child process in
 //! a sandbox of its own, on the load generator's CPUs, so its CPU use is measured and kept off the service.
 use super::{opt_u64, reject_unknown, DepContext, Dependency};
-use crate::sandbox::{Limits, Probe, Sandbox};
+use crate::sandbox::{process::shell_quote, Limits, Probe, Sandbox};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -44,10 +44,6 @@ impl Upstream {
     fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
-}
-
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
 }
 
 impl Dependency for Upstream {

@@ -13,6 +13,7 @@
 //! Each agent's report and log stay in the run's work folder (`agents/step-<seq>-agent-<i>.json`).
 use crate::network::hosts_file::Place;
 use crate::network::Host;
+use crate::sandbox::process::shell_quote;
 use anyhow::{bail, Context, Result};
 use loadgen::{share, LoadConfig, LoadReport, MixSpec, Model};
 use std::path::{Path, PathBuf};
@@ -94,9 +95,9 @@ pub fn run(step: &AgentStep, places: &[AgentAt], stops: &[&AtomicBool]) -> Resul
                 let args = agent_args(step.config, &step.url, Path::new(remote), (i, n), start_at, Remote::Yes);
                 let script = format!(
                     "{} {}; rc=$?; rm -f {}; exit $rc",
-                    sh_quote(svcbench),
-                    args.iter().map(|a| sh_quote(a)).collect::<Vec<_>>().join(" "),
-                    sh_quote(remote)
+                    shell_quote(svcbench),
+                    args.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" "),
+                    shell_quote(remote)
                 );
                 crate::sandbox::process::spawn_program(
                     Path::new("ssh"),
@@ -258,7 +259,7 @@ fn ssh_args(place: &Place, command: &str) -> Vec<String> {
 pub fn remote_facts(place: &Place) -> Result<crate::host::HostFacts> {
     let Place::Ssh { svcbench, .. } = place else { return Ok(crate::host::facts()) };
     let out = std::process::Command::new("ssh")
-        .args(ssh_args(place, &format!("{} host-facts", sh_quote(svcbench))))
+        .args(ssh_args(place, &format!("{} host-facts", shell_quote(svcbench))))
         .stdin(std::process::Stdio::null())
         .output()
         .context("cannot run ssh (install OpenSSH's client) for a generator on another host")?;
@@ -282,7 +283,7 @@ pub fn remote_facts(place: &Place) -> Result<crate::host::HostFacts> {
 fn upload(place: &Place, mix: &Path, name: &str) -> Result<String> {
     let remote = format!("/tmp/{name}");
     let out = std::process::Command::new("ssh")
-        .args(ssh_args(place, &format!("cat > {}", sh_quote(&remote))))
+        .args(ssh_args(place, &format!("cat > {}", shell_quote(&remote))))
         .stdin(std::fs::File::open(mix)?)
         .output()
         .context("cannot run ssh (install OpenSSH's client) for a generator on another host")?;
@@ -291,14 +292,6 @@ fn upload(place: &Place, mix: &Path, name: &str) -> Result<String> {
         bail!("generator host {}: cannot copy the step's mix there: {err}", place.describe());
     }
     Ok(remote)
-}
-
-/// Quoted for a POSIX shell (the remote side of ssh runs its command through one).
-fn sh_quote(s: &str) -> String {
-    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,@%+".contains(&b)) {
-        return s.to_string();
-    }
-    format!("'{}'", s.replace('\'', "'\\''"))
 }
 
 /// The last non-empty line of an agent's log (its error), for messages.
@@ -318,10 +311,10 @@ mod tests {
 
     #[test]
     fn shell_quoting_keeps_every_argument_whole() {
-        assert_eq!(sh_quote("/usr/bin/svcbench"), "/usr/bin/svcbench");
-        assert_eq!(sh_quote("a b"), "'a b'");
-        assert_eq!(sh_quote("it's"), "'it'\\''s'");
-        assert_eq!(sh_quote(""), "''");
+        assert_eq!(shell_quote("/usr/bin/svcbench"), "/usr/bin/svcbench");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote(""), "''");
     }
 
     #[test]

@@ -453,7 +453,8 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
                 break;
             }
             let built = match builds.get(&svc.build_key()) {
-                Some(Ok(_)) => svc.artifact_bytes().map(|bytes| (0.0, bytes)).map_err(|e| format!("{e:#}")),
+                // The build it reuses, and what that build took.
+                Some(Ok(seconds)) => svc.artifact_bytes().map(|bytes| (*seconds, bytes)).map_err(|e| format!("{e:#}")),
                 Some(Err(e)) => Err(e.clone()),
                 None => {
                     let b = build::build(svc, &work_dir, opts.skip_build).map_err(|e| format!("{e:#}"));

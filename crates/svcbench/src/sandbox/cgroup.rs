@@ -75,6 +75,8 @@ pub trait CgroupBackend: Send + Sync {
     fn dirs(&self) -> Vec<PathBuf>;
     /// The limits the kernel holds for the group now.
     fn applied(&self) -> Applied;
+    /// Moves the group to other CPUs (where it has a cpuset; elsewhere creation already warned).
+    fn pin(&self, set: &str) -> Result<()>;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -125,6 +125,10 @@ impl CgroupBackend for CgroupV1 {
         self.dirs.clone()
     }
 
+    fn pin(&self, set: &str) -> Result<()> {
+        self.cpuset.as_ref().map_or(Ok(()), |dir| write(&dir.join("cpuset.cpus"), set))
+    }
+
     fn applied(&self) -> Applied {
         let read = |d: &Option<PathBuf>, f: &str| d.as_ref().and_then(|d| std::fs::read_to_string(d.join(f)).ok());
         let quota = read(&self.cpu, "cpu.cfs_quota_us").and_then(|t| t.trim().parse::<i64>().ok());

@@ -114,6 +114,14 @@ impl CgroupBackend for CgroupV2 {
         vec![self.dir.clone()]
     }
 
+    fn pin(&self, set: &str) -> Result<()> {
+        let file = self.dir.join("cpuset.cpus");
+        if file.exists() {
+            write(&file, set)?;
+        }
+        Ok(())
+    }
+
     fn applied(&self) -> Applied {
         let read = |f: &str| std::fs::read_to_string(self.dir.join(f)).ok().map(|t| t.trim().to_string());
         let cpus = read("cpu.max").and_then(|t| {

@@ -97,6 +97,8 @@ pub struct Sandbox {
     exit: Option<Exit>,
     /// The network namespace the processes start in (`--net`); None: svcbench's own.
     netns: Option<Arc<crate::network::NsHandle>>,
+    /// The user the processes run as (uid, gid); None: svcbench's own.
+    run_as: Option<(u32, u32)>,
     /// Loud, stored with the results: limits that could not be applied, and why.
     pub warnings: Vec<String>,
 }
@@ -128,12 +130,32 @@ impl Sandbox {
             warnings
                 .push("no cgroup in use (--cgroup none or none found): running WITHOUT CPU or memory limits".into());
         }
-        Sandbox { name: name.to_string(), cgroup, child: None, pgid: 0, exit: None, netns: None, warnings }
+        Sandbox {
+            name: name.to_string(),
+            cgroup,
+            child: None,
+            pgid: 0,
+            exit: None,
+            netns: None,
+            run_as: None,
+            warnings,
+        }
     }
 
     /// Processes started from now on run on `host`'s network (its namespace, under `--net`).
     pub fn place_on(&mut self, host: &crate::network::Host) {
         self.netns = host.netns.clone();
+    }
+
+    /// Moves the running processes to other CPUs (cpu list syntax, "0" or "0-1"): a store that starts
+    /// and loads its data on every CPU, then is measured on the generator's.
+    pub fn pin(&self, set: &str) -> anyhow::Result<()> {
+        self.cgroup.as_ref().map_or(Ok(()), |c| c.pin(set))
+    }
+
+    /// Processes started from now on run as this user (uid, gid): a store that refuses root.
+    pub fn run_as(&mut self, ids: (u32, u32)) {
+        self.run_as = Some(ids);
     }
 
     /// The limits the service really runs under, and how they differ from `asked` (empty: as asked).
@@ -155,26 +177,12 @@ impl Sandbox {
 
     pub fn start(&mut self, command: &str, dir: &Path, env: &[(String, String)], log: File) -> anyhow::Result<()> {
         let files = self.cgroup.as_ref().map(|c| c.procs_files()).unwrap_or_default();
-        let netns = self.netns.as_ref().map(|n| n.fd());
-        let child = process::spawn(command, dir, env, &files, netns, log)?;
+        let placement =
+            process::Placement { procs_files: &files, netns: self.netns.as_ref().map(|n| n.fd()), run_as: self.run_as };
+        let child = process::spawn(command, dir, env, &placement, log)?;
         self.pgid = child.id() as i32;
         self.child = Some(child);
         self.exit = None;
-        self.register();
-        Ok(())
-    }
-
-    /// Moves an already running process (and its threads) into this sandbox's cgroup, for dependencies
-    /// started by code of their own.
-    pub fn adopt(&mut self, pid: u32) -> anyhow::Result<()> {
-        if let Some(c) = &self.cgroup {
-            for f in c.procs_files() {
-                cgroup::write(&f, &pid.to_string())?;
-            }
-        }
-        if self.pgid == 0 {
-            self.pgid = procfs::stat(pid as i32).map(|s| s.pgid).unwrap_or(pid as i32);
-        }
         self.register();
         Ok(())
     }

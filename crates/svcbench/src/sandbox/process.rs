@@ -7,16 +7,25 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+/// Where a process is placed before its first instruction: its cgroups (their `cgroup.procs` files), its
+/// network namespace (an open namespace file, under `--net`) and the user it runs as (OpenSearch refuses
+/// root).
+#[derive(Default)]
+pub struct Placement<'a> {
+    pub procs_files: &'a [std::path::PathBuf],
+    pub netns: Option<std::os::fd::RawFd>,
+    /// (uid, gid); None: svcbench's own user.
+    pub run_as: Option<(u32, u32)>,
+}
+
 /// Spawns `command` via `sh -c 'exec …'` with its own process group, the open-file limit raised to the
-/// hard limit, and membership of the given cgroups (`procs_files`) taken before exec, so that not a
-/// single instruction of the service runs outside its limits; likewise its network namespace (`netns`, an
-/// open namespace file), when the run has a `--net` network.
+/// hard limit, and its placement taken before exec, so that not a single instruction of the service runs
+/// outside its limits, its network or as another user.
 pub fn spawn(
     command: &str,
     dir: &std::path::Path,
     env: &[(String, String)],
-    procs_files: &[std::path::PathBuf],
-    netns: Option<std::os::fd::RawFd>,
+    placement: &Placement,
     log: File,
 ) -> Result<Child> {
     let mut cmd = Command::new("/bin/sh");
@@ -25,8 +34,15 @@ pub fn spawn(
         cmd.env(k, v);
     }
     let out = log.try_clone()?;
-    spawn_placed(cmd, procs_files, netns, out, log)
-        .with_context(|| format!("cannot start `{command}` in {}", dir.display()))
+    spawn_placed(cmd, placement, out, log).with_context(|| format!("cannot start `{command}` in {}", dir.display()))
+}
+
+/// `s` as one word for a POSIX shell (`sh -c` here, the remote side of ssh there).
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,@%+".contains(&b)) {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
 }
 
 /// Spawns `program args…` (no shell) the same way, outside any cgroup: a generator agent, whose
@@ -41,17 +57,14 @@ pub fn spawn_program(
 ) -> Result<Child> {
     let mut cmd = Command::new(program);
     cmd.args(args).stdin(stdin);
-    spawn_placed(cmd, &[], netns, stdout, stderr).with_context(|| format!("cannot start {}", program.display()))
+    spawn_placed(cmd, &Placement { netns, ..Placement::default() }, stdout, stderr)
+        .with_context(|| format!("cannot start {}", program.display()))
 }
 
-fn spawn_placed(
-    mut cmd: Command,
-    procs_files: &[std::path::PathBuf],
-    netns: Option<std::os::fd::RawFd>,
-    stdout: File,
-    stderr: File,
-) -> Result<Child> {
-    let procs: Vec<File> = procs_files
+fn spawn_placed(mut cmd: Command, placement: &Placement, stdout: File, stderr: File) -> Result<Child> {
+    let (netns, run_as) = (placement.netns, placement.run_as);
+    let procs: Vec<File> = placement
+        .procs_files
         .iter()
         .map(|p| {
             std::fs::OpenOptions::new().write(true).open(p).with_context(|| format!("cannot open {}", p.display()))
@@ -65,12 +78,6 @@ fn spawn_placed(
             if libc::setpgid(0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            // Dies with svcbench. The kernel sends it when the thread that forked ends: services are
-            // started from the main thread, which lives as long as svcbench. Grandchildren do not inherit
-            // it; the cgroup and the work folder's lock file catch those (guard/).
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
             for &fd in &fds {
                 // "0" means the writing process itself, in v1 and v2 alike.
                 if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
@@ -82,6 +89,19 @@ fn spawn_placed(
             }
             // Only getrlimit/setrlimit: safe between fork and exec.
             let _ = loadgen::limits::raise_nofile_limit();
+            // The change of user comes last but one: entering the namespace needs root.
+            if let Some((uid, gid)) = run_as {
+                if libc::setgroups(0, std::ptr::null()) != 0 || libc::setgid(gid) != 0 || libc::setuid(uid) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            // Dies with svcbench (set after the change of user, which clears it). The kernel sends it when
+            // the thread that forked ends: services are started from the main thread, which lives as long
+            // as svcbench. Grandchildren do not inherit it; the cgroup and the work folder's lock file
+            // catch those (guard/).
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             Ok(())
         });
     }

@@ -17,9 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub struct OpenSearchDependency {
-    // Field order matters: the node stops before its sandbox is removed.
     node: OpenSearch,
-    sandbox: Sandbox,
     cpus: usize,
 }
 
@@ -50,19 +48,24 @@ impl OpenSearchDependency {
             heap_mb: opt_u64(options, "heap_mb", 512)? as u32,
             port: crate::net::free_port()?,
             bind: ctx.host.addr,
-            netns: ctx.host.netns.clone(),
             cache_dir: std::env::var("SVCBENCH_CACHE")
                 .map(PathBuf::from)
                 .unwrap_or_else(|_| PathBuf::from("/var/cache/svcbench"))
                 .join("opensearch"),
         };
-        let node = OpenSearch::start(&opts).context("cannot start the OpenSearch store")?;
-        loader::Loader::new(&node.url()).load_fresh(store_dir, files)?;
-        let limits = Limits { cpuset: ctx.cpuset.clone(), ..Limits::default() };
+        // It starts and loads its data on every CPU svcbench may use (half the time of one CPU), then is
+        // pinned to the generator's CPUs before anything is measured.
+        let every = crate::cpus::format(&crate::sandbox::procfs::allowed_cpus());
+        let limits = Limits { cpuset: ctx.cpuset.as_ref().map(|_| every), ..Limits::default() };
         let mut sandbox = Sandbox::new(&format!("{}-opensearch", ctx.session_tag), &limits, ctx.cgroup);
-        sandbox.adopt(node.pid())?;
+        sandbox.place_on(&ctx.host);
+        let node = OpenSearch::start(&opts, sandbox).context("cannot start the OpenSearch store")?;
+        loader::Loader::new(&node.url()).load_fresh(store_dir, files)?;
+        if let Some(set) = &ctx.cpuset {
+            node.pin(set).context("cannot pin the OpenSearch store to the load generator's CPUs")?;
+        }
         let cpus = ctx.cpuset.as_deref().map(crate::cpus::count).unwrap_or(1);
-        Ok(OpenSearchDependency { node, sandbox, cpus })
+        Ok(OpenSearchDependency { node, cpus })
     }
 }
 
@@ -72,7 +75,7 @@ impl Dependency for OpenSearchDependency {
     }
 
     fn probe(&self) -> Option<Arc<dyn Probe>> {
-        Some(self.sandbox.probe())
+        Some(self.node.probe())
     }
 
     fn cpus(&self) -> usize {

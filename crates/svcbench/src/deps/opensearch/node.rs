@@ -1,15 +1,17 @@
-//! One OpenSearch node started by svcbench: a fresh instance folder per start, the node run as an
-//! unprivileged user (OpenSearch refuses root) in its own process group, in the store's network
-//! namespace under `--net`, ready when its cluster health is yellow; stopped with SIGTERM, then SIGKILL.
+//! One OpenSearch node started by svcbench: a fresh instance folder per start, the node started through
+//! the ordinary sandbox like any service (its own process group and cgroup on the generator's CPUs, in
+//! the store's network namespace under `--net`, as an unprivileged user because OpenSearch refuses root),
+//! ready when its cluster health is yellow; stopped as a sandbox stops (SIGTERM, then SIGKILL to the
+//! group and the cgroup).
 use super::distribution::{
     chown_tree, ensure_distribution, ensure_reachable, ensure_user, find_java, write_instance_config, RUN_AS,
 };
+use crate::sandbox::{process::shell_quote, Probe, Sandbox};
 use anyhow::{bail, Context, Result};
 use std::fs;
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -25,25 +27,24 @@ pub struct OpenSearchOptions {
     pub port: u16,
     /// The address it listens on: loopback, or the store's address under `--net`.
     pub bind: std::net::Ipv4Addr,
-    /// The network namespace it runs in (`--net`).
-    pub netns: Option<std::sync::Arc<crate::network::NsHandle>>,
     /// Where the distribution is downloaded and unpacked once. When svcbench runs as root it must be
     /// readable by the unprivileged user, e.g. /var/cache/svcbench/opensearch (not under /root).
     pub cache_dir: PathBuf,
 }
 
 pub struct OpenSearch {
-    child: Option<Child>,
+    // Field order matters: the node stops before its instance folder goes.
+    sandbox: Sandbox,
     url: String,
     /// Fresh per start: config/, data/, logs/, tmp/; removed on stop.
     instance_dir: PathBuf,
-    jvm_pid: u32,
 }
 
 impl OpenSearch {
-    /// Finds Java >= 21, downloads and unpacks the distribution once, starts a fresh node and waits until
-    /// it is ready (the data is the loader's). On error nothing is left running.
-    pub fn start(opts: &OpenSearchOptions) -> Result<OpenSearch> {
+    /// Finds Java >= 21, downloads and unpacks the distribution once, starts a fresh node in `sandbox`
+    /// (its limits and network already set) and waits until it is ready (the data is the loader's). On
+    /// error nothing is left running.
+    pub fn start(opts: &OpenSearchOptions, mut sandbox: Sandbox) -> Result<OpenSearch> {
         let java_home = find_java()?;
         let home = ensure_distribution(&opts.version, &opts.cache_dir, &java_home)?;
         let owner = if unsafe { libc::geteuid() } == 0 {
@@ -66,58 +67,37 @@ impl OpenSearch {
             let _ = fs::remove_dir_all(&instance_dir);
             return Err(e);
         }
-
         let log_path = instance_dir.join("logs/console.log");
-        let log = fs::File::create(&log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
-        let mut cmd = Command::new(home.join("bin/opensearch"));
-        cmd.current_dir(&instance_dir)
-            .env("OPENSEARCH_JAVA_HOME", &java_home)
-            .env("OPENSEARCH_PATH_CONF", instance_dir.join("config"))
-            .env("OPENSEARCH_TMPDIR", instance_dir.join("tmp"))
-            .env("HOME", &instance_dir)
-            .env_remove("OPENSEARCH_JAVA_OPTS")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .process_group(0);
-        // Between fork and exec, in this order: into the store's namespace while still root (setns needs
-        // it), then the change of user, then the death signal (a change of user clears it).
-        let netns = opts.netns.as_ref().map(|n| n.fd());
-        unsafe {
-            use std::os::unix::process::CommandExt as _;
-            cmd.pre_exec(move || {
-                if let Some(fd) = netns {
-                    crate::network::netns::enter_fd(fd)?;
-                }
-                if let Some((uid, gid)) = owner {
-                    if libc::setgroups(0, std::ptr::null()) != 0 || libc::setgid(gid) != 0 || libc::setuid(uid) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
+        if let Some(ids) = owner {
+            sandbox.run_as(ids);
         }
+        let env = [
+            ("OPENSEARCH_JAVA_HOME", java_home.display().to_string()),
+            ("OPENSEARCH_PATH_CONF", instance_dir.join("config").display().to_string()),
+            ("OPENSEARCH_TMPDIR", instance_dir.join("tmp").display().to_string()),
+            ("HOME", instance_dir.display().to_string()),
+            // The node's JVM options are the instance's jvm.options, not whatever svcbench's caller set.
+            ("OPENSEARCH_JAVA_OPTS", String::new()),
+        ]
+        .map(|(k, v)| (k.to_string(), v));
         let started = Instant::now();
-        let child = cmd.spawn().with_context(|| format!("cannot start {}", home.join("bin/opensearch").display()))?;
-        let jvm_pid = child.id();
+        // bin/opensearch execs the JVM: the sandbox's main process is the node itself.
+        let command = shell_quote(&home.join("bin/opensearch").display().to_string());
+        let launched = fs::File::create(&log_path)
+            .with_context(|| format!("cannot create {}", log_path.display()))
+            .and_then(|log| sandbox.start(&command, &instance_dir, &env, log));
+        if let Err(e) = launched {
+            let _ = fs::remove_dir_all(&instance_dir);
+            return Err(e);
+        }
         // From here on, dropping `node` stops the process and removes the instance folder.
-        let mut node = OpenSearch {
-            child: Some(child),
-            url: format!("http://{}:{}", opts.bind, opts.port),
-            instance_dir,
-            jvm_pid,
-        };
+        let mut node = OpenSearch { sandbox, url: format!("http://{}:{}", opts.bind, opts.port), instance_dir };
         node.wait_ready(&log_path)?;
-        node.jvm_pid = find_jvm_pid(node.jvm_pid);
         eprintln!(
-            "svcbench: OpenSearch {} ready on {} in {:.1} s (pid {})",
+            "svcbench: OpenSearch {} ready on {} in {:.1} s",
             opts.version,
             node.url,
-            started.elapsed().as_secs_f64(),
-            node.jvm_pid
+            started.elapsed().as_secs_f64()
         );
         Ok(node)
     }
@@ -126,38 +106,22 @@ impl OpenSearch {
         self.url.clone()
     }
 
-    /// The JVM's pid (`bin/opensearch` execs the JVM, so it is the process-group leader).
-    pub fn pid(&self) -> u32 {
-        self.jvm_pid
+    /// Moves the node to these CPUs (cpu list syntax).
+    pub fn pin(&self, set: &str) -> Result<()> {
+        self.sandbox.pin(set)
     }
 
-    /// SIGTERM to the process group, SIGKILL after 20 s, then removes the instance folder.
+    /// The node's CPU, memory and run-queue wait, read from its sandbox.
+    pub fn probe(&self) -> Arc<dyn Probe> {
+        self.sandbox.probe()
+    }
+
+    /// Stops the node as a sandbox stops (SIGTERM, 20 s, SIGKILL), then removes the instance folder.
     pub fn stop(&mut self) -> Result<()> {
-        let Some(mut child) = self.child.take() else { return self.remove_instance_dir() };
-        let pgid = child.id() as i32;
-        unsafe { libc::kill(-pgid, libc::SIGTERM) };
-        let deadline = Instant::now() + STOP_TIMEOUT;
-        let mut exited = false;
-        while Instant::now() < deadline {
-            if child.try_wait()?.is_some() {
-                exited = true;
-                break;
-            }
-            sleep(Duration::from_millis(100));
+        let out = self.sandbox.stop(STOP_TIMEOUT);
+        if out.exit.is_some() && !out.graceful && out.elapsed >= STOP_TIMEOUT {
+            eprintln!("svcbench: OpenSearch did not stop within {} s; it was killed", STOP_TIMEOUT.as_secs());
         }
-        if !exited {
-            eprintln!("svcbench: OpenSearch did not stop within {} s; killing it", STOP_TIMEOUT.as_secs());
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
-            child.wait()?;
-        }
-        // Anything else left in the group (there should be nothing) goes too.
-        if !group_members(pgid).is_empty() {
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
-        }
-        self.remove_instance_dir()
-    }
-
-    fn remove_instance_dir(&self) -> Result<()> {
         match fs::remove_dir_all(&self.instance_dir) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(e).with_context(|| format!("cannot remove {}", self.instance_dir.display()))
@@ -176,9 +140,11 @@ impl OpenSearch {
         let started = Instant::now();
         let mut next_note = Duration::from_secs(10);
         loop {
-            if let Some(status) = self.child.as_mut().expect("running").try_wait()? {
-                self.child = None;
-                bail!("OpenSearch exited ({status}) before it was ready; its log ends with:\n{}", tail(log_path, 20));
+            if let Some(exit) = self.sandbox.try_exit() {
+                bail!("OpenSearch exited ({exit}) before it was ready; its log ends with:\n{}", tail(log_path, 20));
+            }
+            if crate::guard::signals::interrupted() {
+                bail!("interrupted while OpenSearch was starting");
             }
             let answer = agent
                 .get(&health)
@@ -211,35 +177,6 @@ impl Drop for OpenSearch {
     }
 }
 
-/// pids whose process group is `pgid`, read from /proc.
-fn group_members(pgid: i32) -> Vec<u32> {
-    let Ok(entries) = fs::read_dir("/proc") else { return vec![] };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            stat_pgrp(&stat) == Some(pgid)
-        })
-        .collect()
-}
-
-/// Process group from a /proc/<pid>/stat line (the fifth field; the name in parentheses may hold spaces).
-fn stat_pgrp(stat: &str) -> Option<i32> {
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(2)?.parse().ok()
-}
-
-/// `bin/opensearch` execs the JVM, so the leader is the JVM; should a wrapper stay in between, take the
-/// group's `java` process instead.
-fn find_jvm_pid(leader: u32) -> u32 {
-    let is_java = |pid: u32| fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "java");
-    if is_java(leader) {
-        return leader;
-    }
-    group_members(leader as i32).into_iter().find(|&p| is_java(p)).unwrap_or(leader)
-}
-
 fn tail(path: &Path, lines: usize) -> String {
     let mut text = String::new();
     if let Ok(mut f) = fs::File::open(path) {
@@ -249,15 +186,4 @@ fn tail(path: &Path, lines: usize) -> String {
     }
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn proc_stat_process_group() {
-        assert_eq!(stat_pgrp("4242 (java) S 4200 4242 4242 0 -1 4194560"), Some(4242));
-        assert_eq!(stat_pgrp("77 (a b) c) R 1 70 70 0"), Some(70));
-    }
 }
