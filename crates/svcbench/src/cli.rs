@@ -35,6 +35,10 @@ pub enum Command {
     /// hosts of a hosts file over ssh, to store them with the session.
     #[command(hide = true)]
     HostFacts,
+    /// Start a scenario's dependencies on this machine for svcbench on another, which reaches it over ssh
+    /// (a hosts file's `[store]`), and keep them until the input closes.
+    #[command(hide = true)]
+    ServeDeps(crate::deps::serve::ServeDepsArgs),
 }
 
 #[derive(clap::Args, Debug)]

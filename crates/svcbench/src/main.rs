@@ -127,6 +127,10 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Upstream(a) => upstream::run_cli(&a),
         Command::Report(a) => report::run_report(&a),
         Command::Compare(a) => report::run_compare(&a),
+        Command::ServeDeps(a) => {
+            let stop = guard::signals::stop_flag()?;
+            deps::serve::run(a, stop)
+        }
         Command::Up(a) => {
             let stop = guard::signals::stop_flag()?;
             up::run_up(a, stop)

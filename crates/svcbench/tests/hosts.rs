@@ -183,6 +183,117 @@ fn a_generator_on_another_host_is_driven_over_ssh_and_its_figures_come_home() {
     drop(host);
 }
 
+/// The hosts file's `[store]`: svcbench on the store's machine (reached over ssh, from a checkout there)
+/// starts the scenario's OpenSearch listening on that machine's address; the run here uses it as a given
+/// store, reads its CPU from its node statistics, and at the end the far side stops and removes it. Killing
+/// svcbench here (SIGKILL) closes the connection, which stops the far side too.
+#[test]
+fn a_store_on_another_host_is_started_there_used_here_and_stopped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let host = ssh_host(tmp.path());
+    let hosts = tmp.path().join("hosts.toml");
+    std::fs::write(
+        &hosts,
+        format!(
+            "[store]\nat = \"ssh://root@{}\"\ndir = \"{}\"\nsvcbench = \"{}\"\nssh_options = [\"-i\", \"{}\", \"-o\", \"UserKnownHostsFile=/dev/null\", \"-o\", \"StrictHostKeyChecking=no\", \"-o\", \"LogLevel=ERROR\"]\n",
+            host.there,
+            repo().display(),
+            bin().display(),
+            tmp.path().join("user_key").display()
+        ),
+    )
+    .unwrap();
+    let store_procs = || {
+        let mut p = processes_matching("org.opensearch.bootstrap");
+        p.extend(processes_matching("serve-deps"));
+        p
+    };
+    assert!(store_procs().is_empty(), "a store already runs: {:?}", store_procs());
+    let prof = tmp.path().join("c1.toml");
+    std::fs::write(&prof, "name = \"c1\"\n[[step]]\nconnections = 1\nduration = \"2s\"\n").unwrap();
+    let dbp = tmp.path().join("store.db");
+    let (p, h) = (prof.to_str().unwrap(), hosts.to_str().unwrap());
+    let actix = repo().join("services/locations/rust-actix");
+    let actix = actix.to_str().unwrap();
+    let out = svcbench_locked(
+        &["run", actix, "--profile", p, "--runs", "1", "--db", dbp.to_str().unwrap(), "--hosts", h],
+        tmp.path(),
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    // The store ran over there, listening on that machine's address, and was used here as a given one.
+    assert!(said.contains(&format!("the store's machine runs opensearch at http://{}:", host.there)), "{said}");
+    assert!(said.contains("using the running OpenSearch"), "{said}");
+    assert!(!said.lines().any(|l| l.starts_with("svcbench: starting dependency")), "no store here: {said}");
+    let sshd_log = std::fs::read_to_string(tmp.path().join("sshd.log")).unwrap();
+    assert!(sshd_log.contains(&format!("Accepted publickey for root from {}", host.here)), "{sshd_log}");
+    let c = db(&dbp);
+    let (passed, failed) = (i64_of(&c, "SELECT checks_passed FROM run"), i64_of(&c, "SELECT checks_failed FROM run"));
+    assert!(passed >= 60 && failed == 0, "{passed} checks passed, {failed} failed: {said}");
+    assert!(i64_of(&c, "SELECT requests_ok FROM step") > 0);
+    assert!(f64_of(&c, "SELECT dep_cpu_s FROM step") > 0.0, "the far node's CPU, from its statistics: {said}");
+    let net = text_of(&c, "SELECT network FROM session");
+    assert!(net.contains(&format!("store ssh://root@{} ({})", host.there, host.there)), "{net}");
+    let other: serde_json::Value = serde_json::from_str(&text_of(&c, "SELECT other_hosts FROM session")).unwrap();
+    assert_eq!(other[0]["role"], "store", "{other}");
+    assert_eq!(other[0]["facts"]["cpu_cores"], i64_of(&c, "SELECT cpu_cores FROM session"), "{other}");
+    // The far side stopped and removed its store before the run ended.
+    assert!(store_procs().is_empty(), "left running: {:?}\n{said}", store_procs());
+    assert_no_leftovers("locations-actix");
+
+    // Killed here: the connection closes and the far side stops its store by itself.
+    let long = tmp.path().join("long.toml");
+    std::fs::write(&long, "name = \"long\"\n[[step]]\nconnections = 1\nduration = \"60s\"\n").unwrap();
+    let killed = tmp.path().join("killed.db");
+    let mut bg = spawn_svcbench(
+        tmp.path(),
+        "store-killed",
+        &[
+            "run",
+            actix,
+            "--profile",
+            long.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--db",
+            killed.to_str().unwrap(),
+            "--hosts",
+            h,
+        ],
+    );
+    wait_for_load_within(&killed, Duration::from_secs(240));
+    assert!(!store_procs().is_empty(), "the store should run during the step");
+    bg.kill().unwrap();
+    bg.wait().unwrap();
+    let t0 = Instant::now();
+    while !store_procs().is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(90),
+            "the far side did not stop its store after svcbench was killed: {:?}\n{}",
+            store_procs(),
+            stderr_of(tmp.path(), "store-killed")
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The next svcbench here removes what the killed one left of its own (its service).
+    let next = svcbench_locked(
+        &[
+            "run",
+            fixture("steady").to_str().unwrap(),
+            "--profile",
+            p,
+            "--runs",
+            "1",
+            "--db",
+            tmp.path().join("next.db").to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
+    assert!(next.status.success());
+    drop(host);
+    assert_no_leftovers("locations-actix");
+}
+
 /// A remote agent ends when its ssh connection does: `svcbench load --exit-with-stdin` stops its load and
 /// still reports when its standard input closes, long before its duration.
 #[test]

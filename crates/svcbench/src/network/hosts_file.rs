@@ -1,10 +1,16 @@
-//! The hosts file (`--hosts hosts.toml`): which machine each part of a run uses. Today it places the load
-//! generator agents (this machine, or another reached with OpenSSH where the same svcbench is installed)
-//! and the address the service listens on, so that generators elsewhere can reach it.
+//! The hosts file (`--hosts hosts.toml`): which machine each part of a run uses. It places the load
+//! generator agents (this machine, or another reached with OpenSSH where the same svcbench is installed),
+//! the scenario's store (this machine, or another where a svcbench checkout starts it), and the address the
+//! service listens on, so that generators elsewhere can reach it.
 //!
 //! ```toml
 //! [service]
 //! address = "10.0.0.3"                 # an address of this machine the generator hosts reach
+//!
+//! [store]
+//! at = "ssh://bench@10.0.0.9"          # the scenario's dependencies run there, started by svcbench
+//! dir = "/home/bench/svcbench"         # the svcbench checkout there (its scenarios and data)
+//! address = "10.0.0.9"                 # optional: where the store listens (default: the ssh host)
 //!
 //! [[generator]]
 //! at = "ssh://bench@10.0.0.7"          # key authentication and the user's own ssh config
@@ -25,7 +31,22 @@ struct HostsFile {
     #[serde(default)]
     service: Option<ServiceSection>,
     #[serde(default)]
+    store: Option<StoreEntry>,
+    #[serde(default)]
     generator: Vec<GeneratorEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoreEntry {
+    at: String,
+    #[serde(default)]
+    ssh_options: Vec<String>,
+    #[serde(default)]
+    svcbench: Option<String>,
+    dir: Option<String>,
+    #[serde(default)]
+    address: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -54,6 +75,18 @@ pub enum Place {
 }
 
 impl Place {
+    /// `ssh` arguments for a command here: no password prompts (keys only), the user's own config.
+    pub fn ssh_args(&self, command: &str) -> Vec<String> {
+        let Place::Ssh { destination, port, options, .. } = self else { return vec![] };
+        let mut a = vec!["-o".to_string(), "BatchMode=yes".to_string()];
+        if let Some(p) = port {
+            a.extend(["-p".into(), p.to_string()]);
+        }
+        a.extend(options.iter().cloned());
+        a.extend([destination.clone(), "--".into(), command.into()]);
+        a
+    }
+
     pub fn describe(&self) -> String {
         match self {
             Place::Local => "local".into(),
@@ -68,7 +101,19 @@ impl Place {
 pub struct HostsPlan {
     /// Where the service listens (None: loopback).
     pub service_addr: Option<Ipv4Addr>,
+    /// Where the scenario's dependencies run (None: this machine, as without a hosts file).
+    pub store: Option<StorePlace>,
     pub generators: Vec<Place>,
+}
+
+/// The store's machine: reached over ssh, where svcbench starts the scenario's dependencies from a checkout.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StorePlace {
+    pub place: Place,
+    /// The svcbench checkout there: its scenarios and datasets.
+    pub dir: String,
+    /// The address the store listens on there, which this machine and the service reach.
+    pub address: Ipv4Addr,
 }
 
 impl HostsPlan {
@@ -90,7 +135,8 @@ impl HostsPlan {
             }
             None => None,
         };
-        if f.generator.is_empty() {
+        let store = f.store.as_ref().map(store_place).transpose()?;
+        if f.generator.is_empty() && store.is_none() {
             bail!("no [[generator]]: give at least one, with at = \"local\" or at = \"ssh://user@host\"");
         }
         if f.generator.len() > super::MAX_GENERATORS {
@@ -98,43 +144,23 @@ impl HostsPlan {
         }
         let mut generators = Vec::new();
         for (i, g) in f.generator.iter().enumerate() {
-            let n = i + 1;
-            let place = if g.at == "local" {
-                if !g.ssh_options.is_empty() || g.svcbench.is_some() {
-                    bail!("generator {n}: ssh_options and svcbench are for at = \"ssh://…\"");
-                }
-                Place::Local
-            } else if let Some(rest) = g.at.strip_prefix("ssh://") {
-                let (destination, port) = match rest.rsplit_once(':') {
-                    Some((d, p)) => (
-                        d,
-                        Some(
-                            p.parse::<u16>()
-                                .ok()
-                                .with_context(|| format!("generator {n}: port {p:?} in {:?} is not a number", g.at))?,
-                        ),
-                    ),
-                    None => (rest, None),
-                };
-                if destination.is_empty() || destination.contains('/') || destination.starts_with('-') {
-                    bail!("generator {n}: {:?} is not ssh://[user@]host[:port]", g.at);
-                }
-                Place::Ssh {
-                    destination: destination.to_string(),
-                    port,
-                    options: g.ssh_options.clone(),
-                    svcbench: g.svcbench.clone().unwrap_or_else(|| "svcbench".into()),
-                }
-            } else {
-                bail!("generator {n}: at = {:?}: write \"local\" or \"ssh://[user@]host[:port]\"", g.at);
-            };
-            generators.push(place);
+            let what = format!("generator {}", i + 1);
+            generators.push(place(&what, &g.at, &g.ssh_options, &g.svcbench)?);
+        }
+        if generators.is_empty() {
+            generators.push(Place::Local);
         }
         let remote = generators.iter().any(|p| matches!(p, Place::Ssh { .. }));
         if remote && service_addr.is_none_or(|a| a.is_loopback()) {
             bail!("a generator on another host cannot reach a service on loopback: set [service] address to an address of this machine that the generator hosts reach");
         }
-        Ok(HostsPlan { service_addr, generators })
+        Ok(HostsPlan { service_addr, store, generators })
+    }
+
+    /// Whether the load goes through agents (`svcbench load` processes) rather than this process's own
+    /// generator: several generators, or one elsewhere.
+    pub fn uses_agents(&self) -> bool {
+        self.generators != [Place::Local]
     }
 
     /// Refuses a service address this machine does not have (nothing could listen there).
@@ -146,6 +172,56 @@ impl HostsPlan {
         }
         Ok(())
     }
+}
+
+/// One `at = …` entry: "local" or ssh://[user@]host[:port]; `what` names it in errors.
+fn place(what: &str, at: &str, ssh_options: &[String], svcbench: &Option<String>) -> Result<Place> {
+    if at == "local" {
+        if !ssh_options.is_empty() || svcbench.is_some() {
+            bail!("{what}: ssh_options and svcbench are for at = \"ssh://…\"");
+        }
+        return Ok(Place::Local);
+    }
+    let Some(rest) = at.strip_prefix("ssh://") else {
+        bail!("{what}: at = {at:?}: write \"local\" or \"ssh://[user@]host[:port]\"");
+    };
+    let (destination, port) = match rest.rsplit_once(':') {
+        Some((d, p)) => {
+            (d, Some(p.parse::<u16>().ok().with_context(|| format!("{what}: port {p:?} in {at:?} is not a number"))?))
+        }
+        None => (rest, None),
+    };
+    if destination.is_empty() || destination.contains('/') || destination.starts_with('-') {
+        bail!("{what}: {at:?} is not ssh://[user@]host[:port]");
+    }
+    Ok(Place::Ssh {
+        destination: destination.to_string(),
+        port,
+        options: ssh_options.to_vec(),
+        svcbench: svcbench.clone().unwrap_or_else(|| "svcbench".into()),
+    })
+}
+
+/// The `[store]` section: only another machine makes sense there (this machine is the default).
+fn store_place(s: &StoreEntry) -> Result<StorePlace> {
+    let place = place("[store]", &s.at, &s.ssh_options, &s.svcbench)?;
+    let Place::Ssh { destination, .. } = &place else {
+        bail!("[store]: at = \"local\" is the default; leave [store] out, or give at = \"ssh://user@host\"");
+    };
+    let Some(dir) = s.dir.clone().filter(|d| d.starts_with('/')) else {
+        bail!("[store]: give dir = \"/path/to/svcbench\", the absolute path of the svcbench checkout on that host (its scenarios and data)");
+    };
+    let host = destination.rsplit_once('@').map_or(destination.as_str(), |(_, h)| h);
+    let address = match &s.address {
+        Some(a) => a.parse().ok().with_context(|| format!("[store] address {a:?} is not an IPv4 address"))?,
+        None => host.parse().ok().with_context(|| {
+            format!("[store]: {host:?} is not an IPv4 address: give address = \"…\", where the store listens there")
+        })?,
+    };
+    if Ipv4Addr::is_loopback(&address) || address.is_unspecified() {
+        bail!("[store] address {address} cannot be reached from this machine: give the store host's own address");
+    }
+    Ok(StorePlace { place, dir, address })
 }
 
 #[cfg(test)]
@@ -173,6 +249,23 @@ mod tests {
     }
 
     #[test]
+    fn a_store_elsewhere_is_read_and_the_generator_stays_here_by_default() {
+        let p = HostsPlan::parse("[store]\nat = \"ssh://bench@10.0.0.9\"\ndir = \"/srv/svcbench\"\n").unwrap();
+        let store = p.store.clone().unwrap();
+        assert_eq!(store.address, Ipv4Addr::new(10, 0, 0, 9));
+        assert_eq!(store.dir, "/srv/svcbench");
+        assert_eq!(store.place.describe(), "ssh://bench@10.0.0.9");
+        assert_eq!(p.generators, [Place::Local]);
+        let named = HostsPlan::parse(
+            "[store]\nat = \"ssh://lab-store:2222\"\ndir = \"/srv/s\"\naddress = \"192.168.1.9\"\n[[generator]]\nat = \"local\"\n[[generator]]\nat = \"local\"\n",
+        )
+        .unwrap();
+        assert_eq!(named.store.clone().unwrap().address, Ipv4Addr::new(192, 168, 1, 9));
+        assert!(named.uses_agents());
+        assert!(!p.uses_agents());
+    }
+
+    #[test]
     fn what_cannot_work_is_refused_in_one_line() {
         for (text, says) in [
             ("", "no [[generator]]"),
@@ -183,6 +276,11 @@ mod tests {
             ("[service]\naddress = \"nine\"\n[[generator]]\nat = \"local\"\n", "not an IPv4 address"),
             ("[[generator]]\nat = \"local\"\nsvcbench = \"x\"\n", "are for at"),
             ("[[generator]]\nplace = \"local\"\n", "unknown field"),
+            ("[store]\nat = \"local\"\ndir = \"/s\"\n", "is the default"),
+            ("[store]\nat = \"ssh://h\"\n", "give dir"),
+            ("[store]\nat = \"ssh://h\"\ndir = \"rel\"\n", "give dir"),
+            ("[store]\nat = \"ssh://store-host\"\ndir = \"/s\"\n", "give address"),
+            ("[store]\nat = \"ssh://h\"\ndir = \"/s\"\naddress = \"127.0.0.1\"\n", "cannot be reached"),
         ] {
             let e = format!("{:#}", HostsPlan::parse(text).unwrap_err());
             assert!(e.contains(says) && !e.contains('\n'), "{text:?}: {e}");

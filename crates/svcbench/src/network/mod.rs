@@ -10,6 +10,7 @@ pub mod hosts_file;
 pub mod link;
 pub mod netns;
 pub mod relay;
+pub mod ssh;
 
 use anyhow::{bail, Context, Result};
 pub use link::{Link, Role};

@@ -101,7 +101,7 @@ pub fn run(step: &AgentStep, places: &[AgentAt], stops: &[&AtomicBool]) -> Resul
                 );
                 crate::sandbox::process::spawn_program(
                     Path::new("ssh"),
-                    &ssh_args(place, &script),
+                    &place.ssh_args(&script),
                     None,
                     std::process::Stdio::piped(),
                     out_file,
@@ -242,48 +242,11 @@ fn mix_file(mix: &MixSpec, dir: &Path) -> Result<String> {
     toml::to_string(&mix).context("cannot write the step's mix for the agents")
 }
 
-/// `ssh` arguments for a command on `place`: no password prompts (keys only), the user's own config.
-fn ssh_args(place: &Place, command: &str) -> Vec<String> {
-    let Place::Ssh { destination, port, options, .. } = place else { return vec![] };
-    let mut a = vec!["-o".to_string(), "BatchMode=yes".to_string()];
-    if let Some(p) = port {
-        a.extend(["-p".into(), p.to_string()]);
-    }
-    a.extend(options.iter().cloned());
-    a.extend([destination.clone(), "--".into(), command.into()]);
-    a
-}
-
-/// The facts of the machine at `place`, as svcbench there reads them (`svcbench host-facts`). Asked before
-/// anything is built, it is also the first proof that ssh and svcbench work there.
-pub fn remote_facts(place: &Place) -> Result<crate::host::HostFacts> {
-    let Place::Ssh { svcbench, .. } = place else { return Ok(crate::host::facts()) };
-    let out = std::process::Command::new("ssh")
-        .args(ssh_args(place, &format!("{} host-facts", shell_quote(svcbench))))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .context("cannot run ssh (install OpenSSH's client) for a generator on another host")?;
-    let err = String::from_utf8_lossy(&out.stderr).trim().replace('\n', " ");
-    if !out.status.success() {
-        bail!(
-            "generator host {}: cannot run `{svcbench} host-facts` there over ssh ({err}); check the hosts file's \
-             address, key and svcbench path (the same svcbench version must be installed there)",
-            place.describe()
-        );
-    }
-    serde_json::from_slice(&out.stdout).with_context(|| {
-        format!(
-            "generator host {}: `{svcbench} host-facts` answered no facts; is it the same svcbench version?",
-            place.describe()
-        )
-    })
-}
-
 /// Copies the mix file to `place` as /tmp/`name`; returns the remote path.
 fn upload(place: &Place, mix: &Path, name: &str) -> Result<String> {
     let remote = format!("/tmp/{name}");
     let out = std::process::Command::new("ssh")
-        .args(ssh_args(place, &format!("cat > {}", shell_quote(&remote))))
+        .args(place.ssh_args(&format!("cat > {}", shell_quote(&remote))))
         .stdin(std::fs::File::open(mix)?)
         .output()
         .context("cannot run ssh (install OpenSSH's client) for a generator on another host")?;

@@ -332,9 +332,20 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
     let unlimited = preflight_limits(&opts)?;
     // The other machines answer (ssh, and svcbench there) before anything is built; their facts are stored.
     let mut other_hosts = Vec::new();
+    let store_at = opts.hosts_plan.as_ref().and_then(|p| p.store.clone());
+    if let Some(at) = &store_at {
+        if let Some(why) = crate::deps::serve::not_placeable(&scenario) {
+            bail!("the hosts file's [store]: {why}");
+        }
+        if !opts.given_deps.urls.is_empty() {
+            bail!("--dep and the hosts file's [store] both say where the store is: give one or the other");
+        }
+        let facts = crate::network::ssh::remote_facts(&at.place, "store")?;
+        other_hosts.push(crate::host::OtherHost { role: "store".into(), place: at.place.describe(), facts });
+    }
     for (i, place) in opts.hosts_plan.iter().flat_map(|p| p.generators.iter()).enumerate() {
         if let crate::network::hosts_file::Place::Ssh { .. } = place {
-            let facts = agents::remote_facts(place)?;
+            let facts = crate::network::ssh::remote_facts(place, "generator")?;
             other_hosts.push(crate::host::OtherHost {
                 role: format!("generator {}", i + 1),
                 place: place.describe(),
@@ -404,7 +415,10 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
             hosts.service = crate::network::Host { addr, netns: None };
         }
         let places: Vec<String> = plan.generators.iter().map(|p| p.describe()).collect();
-        let described = format!("hosts file: service {}; generators {}", hosts.service.addr, places.join(", "));
+        let store_at =
+            plan.store.as_ref().map(|s| format!("; store {} ({})", s.place.describe(), s.address)).unwrap_or_default();
+        let described =
+            format!("hosts file: service {}{store_at}; generators {}", hosts.service.addr, places.join(", "));
         eprintln!("svcbench: {described}");
         store.record_network(session_id, &described)?;
     }
@@ -473,6 +487,12 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
                 }
             }
         }
+        // A store on another machine runs until this closure ends (dropped after `ctx`, which uses it).
+        let remote = match &store_at {
+            Some(at) => Some(crate::deps::remote::RemoteDeps::start(at, scenario.name(), true, &stop)?),
+            None => None,
+        };
+        let given = remote.as_ref().map_or_else(|| opts.given_deps.clone(), |r| r.given(&opts.given_deps));
         let deps = Dependencies::start(
             &scenario.file.dependency,
             &DepContext {
@@ -483,7 +503,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
                 session_tag: tag.clone(),
                 for_load: true,
                 host: hosts.store.clone(),
-                given: &opts.given_deps,
+                given: &given,
             },
         )?;
         let mut ctx = SessionCtx {

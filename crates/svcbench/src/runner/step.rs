@@ -100,7 +100,7 @@ pub fn run_step(
         };
     }
 
-    let agents = ctx.opts.generators > 1 || ctx.opts.hosts_plan.is_some();
+    let agents = ctx.opts.generators > 1 || ctx.opts.hosts_plan.as_ref().is_some_and(|p| p.uses_agents());
     let progress = Progress::start(
         prefix.to_string(),
         step.duration,

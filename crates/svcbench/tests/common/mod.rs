@@ -53,9 +53,14 @@ pub fn stderr_of(cwd: &Path, name: &str) -> String {
 
 /// Waits until a run's conformance checks are stored: its first step is under way.
 pub fn wait_for_load(dbp: &Path) {
+    wait_for_load_within(dbp, std::time::Duration::from_secs(60))
+}
+
+/// [`wait_for_load`] for runs whose start takes longer (a store to start first).
+pub fn wait_for_load_within(dbp: &Path, within: std::time::Duration) {
     let t0 = std::time::Instant::now();
     loop {
-        assert!(t0.elapsed() < std::time::Duration::from_secs(60), "the run never reached its first step");
+        assert!(t0.elapsed() < within, "the run never reached its first step");
         if dbp.exists() {
             let n = db(dbp)
                 .query_row("SELECT COUNT(*) FROM run WHERE checks_passed IS NOT NULL", [], |r| r.get::<_, i64>(0))
