@@ -115,3 +115,22 @@ pub fn run(a: ServeDepsArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     drop(deps);
     Ok(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bundled(name: &str) -> Scenario {
+        Scenario::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios").join(name)).unwrap()
+    }
+
+    #[test]
+    fn only_a_store_given_by_url_can_move_to_another_host() {
+        assert_eq!(not_placeable(&bundled("locations")), None);
+        let users = not_placeable(&bundled("users")).unwrap();
+        assert!(users.contains("sqlite") && users.contains("only opensearch"), "{users}");
+        let upstream = not_placeable(&bundled("upstream")).unwrap();
+        assert!(upstream.contains("upstream dependency"), "{upstream}");
+        assert!(not_placeable(&bundled("hello")).unwrap().contains("no dependency"));
+    }
+}

@@ -27,3 +27,30 @@ pub fn remote_facts(place: &Place, role: &str) -> Result<crate::host::HostFacts>
         )
     })
 }
+
+/// Every other machine of the hosts file, checked and described: the store's (which must be able to move
+/// there), then each generator's.
+pub fn other_hosts(
+    plan: &super::hosts_file::HostsPlan,
+    scenario: &crate::scenario::Scenario,
+    given: &crate::deps::GivenDeps,
+) -> Result<Vec<crate::host::OtherHost>> {
+    let mut other = Vec::new();
+    if let Some(at) = &plan.store {
+        if let Some(why) = crate::deps::serve::not_placeable(scenario) {
+            bail!("the hosts file's [store]: {why}");
+        }
+        if !given.urls.is_empty() {
+            bail!("--dep and the hosts file's [store] both say where the store is: give one or the other");
+        }
+        let facts = remote_facts(&at.place, "store")?;
+        other.push(crate::host::OtherHost { role: "store".into(), place: at.place.describe(), facts });
+    }
+    for (i, place) in plan.generators.iter().enumerate() {
+        if let Place::Ssh { .. } = place {
+            let facts = remote_facts(place, "generator")?;
+            other.push(crate::host::OtherHost { role: format!("generator {}", i + 1), place: place.describe(), facts });
+        }
+    }
+    Ok(other)
+}

@@ -331,28 +331,11 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
     }
     let unlimited = preflight_limits(&opts)?;
     // The other machines answer (ssh, and svcbench there) before anything is built; their facts are stored.
-    let mut other_hosts = Vec::new();
+    let other_hosts = match &opts.hosts_plan {
+        Some(plan) => crate::network::ssh::other_hosts(plan, &scenario, &opts.given_deps)?,
+        None => Vec::new(),
+    };
     let store_at = opts.hosts_plan.as_ref().and_then(|p| p.store.clone());
-    if let Some(at) = &store_at {
-        if let Some(why) = crate::deps::serve::not_placeable(&scenario) {
-            bail!("the hosts file's [store]: {why}");
-        }
-        if !opts.given_deps.urls.is_empty() {
-            bail!("--dep and the hosts file's [store] both say where the store is: give one or the other");
-        }
-        let facts = crate::network::ssh::remote_facts(&at.place, "store")?;
-        other_hosts.push(crate::host::OtherHost { role: "store".into(), place: at.place.describe(), facts });
-    }
-    for (i, place) in opts.hosts_plan.iter().flat_map(|p| p.generators.iter()).enumerate() {
-        if let crate::network::hosts_file::Place::Ssh { .. } = place {
-            let facts = crate::network::ssh::remote_facts(place, "generator")?;
-            other_hosts.push(crate::host::OtherHost {
-                role: format!("generator {}", i + 1),
-                place: place.describe(),
-                facts,
-            });
-        }
-    }
     let cgroup_version =
         match if opts.cgroup == CgroupChoice::Auto { crate::sandbox::cgroup::detect() } else { opts.cgroup } {
             CgroupChoice::V1 => "v1",
