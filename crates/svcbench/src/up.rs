@@ -30,6 +30,10 @@ pub struct UpArgs {
     pub network: NetworkArgs,
     #[command(flatten)]
     pub given: crate::cli::DepArgs,
+    /// A hosts file: its `[store]` starts the dependencies on that machine over ssh, its `[service] address`
+    /// is where the service listens (docs/network.md); generators are not used here
+    #[arg(long, value_name = "FILE")]
+    pub hosts: Option<PathBuf>,
 }
 
 pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
@@ -43,6 +47,23 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     let gen = cpu_split(&mut limits, None)?;
     let links = a.network.links()?;
     let given = a.given.given()?;
+    let plan = match &a.hosts {
+        Some(path) if a.network.asked() => {
+            bail!("--hosts places parts on machines, --net and --link on namespaces of this one: give one or the other ({})", path.display())
+        }
+        Some(path) => Some(crate::network::hosts_file::HostsPlan::load(path)?),
+        None => None,
+    };
+    if let Some(plan) = &plan {
+        plan.check_here()?;
+        if plan.uses_agents() {
+            bail!(
+                "svcbench up drives no load: leave the [[generator]] entries out of {}",
+                a.hosts.as_ref().unwrap().display()
+            );
+        }
+        crate::network::ssh::other_hosts(plan, &scenario, &given)?;
+    }
     std::fs::create_dir_all(&a.work_dir)?;
     let work_dir = std::path::absolute(&a.work_dir)?;
     // results/work/up → the results folder, whose work/ holds the lock files of killed sessions.
@@ -60,6 +81,8 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         for_load: true,
         net: links.as_deref(),
         given: &given,
+        store_at: plan.as_ref().and_then(|p| p.store.as_ref()),
+        service_addr: plan.as_ref().and_then(|p| p.service_addr),
     };
     // Stopped and removed in its field order when this ends: service, dependencies, network.
     let mut started = alone::start(svc, &scenario, &how, &stop)?;

@@ -14,6 +14,19 @@ struct SshHost {
     sshd: Child,
     here: String,
     there: String,
+    /// The throw-away user key that logs in.
+    key: std::path::PathBuf,
+}
+
+impl SshHost {
+    /// A hosts-file entry that reaches this host as root with the test's key, svcbench there at `svcbench`.
+    fn entry(&self, svcbench: &str) -> String {
+        format!(
+            "at = \"ssh://root@{}\"\nsvcbench = \"{svcbench}\"\nssh_options = [\"-i\", \"{}\", \"-o\", \"UserKnownHostsFile=/dev/null\", \"-o\", \"StrictHostKeyChecking=no\", \"-o\", \"LogLevel=ERROR\"]\n",
+            self.there,
+            self.key.display()
+        )
+    }
 }
 
 impl Drop for SshHost {
@@ -69,7 +82,7 @@ fn ssh_host(dir: &Path) -> SshHost {
         .stderr(log)
         .spawn()
         .unwrap();
-    let host = SshHost { ns, veth, sshd, here, there };
+    let host = SshHost { ns, veth, sshd, here, there, key: dir.join("user_key") };
     let t0 = Instant::now();
     while std::net::TcpStream::connect_timeout(
         &format!("{}:22", host.there).parse().unwrap(),
@@ -92,16 +105,10 @@ fn a_generator_on_another_host_is_driven_over_ssh_and_its_figures_come_home() {
     let tmp = tempfile::tempdir().unwrap();
     let host = ssh_host(tmp.path());
     let hosts = tmp.path().join("hosts.toml");
-    let key = tmp.path().join("user_key");
+    let bin = bin();
     std::fs::write(
         &hosts,
-        format!(
-            "[service]\naddress = \"{}\"\n\n[[generator]]\nat = \"ssh://root@{}\"\nsvcbench = \"{}\"\nssh_options = [\"-i\", \"{}\", \"-o\", \"UserKnownHostsFile=/dev/null\", \"-o\", \"StrictHostKeyChecking=no\", \"-o\", \"LogLevel=ERROR\"]\n",
-            host.here,
-            host.there,
-            bin().display(),
-            key.display()
-        ),
+        format!("[service]\naddress = \"{}\"\n\n[[generator]]\n{}", host.here, host.entry(bin.to_str().unwrap())),
     )
     .unwrap();
     let prof = tmp.path().join("c2.toml");
@@ -162,12 +169,7 @@ fn a_generator_on_another_host_is_driven_over_ssh_and_its_figures_come_home() {
     let host = ssh_host(&second);
     std::fs::write(
         &hosts,
-        format!(
-            "[service]\naddress = \"{}\"\n\n[[generator]]\nat = \"ssh://root@{}\"\nsvcbench = \"/nonexistent/svcbench\"\nssh_options = [\"-i\", \"{}\", \"-o\", \"UserKnownHostsFile=/dev/null\", \"-o\", \"StrictHostKeyChecking=no\", \"-o\", \"LogLevel=ERROR\"]\n",
-            host.here,
-            host.there,
-            second.join("user_key").display()
-        ),
+        format!("[service]\naddress = \"{}\"\n\n[[generator]]\n{}", host.here, host.entry("/nonexistent/svcbench")),
     )
     .unwrap();
     let out = run_fixtures(
@@ -183,26 +185,36 @@ fn a_generator_on_another_host_is_driven_over_ssh_and_its_figures_come_home() {
     drop(host);
 }
 
+/// The far side of these tests is a namespace with no route to the package registries, where svcbench
+/// could not build the locations load dataset on a fresh machine; so it is built here first, as
+/// scenarios/locations/dataset/README.md says, when it is missing.
+fn ensure_locations_dataset() {
+    let d = repo().join("scenarios/locations/dataset");
+    if ["region.ndjson", "city.ndjson", "city-ids.txt"].iter().all(|f| d.join("out").join(f).is_file()) {
+        return;
+    }
+    let python = d.join(".venv/bin/python");
+    let run = |c: &mut Command| assert!(c.current_dir(&d).status().unwrap().success(), "building the dataset: {c:?}");
+    if !python.is_file() {
+        run(Command::new("python3").args(["-m", "venv", ".venv"]));
+    }
+    run(Command::new(&python).args(["-m", "pip", "install", "-q", "-r", "requirements.txt"]));
+    run(Command::new(&python).args(["build.py", "--out", "out"]));
+}
+
 /// The hosts file's `[store]`: svcbench on the store's machine (reached over ssh, from a checkout there)
 /// starts the scenario's OpenSearch listening on that machine's address; the run here uses it as a given
 /// store, reads its CPU from its node statistics, and at the end the far side stops and removes it. Killing
 /// svcbench here (SIGKILL) closes the connection, which stops the far side too.
 #[test]
 fn a_store_on_another_host_is_started_there_used_here_and_stopped() {
+    ensure_locations_dataset();
     let tmp = tempfile::tempdir().unwrap();
     let host = ssh_host(tmp.path());
     let hosts = tmp.path().join("hosts.toml");
-    std::fs::write(
-        &hosts,
-        format!(
-            "[store]\nat = \"ssh://root@{}\"\ndir = \"{}\"\nsvcbench = \"{}\"\nssh_options = [\"-i\", \"{}\", \"-o\", \"UserKnownHostsFile=/dev/null\", \"-o\", \"StrictHostKeyChecking=no\", \"-o\", \"LogLevel=ERROR\"]\n",
-            host.there,
-            repo().display(),
-            bin().display(),
-            tmp.path().join("user_key").display()
-        ),
-    )
-    .unwrap();
+    let bin = bin();
+    std::fs::write(&hosts, format!("[store]\ndir = \"{}\"\n{}", repo().display(), host.entry(bin.to_str().unwrap())))
+        .unwrap();
     let store_procs = || {
         let mut p = processes_matching("org.opensearch.bootstrap");
         p.extend(processes_matching("serve-deps"));
@@ -277,6 +289,20 @@ fn a_store_on_another_host_is_started_there_used_here_and_stopped() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+    // `svcbench up` with the same [store]: the service here, its store there, both until Ctrl-C.
+    let (mut up, lines) = spawn_up(tmp.path(), &repo().join("services/locations/rust-actix"), &["--hosts", h], 2);
+    let service = lines.iter().find_map(|l| l.strip_prefix("service ")).expect("service URL").to_string();
+    let store = lines.iter().find_map(|l| l.strip_prefix("dep.opensearch.url ")).expect("store URL").to_string();
+    assert!(store.starts_with(&format!("http://{}:", host.there)), "{lines:?}");
+    let answer = ureq::get(&format!("{service}/city/v1/get?id=101748111&language=cs")).call().unwrap();
+    let city: serde_json::Value = serde_json::from_reader(answer.into_reader()).unwrap();
+    assert_eq!(city["name"], "Plzeň", "served from the store over there: {city}");
+    assert!(
+        up.interrupt(Duration::from_secs(90)).is_some(),
+        "{}",
+        std::fs::read_to_string(tmp.path().join("up.err")).unwrap()
+    );
+    assert!(store_procs().is_empty(), "left running after up: {:?}", store_procs());
     // The next svcbench here removes what the killed one left of its own (its service).
     let next = svcbench_locked(
         &[

@@ -29,6 +29,10 @@ pub struct Alone<'a> {
     pub net: Option<&'a [Link]>,
     /// Dependencies that already run (`--dep KIND=URL`).
     pub given: &'a crate::deps::GivenDeps,
+    /// A hosts file's `[store]`: the dependencies started on that machine over ssh.
+    pub store_at: Option<&'a crate::network::hosts_file::StorePlace>,
+    /// A hosts file's `[service] address`: where the service listens (None: loopback, or its namespace).
+    pub service_addr: Option<std::net::Ipv4Addr>,
 }
 
 /// The started parts. Field order is drop order: the service, then its dependencies, then the network
@@ -37,6 +41,8 @@ pub struct Started {
     pub inst: Instance,
     /// Held so that the dependencies run as long as the service does.
     _deps: Dependencies,
+    /// Dependencies on another machine, stopped there when this is dropped (after the ones above use them).
+    _remote: Option<crate::deps::remote::RemoteDeps>,
     pub network: Option<Network>,
     pub placeholders: BTreeMap<String, String>,
     pub startup: Duration,
@@ -46,7 +52,15 @@ pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool)
     how.given.check(&scenario.file.dependency, scenario.name())?;
     build::build(svc, how.work_dir, how.skip_build)?;
     let network = how.net.map(|l| Network::create(l, how.loadgen_cpus, 1)).transpose()?;
-    let hosts = network.as_ref().map(|n| n.hosts()).unwrap_or_else(Hosts::local);
+    let mut hosts = network.as_ref().map(|n| n.hosts()).unwrap_or_else(Hosts::local);
+    if let Some(addr) = how.service_addr {
+        hosts.service = crate::network::Host { addr, netns: None };
+    }
+    let remote = match how.store_at {
+        Some(at) => Some(crate::deps::remote::RemoteDeps::start(at, scenario.name(), how.for_load, stop)?),
+        None => None,
+    };
+    let given = remote.as_ref().map_or_else(|| how.given.clone(), |r| r.given(how.given));
     let tag = format!("{}-{}", std::process::id(), how.what);
     let mut deps = Dependencies::start(
         &scenario.file.dependency,
@@ -58,7 +72,7 @@ pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool)
             session_tag: tag.clone(),
             for_load: how.for_load,
             host: hosts.store.clone(),
-            given: how.given,
+            given: &given,
         },
     )?;
     deps.before_run(how.what)?;
@@ -77,5 +91,5 @@ pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool)
         },
     )?;
     let startup = inst.wait_ready(svc, super::STARTUP_TIMEOUT, stop)?;
-    Ok(Started { inst, _deps: deps, network, placeholders, startup })
+    Ok(Started { inst, _deps: deps, _remote: remote, network, placeholders, startup })
 }

@@ -865,6 +865,8 @@ pub fn check_service(
         for_load: false,
         net: None,
         given: &crate::deps::GivenDeps::default(),
+        store_at: None,
+        service_addr: None,
     };
     let mut started = alone::start(svc, &scenario, &how, &stop)?;
     let inst = &mut started.inst;
