@@ -340,7 +340,15 @@ fn compare_a_store_with_itself_is_within_noise_or_too_few_runs() {
     assert_eq!(whole_run, 2 * 7, "two services × seven metrics");
     assert_eq!(lines.len() - whole_run, 2 * 4 * 2, "two services × four quick steps × two step metrics");
     assert_eq!(v["tested"], 0);
+    let no_data = lines.iter().filter(|l| l["verdict"] == "no data").count();
+    assert!(no_data * 2 < lines.len() - whole_run, "most steps must have their figures: {no_data} without");
     for l in lines {
+        // A step flagged in both runs (the generator lost its CPU on a busy host) has no figure to compare:
+        // "no data", which is no verdict either. Whole-run metrics always have their two runs.
+        if l["verdict"] == "no data" && !l["step"].is_null() {
+            assert!(l["ratio"].is_null() && l["new"].is_null(), "{l}");
+            continue;
+        }
         assert_eq!(l["verdict"], "too few runs", "{l}");
         assert_eq!(l["ratio"].as_f64(), Some(1.0), "{l}");
         assert!(l["p"].is_null(), "{l}");
