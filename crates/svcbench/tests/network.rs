@@ -126,7 +126,7 @@ fn up_keeps_a_service_and_its_dependency_running_until_ctrl_c_then_cleans_up() {
     let mut answer = String::new();
     s.read_to_string(&mut answer).unwrap();
     assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with("ok"), "{answer}");
-    assert!(!leftover_network().is_empty(), "the network stays up while svcbench up runs");
+    assert!(!svcbench_network().is_empty(), "the network stays up while svcbench up runs");
     let status = child.interrupt(Duration::from_secs(30)).expect("svcbench up did not stop on Ctrl-C");
     assert!(status.success(), "{status:?}");
     assert_no_leftovers("fixtures/testservice.py");

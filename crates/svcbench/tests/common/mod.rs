@@ -99,8 +99,15 @@ pub fn text_of(c: &Connection, sql: &str) -> String {
     c.query_row(sql, [], |r| r.get::<_, Option<String>>(0)).unwrap().unwrap_or_default()
 }
 
-/// svcbench's cgroups still present (in any hierarchy).
+/// svcbench's cgroups still present (in any hierarchy), but those of another svcbench that still runs.
 pub fn leftover_cgroups() -> Vec<PathBuf> {
+    let mut groups = svcbench_cgroups();
+    groups.retain(|g| !g.file_name().is_some_and(|n| owned_by_a_running_svcbench(&n.to_string_lossy())));
+    groups
+}
+
+/// svcbench's cgroups present (in any hierarchy), whoever made them.
+pub fn svcbench_cgroups() -> Vec<PathBuf> {
     let mut out = Vec::new();
     for base in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
         let Ok(rd) = std::fs::read_dir(base) else { continue };
@@ -139,8 +146,15 @@ pub fn ip_program() -> &'static str {
     ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip"].into_iter().find(|p| Path::new(p).exists()).unwrap_or("ip")
 }
 
-/// svcbench's `--net` namespaces and interfaces still present.
+/// svcbench's `--net` namespaces and interfaces still present, but those of another svcbench that still runs.
 pub fn leftover_network() -> Vec<String> {
+    let mut net = svcbench_network();
+    net.retain(|n| !owned_by_a_running_svcbench(n));
+    net
+}
+
+/// svcbench's `--net` namespaces and interfaces present, whoever made them.
+pub fn svcbench_network() -> Vec<String> {
     let ip = ip_program();
     let out = |args: &[&str]| {
         Command::new(ip).args(args).output().map(|o| String::from_utf8_lossy(&o.stdout).to_string()).unwrap_or_default()
@@ -149,6 +163,25 @@ pub fn leftover_network() -> Vec<String> {
         out(&["netns", "list"]).lines().filter(|l| l.starts_with("svcbench-")).map(String::from).collect();
     left.extend(out(&["-o", "link", "show"]).lines().filter(|l| l.contains(": svb")).map(String::from));
     left
+}
+
+/// The svcbench process that made a cgroup, namespace or interface: its names start with the maker's
+/// pid (`4242-1-hello`, `unit-4242-a`, `svcbench-4242-…`, `svb4242br`).
+fn maker_pid(name: &str) -> Option<i32> {
+    // `ip -o link` lines start with the interface's index: `12: svb4242br: <…`.
+    let name = name.split_once(": ").map_or(name, |(_, rest)| rest);
+    let rest = ["svcbench-", "unit-", "svb"].iter().find_map(|p| name.strip_prefix(p)).unwrap_or(name);
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok()
+}
+
+/// Whether another svcbench still runs and owns `name` (a study measuring beside the test suite on a
+/// shared machine): its cgroups and network are its own, not this test's leftovers.
+fn owned_by_a_running_svcbench(name: &str) -> bool {
+    maker_pid(name).is_some_and(|pid| {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        comm.trim() == "svcbench"
+    })
 }
 
 pub fn assert_no_leftovers(needle: &str) {
