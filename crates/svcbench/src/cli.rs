@@ -39,6 +39,10 @@ pub enum Command {
     /// (a hosts file's `[store]`), and keep them until the input closes.
     #[command(hide = true)]
     ServeDeps(crate::deps::serve::ServeDepsArgs),
+    /// Build and start services on this machine for svcbench on another, which reaches it over ssh (a
+    /// hosts file's `[service] at`) and measures them, until the input closes.
+    #[command(hide = true)]
+    ServeService(crate::remote_service::serve::ServeServiceArgs),
 }
 
 #[derive(clap::Args, Debug)]

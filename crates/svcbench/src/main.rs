@@ -12,6 +12,7 @@ mod net;
 mod network;
 mod paths;
 mod profile;
+mod remote_service;
 mod report;
 mod runner;
 mod sandbox;
@@ -130,6 +131,10 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::ServeDeps(a) => {
             let stop = guard::signals::stop_flag()?;
             deps::serve::run(a, stop)
+        }
+        Command::ServeService(a) => {
+            let stop = guard::signals::stop_flag()?;
+            remote_service::serve::run(a, stop)
         }
         Command::Up(a) => {
             let stop = guard::signals::stop_flag()?;

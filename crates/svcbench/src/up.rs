@@ -30,8 +30,9 @@ pub struct UpArgs {
     pub network: NetworkArgs,
     #[command(flatten)]
     pub given: crate::cli::DepArgs,
-    /// A hosts file: its `[store]` starts the dependencies on that machine over ssh, its `[service] address`
-    /// is where the service listens (docs/network.md); generators are not used here
+    /// A hosts file: its `[store]` starts the dependencies on that machine over ssh, its `[service]` runs the
+    /// service on another machine (`at`) or says where it listens here (`address`) (docs/network.md);
+    /// generators are not used here
     #[arg(long, value_name = "FILE")]
     pub hosts: Option<PathBuf>,
 }
@@ -63,6 +64,9 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             );
         }
         crate::network::ssh::other_hosts(plan, &scenario, &given)?;
+        if plan.service_at.is_some() {
+            crate::remote_service::client::check_services(&services)?;
+        }
     }
     std::fs::create_dir_all(&a.work_dir)?;
     let work_dir = std::path::absolute(&a.work_dir)?;
@@ -83,6 +87,7 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         given: &given,
         store_at: plan.as_ref().and_then(|p| p.store.as_ref()),
         service_addr: plan.as_ref().and_then(|p| p.service_addr),
+        service_at: plan.as_ref().and_then(|p| p.service_at.as_ref()),
     };
     // Stopped and removed in its field order when this ends: service, dependencies, network.
     let mut started = alone::start(svc, &scenario, &how, &stop)?;

@@ -76,8 +76,11 @@ fn ssh_host(dir: &Path) -> SshHost {
     // Privilege separation needs its empty folder.
     std::fs::create_dir_all("/run/sshd").unwrap();
     let log = std::fs::File::create(dir.join("sshd.log")).unwrap();
-    let sshd = Command::new(ip_program())
-        .args(["netns", "exec", &ns, "/usr/sbin/sshd", "-D", "-e", "-f"])
+    // nsenter, not `ip netns exec`: only the network is the namespace's; the other machine keeps its
+    // cgroup mounts (`ip netns exec` remounts /sys, where they are), as a real machine would.
+    let sshd = Command::new("nsenter")
+        .arg(format!("--net=/run/netns/{ns}"))
+        .args(["/usr/sbin/sshd", "-D", "-e", "-f"])
         .arg(dir.join("sshd_config"))
         .stderr(log)
         .spawn()
@@ -320,6 +323,134 @@ fn a_store_on_another_host_is_started_there_used_here_and_stopped() {
     assert!(next.status.success());
     drop(host);
     assert_no_leftovers("locations-actix");
+}
+
+/// The hosts file's `[service] at`: svcbench on the service's machine (reached over ssh, from a checkout
+/// there) builds and starts the service in its sandbox under the run's limits, listening on that machine's
+/// address; the generator here drives it and every figure (its CPU and memory, sampled there) comes home.
+/// At the end, and when svcbench here is killed, the far side stops the service and removes its cgroup.
+#[test]
+fn a_service_on_another_host_is_built_run_and_sampled_there() {
+    let tmp = tempfile::tempdir().unwrap();
+    let host = ssh_host(tmp.path());
+    let hosts = tmp.path().join("hosts.toml");
+    let bin = bin();
+    std::fs::write(&hosts, format!("[service]\ndir = \"{}\"\n{}", repo().display(), host.entry(bin.to_str().unwrap())))
+        .unwrap();
+    let prof = tmp.path().join("c2.toml");
+    std::fs::write(&prof, "name = \"c2\"\n[[step]]\nconnections = 2\nduration = \"2s\"\n").unwrap();
+    let dbp = tmp.path().join("far.db");
+    let h = hosts.to_str().unwrap();
+    let out = run_fixtures(tmp.path(), &["steady"], &prof, &dbp, &["--hosts", h, "--cpus", "0.5", "--memory", "256M"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains(&format!("the service runs on ssh://root@{}", host.there)), "{said}");
+    let sshd_log = std::fs::read_to_string(tmp.path().join("sshd.log")).unwrap();
+    assert!(sshd_log.contains(&format!("Accepted publickey for root from {}", host.here)), "{sshd_log}");
+    let c = db(&dbp);
+    // Answered on the far machine's address (only its namespace has it), through the checks and the load.
+    assert!(i64_of(&c, "SELECT checks_passed FROM run") > 0 && i64_of(&c, "SELECT checks_failed FROM run") == 0);
+    assert!(i64_of(&c, "SELECT requests_ok FROM step") > 0);
+    assert_eq!(f64_of(&c, "SELECT success_ratio FROM step"), 1.0);
+    let net = text_of(&c, "SELECT network FROM session");
+    assert!(net.contains(&format!("service {} on ssh://root@{}", host.there, host.there)), "{net}");
+    // Sampled there: its CPU, memory and the limits its cgroup there held.
+    assert!(f64_of(&c, "SELECT cpu_s FROM step") > 0.0, "{said}");
+    assert!(f64_of(&c, "SELECT mem_peak_mib FROM step") > 1.0, "{said}");
+    let held = text_of(&c, "SELECT cgroup_version || ' ' || warnings FROM run");
+    assert_eq!(f64_of(&c, "SELECT applied_cpus FROM run"), 0.5, "{held} {said}");
+    assert_eq!(f64_of(&c, "SELECT applied_memory_mib FROM run"), 256.0);
+    assert_eq!(text_of(&c, "SELECT status FROM run"), "completed");
+    assert!(f64_of(&c, "SELECT startup_ms FROM run") > 0.0);
+    let other: serde_json::Value = serde_json::from_str(&text_of(&c, "SELECT other_hosts FROM session")).unwrap();
+    assert_eq!(other[0]["role"], "service", "{other}");
+    // Stopped and removed there before the run ended.
+    assert!(processes_matching("testservice.py steady").is_empty());
+    assert!(leftover_cgroups().is_empty(), "cgroups left behind: {:?}", leftover_cgroups());
+
+    // Killed here: the connection closes and the far side stops the service by itself.
+    let long = tmp.path().join("long.toml");
+    std::fs::write(&long, "name = \"long\"\n[[step]]\nconnections = 1\nduration = \"60s\"\n").unwrap();
+    let killed = tmp.path().join("killed.db");
+    let steady = fixture("steady");
+    let mut bg = spawn_svcbench(
+        tmp.path(),
+        "service-killed",
+        &[
+            "run",
+            steady.to_str().unwrap(),
+            "--profile",
+            long.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--db",
+            killed.to_str().unwrap(),
+            "--hosts",
+            h,
+        ],
+    );
+    wait_for_load_within(&killed, Duration::from_secs(60));
+    assert!(!processes_matching("testservice.py steady").is_empty(), "the service should run during the step");
+    bg.kill().unwrap();
+    bg.wait().unwrap();
+    let t0 = Instant::now();
+    while !processes_matching("testservice.py steady").is_empty() || !leftover_cgroups().is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the far side did not stop the service after svcbench was killed: {:?} {:?}\n{}",
+            processes_matching("testservice.py steady"),
+            leftover_cgroups(),
+            stderr_of(tmp.path(), "service-killed")
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(processes_matching("serve-service").is_empty());
+
+    // A service outside the checkout cannot be found there: said before any build or start.
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::copy(fixture("steady").join("svcbench.toml"), outside.join("svcbench.toml")).unwrap();
+    let testing = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/testing");
+    let out = svcbench(
+        &[
+            "run",
+            outside.to_str().unwrap(),
+            "--scenario",
+            testing.to_str().unwrap(),
+            "--profile",
+            prof.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--db",
+            tmp.path().join("o.db").to_str().unwrap(),
+            "--hosts",
+            h,
+        ],
+        tmp.path(),
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && said.contains("outside this checkout") && !said.contains("building"), "{said}");
+    // A scenario whose store would stay here, out of the far service's reach, is refused up front.
+    let actix = repo().join("services/locations/rust-actix");
+    let out = svcbench(
+        &[
+            "run",
+            actix.to_str().unwrap(),
+            "--profile",
+            prof.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--db",
+            tmp.path().join("l.db").to_str().unwrap(),
+            "--hosts",
+            h,
+        ],
+        tmp.path(),
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && said.contains("place them with [store]") && !said.contains("building"), "{said}");
+    drop(host);
+    assert_no_leftovers("testservice.py steady");
 }
 
 /// A remote agent ends when its ssh connection does: `svcbench load --exit-with-stdin` stops its load and

@@ -69,23 +69,9 @@ pub fn run(a: ServeDepsArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     for line in crate::guard::leftovers::clean(results_dir) {
         eprintln!("{line}");
     }
-    // svcbench at the other end of ssh went away (stopped, killed, disconnected): stop as on Ctrl-C. What
-    // is said from then on goes to a log file: writing to a closed connection would end this process
-    // before it has stopped what it started.
-    let input_closed = stop.clone();
+    // svcbench at the other end of ssh went away (stopped, killed, disconnected): stop as on Ctrl-C.
     let log = work_dir.join(format!("serve-deps-{}.log", std::process::id()));
-    std::thread::spawn(move || {
-        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
-        if let Ok(f) = std::fs::File::create(&log) {
-            use std::os::fd::AsRawFd;
-            // SAFETY: dup2 onto the standard descriptors; `f` stays open until both are replaced.
-            unsafe {
-                libc::dup2(f.as_raw_fd(), 1);
-                libc::dup2(f.as_raw_fd(), 2);
-            }
-        }
-        input_closed.store(true, Ordering::SeqCst);
-    });
+    let _input = crate::network::ssh::far_side_input(stop.clone(), log);
     let mut deps = Dependencies::start(
         &scenario.file.dependency,
         &DepContext {

@@ -1,11 +1,14 @@
 //! The hosts file (`--hosts hosts.toml`): which machine each part of a run uses. It places the load
 //! generator agents (this machine, or another reached with OpenSSH where the same svcbench is installed),
-//! the scenario's store (this machine, or another where a svcbench checkout starts it), and the address the
-//! service listens on, so that generators elsewhere can reach it.
+//! the scenario's store and the service (this machine, or another where a svcbench checkout builds and
+//! starts them), and the address the service listens on, so that generators elsewhere can reach it.
 //!
 //! ```toml
 //! [service]
 //! address = "10.0.0.3"                 # an address of this machine the generator hosts reach
+//! # or, the service on another machine (built and run there from the checkout, under its limits):
+//! # at = "ssh://bench@10.0.0.5"
+//! # dir = "/home/bench/svcbench"       # the services' paths are taken relative to the checkout here
 //!
 //! [store]
 //! at = "ssh://bench@10.0.0.9"          # the scenario's dependencies run there, started by svcbench
@@ -29,17 +32,19 @@ use std::path::Path;
 #[serde(deny_unknown_fields)]
 struct HostsFile {
     #[serde(default)]
-    service: Option<ServiceSection>,
+    service: Option<FarEntry>,
     #[serde(default)]
-    store: Option<StoreEntry>,
+    store: Option<FarEntry>,
     #[serde(default)]
     generator: Vec<GeneratorEntry>,
 }
 
+/// `[service]` or `[store]`: on this machine, or on another one reached over ssh.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct StoreEntry {
-    at: String,
+struct FarEntry {
+    #[serde(default)]
+    at: Option<String>,
     #[serde(default)]
     ssh_options: Vec<String>,
     #[serde(default)]
@@ -47,12 +52,6 @@ struct StoreEntry {
     dir: Option<String>,
     #[serde(default)]
     address: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ServiceSection {
-    address: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -99,20 +98,23 @@ impl Place {
 /// What the hosts file asks for.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HostsPlan {
-    /// Where the service listens (None: loopback).
+    /// Where the service listens (None: loopback): an address of this machine, or of the service's own.
     pub service_addr: Option<Ipv4Addr>,
+    /// The service's machine, where svcbench builds and runs it over ssh (None: this machine).
+    pub service_at: Option<RemotePlace>,
     /// Where the scenario's dependencies run (None: this machine, as without a hosts file).
-    pub store: Option<StorePlace>,
+    pub store: Option<RemotePlace>,
     pub generators: Vec<Place>,
 }
 
-/// The store's machine: reached over ssh, where svcbench starts the scenario's dependencies from a checkout.
+/// Another machine reached over ssh, where svcbench starts a part of the run (the scenario's dependencies,
+/// or the service) from a checkout.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StorePlace {
+pub struct RemotePlace {
     pub place: Place,
-    /// The svcbench checkout there: its scenarios and datasets.
+    /// The svcbench checkout there: its scenarios, services and datasets.
     pub dir: String,
-    /// The address the store listens on there, which this machine and the service reach.
+    /// The address the part listens on there, which this machine (and the service) reach.
     pub address: Ipv4Addr,
 }
 
@@ -126,17 +128,29 @@ impl HostsPlan {
 
     fn parse(text: &str) -> Result<HostsPlan> {
         let f: HostsFile = toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.message()))?;
-        let service_addr = match &f.service {
-            Some(s) => {
-                let addr: Ipv4Addr = s.address.parse().ok().with_context(|| {
-                    format!("[service] address {:?} is not an IPv4 address (e.g. \"10.0.0.3\")", s.address)
-                })?;
-                Some(addr)
+        let service_at = match &f.service {
+            Some(s) if s.at.as_deref().is_some_and(|a| a != "local") => Some(remote_place("[service]", s)?),
+            _ => None,
+        };
+        let service_addr = match (&f.service, &service_at) {
+            (_, Some(at)) => Some(at.address),
+            (Some(FarEntry { address: Some(a), .. }), None) => Some(a.parse().ok().with_context(|| {
+                format!("[service] address {a:?} is not an IPv4 address (e.g. \"10.0.0.3\")")
+            })?),
+            (Some(_), None) => bail!("[service]: give address = \"…\" (an address of this machine the generator hosts reach), or at = \"ssh://user@host\" and dir"),
+            (None, None) => None,
+        };
+        if let Some(s) = f.service.as_ref().filter(|_| service_at.is_none()) {
+            if s.dir.is_some() || !s.ssh_options.is_empty() || s.svcbench.is_some() {
+                bail!("[service]: dir, ssh_options and svcbench are for at = \"ssh://…\"");
             }
+        }
+        let store = match &f.store {
+            Some(s) if s.at.is_none() => bail!("[store]: give at = \"ssh://user@host\" and dir"),
+            Some(s) => Some(remote_place("[store]", s)?),
             None => None,
         };
-        let store = f.store.as_ref().map(store_place).transpose()?;
-        if f.generator.is_empty() && store.is_none() {
+        if f.generator.is_empty() && store.is_none() && service_at.is_none() {
             bail!("no [[generator]]: give at least one, with at = \"local\" or at = \"ssh://user@host\"");
         }
         if f.generator.len() > super::MAX_GENERATORS {
@@ -154,7 +168,7 @@ impl HostsPlan {
         if remote && service_addr.is_none_or(|a| a.is_loopback()) {
             bail!("a generator on another host cannot reach a service on loopback: set [service] address to an address of this machine that the generator hosts reach");
         }
-        Ok(HostsPlan { service_addr, store, generators })
+        Ok(HostsPlan { service_addr, service_at, store, generators })
     }
 
     /// Whether the load goes through agents (`svcbench load` processes) rather than this process's own
@@ -165,7 +179,7 @@ impl HostsPlan {
 
     /// Refuses a service address this machine does not have (nothing could listen there).
     pub fn check_here(&self) -> Result<()> {
-        if let Some(addr) = self.service_addr {
+        if let Some(addr) = self.service_addr.filter(|_| self.service_at.is_none()) {
             std::net::TcpListener::bind((addr, 0)).with_context(|| {
                 format!("[service] address {addr} is not an address of this machine (see `ip addr`)")
             })?;
@@ -202,26 +216,26 @@ fn place(what: &str, at: &str, ssh_options: &[String], svcbench: &Option<String>
     })
 }
 
-/// The `[store]` section: only another machine makes sense there (this machine is the default).
-fn store_place(s: &StoreEntry) -> Result<StorePlace> {
-    let place = place("[store]", &s.at, &s.ssh_options, &s.svcbench)?;
+/// `[store]`, or `[service]` with `at`, on another machine (this machine is the default).
+fn remote_place(section: &str, s: &FarEntry) -> Result<RemotePlace> {
+    let place = place(section, s.at.as_deref().unwrap_or("local"), &s.ssh_options, &s.svcbench)?;
     let Place::Ssh { destination, .. } = &place else {
-        bail!("[store]: at = \"local\" is the default; leave [store] out, or give at = \"ssh://user@host\"");
+        bail!("{section}: at = \"local\" is the default; leave it out, or give at = \"ssh://user@host\"");
     };
     let Some(dir) = s.dir.clone().filter(|d| d.starts_with('/')) else {
-        bail!("[store]: give dir = \"/path/to/svcbench\", the absolute path of the svcbench checkout on that host (its scenarios and data)");
+        bail!("{section}: give dir = \"/path/to/svcbench\", the absolute path of the svcbench checkout on that host (its scenarios, services and data)");
     };
     let host = destination.rsplit_once('@').map_or(destination.as_str(), |(_, h)| h);
     let address = match &s.address {
-        Some(a) => a.parse().ok().with_context(|| format!("[store] address {a:?} is not an IPv4 address"))?,
+        Some(a) => a.parse().ok().with_context(|| format!("{section} address {a:?} is not an IPv4 address"))?,
         None => host.parse().ok().with_context(|| {
-            format!("[store]: {host:?} is not an IPv4 address: give address = \"…\", where the store listens there")
+            format!("{section}: {host:?} is not an IPv4 address: give address = \"…\", where it listens there")
         })?,
     };
     if Ipv4Addr::is_loopback(&address) || address.is_unspecified() {
-        bail!("[store] address {address} cannot be reached from this machine: give the store host's own address");
+        bail!("{section} address {address} cannot be reached from this machine: give that host's own address");
     }
-    Ok(StorePlace { place, dir, address })
+    Ok(RemotePlace { place, dir, address })
 }
 
 #[cfg(test)]
@@ -266,6 +280,19 @@ mod tests {
     }
 
     #[test]
+    fn a_service_elsewhere_listens_on_its_own_address() {
+        let p = HostsPlan::parse("[service]\nat = \"ssh://bench@10.0.0.5\"\ndir = \"/srv/svcbench\"\n").unwrap();
+        let at = p.service_at.clone().unwrap();
+        assert_eq!((at.address, at.dir.as_str()), (Ipv4Addr::new(10, 0, 0, 5), "/srv/svcbench"));
+        assert_eq!(p.service_addr, Some(Ipv4Addr::new(10, 0, 0, 5)), "the generators aim there");
+        assert_eq!(p.generators, [Place::Local]);
+        // Not an address of this machine, and not refused for it: nothing listens here.
+        assert!(p.check_here().is_ok());
+        let here = HostsPlan::parse("[service]\naddress = \"192.0.2.77\"\n[[generator]]\nat = \"local\"\n").unwrap();
+        assert!(here.service_at.is_none() && here.check_here().is_err());
+    }
+
+    #[test]
     fn what_cannot_work_is_refused_in_one_line() {
         for (text, says) in [
             ("", "no [[generator]]"),
@@ -277,6 +304,11 @@ mod tests {
             ("[[generator]]\nat = \"local\"\nsvcbench = \"x\"\n", "are for at"),
             ("[[generator]]\nplace = \"local\"\n", "unknown field"),
             ("[store]\nat = \"local\"\ndir = \"/s\"\n", "is the default"),
+            ("[store]\ndir = \"/s\"\n", "give at"),
+            ("[service]\n[[generator]]\nat = \"local\"\n", "give address"),
+            ("[service]\naddress = \"10.0.0.3\"\ndir = \"/s\"\n[[generator]]\nat = \"local\"\n", "are for at"),
+            ("[service]\nat = \"ssh://h\"\n", "give dir"),
+            ("[service]\nat = \"ssh://10.0.0.5\"\ndir = \"/s\"\naddress = \"0.0.0.0\"\n", "cannot be reached"),
             ("[store]\nat = \"ssh://h\"\n", "give dir"),
             ("[store]\nat = \"ssh://h\"\ndir = \"rel\"\n", "give dir"),
             ("[store]\nat = \"ssh://store-host\"\ndir = \"/s\"\n", "give address"),

@@ -30,9 +30,11 @@ pub struct Alone<'a> {
     /// Dependencies that already run (`--dep KIND=URL`).
     pub given: &'a crate::deps::GivenDeps,
     /// A hosts file's `[store]`: the dependencies started on that machine over ssh.
-    pub store_at: Option<&'a crate::network::hosts_file::StorePlace>,
+    pub store_at: Option<&'a crate::network::hosts_file::RemotePlace>,
     /// A hosts file's `[service] address`: where the service listens (None: loopback, or its namespace).
     pub service_addr: Option<std::net::Ipv4Addr>,
+    /// A hosts file's `[service] at`: the service built and run on that machine over ssh.
+    pub service_at: Option<&'a crate::network::hosts_file::RemotePlace>,
 }
 
 /// The started parts. Field order is drop order: the service, then its dependencies, then the network
@@ -50,7 +52,12 @@ pub struct Started {
 
 pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool) -> Result<Started> {
     how.given.check(&scenario.file.dependency, scenario.name())?;
-    build::build(svc, how.work_dir, how.skip_build)?;
+    // The service's machine runs it as long as the instance holds it.
+    let remote_service = how.service_at.map(crate::remote_service::client::RemoteService::connect).transpose()?;
+    match &remote_service {
+        Some(r) => r.build(svc, how.skip_build)?,
+        None => build::build(svc, how.work_dir, how.skip_build)?,
+    };
     let network = how.net.map(|l| Network::create(l, how.loadgen_cpus, 1)).transpose()?;
     let mut hosts = network.as_ref().map(|n| n.hosts()).unwrap_or_else(Hosts::local);
     if let Some(addr) = how.service_addr {
@@ -88,6 +95,7 @@ pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool)
             log_name: format!("{}-{}.log", svc.name(), how.what),
             env_overrides: &BTreeMap::new(),
             host: &hosts.service,
+            remote: remote_service.as_ref(),
         },
     )?;
     let startup = inst.wait_ready(svc, super::STARTUP_TIMEOUT, stop)?;

@@ -1,4 +1,5 @@
 //! One started service: its sandbox, port and log, from spawn to readiness (the startup time) to stop.
+use super::service_sandbox::ServiceSandbox;
 use crate::manifest::{fill_placeholders, Service};
 use crate::net::{wait_ready, Readiness};
 use crate::network::Host;
@@ -10,8 +11,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 pub struct Instance {
-    pub sandbox: Sandbox,
-    /// Where it runs: loopback, or the service's namespace under `--net`.
+    pub sandbox: ServiceSandbox,
+    /// Where it runs: loopback, the service's namespace under `--net`, or the service's own machine.
     pub host: Host,
     pub port: u16,
     pub log_path: PathBuf,
@@ -30,6 +31,8 @@ pub struct StartSpec<'a> {
     pub env_overrides: &'a BTreeMap<String, String>,
     /// Where the service runs (loopback, or its namespace under `--net`).
     pub host: &'a Host,
+    /// The service's own machine (a hosts file's `[service] at`), where it is started instead.
+    pub remote: Option<&'a std::sync::Arc<crate::remote_service::client::RemoteService>>,
 }
 
 /// `java` for the `{java}` placeholder: JAVA_HOME's, else the one on PATH.
@@ -44,6 +47,9 @@ pub const STUCK_AT_CAP: Duration = Duration::from_secs(10);
 
 impl Instance {
     pub fn spawn(svc: &Service, spec: &StartSpec) -> Result<Instance> {
+        if let Some(remote) = spec.remote {
+            return remote.start(svc, spec);
+        }
         let port = crate::net::free_port()?;
         let mut values = spec.dep_placeholders.clone();
         values.insert("port".into(), port.to_string());
@@ -69,7 +75,7 @@ impl Instance {
         sandbox.place_on(spec.host);
         let spawned_at = Instant::now();
         sandbox.start(&command, &svc.dir, &env, log)?;
-        Ok(Instance { sandbox, host: spec.host.clone(), port, log_path, spawned_at })
+        Ok(Instance { sandbox: ServiceSandbox::Here(sandbox), host: spec.host.clone(), port, log_path, spawned_at })
     }
 
     /// Waits for the first HTTP answer on the readiness path; returns the startup time. A service that
@@ -149,6 +155,9 @@ impl Instance {
 
     /// The last lines of the service's log, on one line, for error messages.
     pub fn log_tail(&self, n: usize) -> String {
+        if let ServiceSandbox::There(s) = &self.sandbox {
+            return s.log_tail(n);
+        }
         let text = std::fs::read_to_string(&self.log_path).unwrap_or_default();
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
         let tail = lines[lines.len().saturating_sub(n)..].join(" | ");

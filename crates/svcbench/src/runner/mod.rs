@@ -7,6 +7,7 @@ pub mod build;
 pub mod instance;
 pub mod lifecycle;
 pub mod progress;
+pub mod service_sandbox;
 pub mod step;
 pub mod warmup;
 
@@ -164,6 +165,8 @@ pub struct SessionCtx {
     pub metrics: Option<crate::metrics::Shared>,
     /// Where the generator, the service and the dependencies run (loopback, or `--net` namespaces).
     pub hosts: crate::network::Hosts,
+    /// The service's own machine (a hosts file's `[service] at`), where it is built and started.
+    pub remote_service: Option<Arc<crate::remote_service::client::RemoteService>>,
 }
 
 pub struct SessionSummary {
@@ -329,7 +332,12 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
     for line in guard::leftovers::clean(&results_dir) {
         eprintln!("{line}");
     }
-    let unlimited = preflight_limits(&opts)?;
+    let service_at = opts.hosts_plan.as_ref().and_then(|p| p.service_at.clone());
+    if service_at.is_some() {
+        crate::remote_service::client::check_services(&services)?;
+    }
+    // A service on another machine is limited there: its answers say what was held.
+    let unlimited = if service_at.is_none() { preflight_limits(&opts)? } else { Vec::new() };
     // The other machines answer (ssh, and svcbench there) before anything is built; their facts are stored.
     let other_hosts = match &opts.hosts_plan {
         Some(plan) => crate::network::ssh::other_hosts(plan, &scenario, &opts.given_deps)?,
@@ -400,8 +408,12 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
         let places: Vec<String> = plan.generators.iter().map(|p| p.describe()).collect();
         let store_at =
             plan.store.as_ref().map(|s| format!("; store {} ({})", s.place.describe(), s.address)).unwrap_or_default();
-        let described =
-            format!("hosts file: service {}{store_at}; generators {}", hosts.service.addr, places.join(", "));
+        let service_place = plan.service_at.as_ref().map(|s| format!(" on {}", s.place.describe())).unwrap_or_default();
+        let described = format!(
+            "hosts file: service {}{service_place}{store_at}; generators {}",
+            hosts.service.addr,
+            places.join(", ")
+        );
         eprintln!("svcbench: {described}");
         store.record_network(session_id, &described)?;
     }
@@ -441,22 +453,36 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
     eprintln!("svcbench:   profile:  {} ({})", profile.description, profile.path.display());
 
     let result = (|| -> Result<SessionSummary> {
+        // The service's machine runs (and builds) it until this closure ends (dropped after `ctx`).
+        let remote_service = match &service_at {
+            Some(at) => Some(crate::remote_service::client::RemoteService::connect(at)?),
+            None => None,
+        };
         // Build each service once; a failed build is recorded and that service skipped.
         // Variants that differ only in how they run share their base's build.
         let mut ready = Vec::new();
-        let mut builds: BTreeMap<String, std::result::Result<f64, String>> = BTreeMap::new();
+        let mut builds: BTreeMap<String, std::result::Result<(f64, u64), String>> = BTreeMap::new();
         for svc in &services {
             if stop.load(Ordering::Relaxed) {
                 break;
             }
             let built = match builds.get(&svc.build_key()) {
-                // The build it reuses, and what that build took.
-                Some(Ok(seconds)) => svc.artifact_bytes().map(|bytes| (*seconds, bytes)).map_err(|e| format!("{e:#}")),
+                // The build it reuses, and what that build took (its artifacts are here, or were measured
+                // on the service's machine).
+                Some(Ok((seconds, bytes))) if remote_service.is_some() => Ok((*seconds, *bytes)),
+                Some(Ok((seconds, _))) => {
+                    svc.artifact_bytes().map(|bytes| (*seconds, bytes)).map_err(|e| format!("{e:#}"))
+                }
                 Some(Err(e)) => Err(e.clone()),
                 None => {
-                    let b = build::build(svc, &work_dir, opts.skip_build).map_err(|e| format!("{e:#}"));
-                    builds.insert(svc.build_key(), b.as_ref().map(|b| b.seconds).map_err(|e| e.clone()));
-                    b.map(|b| (b.seconds, b.artifact_bytes))
+                    let b = match &remote_service {
+                        Some(r) => r.build(svc, opts.skip_build),
+                        None => build::build(svc, &work_dir, opts.skip_build),
+                    }
+                    .map(|b| (b.seconds, b.artifact_bytes))
+                    .map_err(|e| format!("{e:#}"));
+                    builds.insert(svc.build_key(), b.clone());
+                    b
                 }
             };
             match built {
@@ -507,6 +533,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
                 None => None,
             },
             hosts: hosts.clone(),
+            remote_service: remote_service.clone(),
         };
         for svc in &ready {
             if stop.load(Ordering::Relaxed) {
@@ -648,6 +675,7 @@ fn start_spec<'a>(
         log_name: format!("{}-{what}.log", svc.name()),
         env_overrides: overrides,
         host: &ctx.hosts.service,
+        remote: ctx.remote_service.as_ref(),
     }
 }
 
@@ -722,8 +750,8 @@ fn run_one_inner(
         },
     )?;
     *unlimited = mismatches;
-    ctx.store.add_run_warnings(run_id, &inst.sandbox.warnings)?;
-    for w in &inst.sandbox.warnings {
+    ctx.store.add_run_warnings(run_id, inst.sandbox.warnings())?;
+    for w in inst.sandbox.warnings() {
         eprintln!("svcbench: WARNING: {w}");
         ctx.store.add_session_warning(ctx.session_id, w)?;
     }
@@ -856,6 +884,7 @@ pub fn check_service(
     let mut limits = Limits::default();
     let gen = cpu_split(&mut limits, None)?;
     let how = alone::Alone {
+        service_at: None,
         what: "check",
         limits: &limits,
         loadgen_cpus: &gen,

@@ -3,7 +3,7 @@ use anyhow::Result;
 use std::path::{Path, PathBuf};
 
 /// Limits of a sandbox, as Docker's `--cpus`, `--memory` (no swap) and `--cpuset-cpus`.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Limits {
     pub cpus: Option<f64>,
     pub memory_bytes: Option<u64>,
@@ -12,7 +12,7 @@ pub struct Limits {
 
 /// Limits as the kernel holds them, read back from the group's own files after it was set up: what the
 /// service really runs under, whatever was asked. `None`: no limit there (or nothing to read).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Applied {
     pub cpus: Option<f64>,
     pub memory_bytes: Option<u64>,
@@ -79,7 +79,7 @@ pub trait CgroupBackend: Send + Sync {
     fn pin(&self, set: &str) -> Result<()>;
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum CgroupChoice {
     Auto,
     V1,

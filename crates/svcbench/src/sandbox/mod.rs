@@ -80,7 +80,7 @@ impl Probe for GroupProbe {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct StopOutcome {
     pub exit: Option<Exit>,
     /// From SIGTERM to exit (or to the kill when it did not exit in time).

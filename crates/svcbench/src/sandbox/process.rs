@@ -129,7 +129,7 @@ pub fn signal_pids(pids: &[i32], sig: i32) {
 }
 
 /// How a process ended.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Exit {
     pub code: Option<i32>,
     pub signal: Option<i32>,

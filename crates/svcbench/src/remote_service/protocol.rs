@@ -1,0 +1,74 @@
+//! What this side asks of the service's machine and what it answers: one JSON object per line each way.
+//! Each reply is `{"Ok": value}` or `{"Err": "one line"}`.
+use crate::sandbox::{CgroupChoice, Limits};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// Build the service (`services/x@variant`, relative to the checkout there); answers [`Built`].
+    Build {
+        service: String,
+        skip: bool,
+    },
+    /// Start it in a sandbox with these placeholders (`{port}` and `{host}` are filled there); answers
+    /// [`Started`].
+    Start {
+        service: String,
+        sandbox_name: String,
+        limits: Limits,
+        cgroup: CgroupChoice,
+        placeholders: BTreeMap<String, String>,
+        env_overrides: BTreeMap<String, String>,
+        log_name: String,
+    },
+    /// Figures of a started sandbox (`id` from [`Started`]).
+    Sample {
+        id: u64,
+    },
+    RunqueueWait {
+        id: u64,
+    },
+    ResetPeak {
+        id: u64,
+    },
+    KernelPeak {
+        id: u64,
+    },
+    LimitsHeld {
+        id: u64,
+        asked: Limits,
+    },
+    TryExit {
+        id: u64,
+    },
+    Stop {
+        id: u64,
+        grace_ms: u64,
+    },
+    LogTail {
+        id: u64,
+        lines: usize,
+    },
+    /// Kill what is left and remove the sandbox.
+    Remove {
+        id: u64,
+    },
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Built {
+    pub seconds: f64,
+    pub artifact_bytes: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Started {
+    pub id: u64,
+    pub port: u16,
+    pub cgroup_version: String,
+    pub warnings: Vec<String>,
+}
+
+pub type Reply = Result<serde_json::Value, String>;
