@@ -406,6 +406,17 @@ fn a_service_on_another_host_is_built_run_and_sampled_there() {
     }
     assert!(processes_matching("serve-service").is_empty());
 
+    // `svcbench up` with the same [service]: the service over there, under its limits, until Ctrl-C.
+    let (mut up, lines) = spawn_up(tmp.path(), &steady, &["--hosts", h, "--cpus", "0.5"], 1);
+    let url = lines[0].strip_prefix("service ").expect(&lines[0]).to_string();
+    assert!(url.starts_with(&format!("http://{}:", host.there)), "{lines:?}");
+    assert_eq!(ureq::get(&format!("{url}/")).call().unwrap().status(), 200);
+    assert!(!processes_matching("testservice.py steady").is_empty());
+    assert!(up.interrupt(Duration::from_secs(30)).is_some(), "{}", stderr_of(tmp.path(), "up"));
+    let said = std::fs::read_to_string(tmp.path().join("up.err")).unwrap();
+    assert!(said.contains("CPU quota 0.5"), "the quota held there: {said}");
+    assert!(processes_matching("testservice.py steady").is_empty(), "left running after up: {said}");
+
     // A service outside the checkout cannot be found there: said before any build or start.
     let outside = tmp.path().join("outside");
     std::fs::create_dir(&outside).unwrap();
