@@ -188,6 +188,38 @@ fn a_generator_on_another_host_is_driven_over_ssh_and_its_figures_come_home() {
     drop(host);
 }
 
+/// Starts a 60 s run of `service` with the hosts file, SIGKILLs svcbench mid-step, and waits until what
+/// the far side ran (`far_parts`) is gone: the closed connection alone must stop it there.
+fn kill_mid_step_and_wait_for_the_far_side(
+    tmp: &Path,
+    name: &str,
+    service: &str,
+    hosts: &str,
+    load_within: Duration,
+    far_parts: &dyn Fn() -> Vec<String>,
+) {
+    let long = tmp.join("long.toml");
+    std::fs::write(&long, "name = \"long\"\n[[step]]\nconnections = 1\nduration = \"60s\"\n").unwrap();
+    let killed = tmp.join(format!("{name}.db"));
+    let (l, k) = (long.to_str().unwrap(), killed.to_str().unwrap());
+    let mut bg =
+        spawn_svcbench(tmp, name, &["run", service, "--profile", l, "--runs", "1", "--db", k, "--hosts", hosts]);
+    wait_for_load_within(&killed, load_within);
+    assert!(!far_parts().is_empty(), "the far side should run its part during the step");
+    bg.kill().unwrap();
+    bg.wait().unwrap();
+    let t0 = Instant::now();
+    while !far_parts().is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(90),
+            "the far side did not stop after svcbench was killed: {:?}\n{}",
+            far_parts(),
+            stderr_of(tmp, name)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// The far side of these tests is a namespace with no route to the package registries, where svcbench
 /// could not build the locations load dataset on a fresh machine; so it is built here first, as
 /// scenarios/locations/dataset/README.md says, when it is missing.
@@ -259,39 +291,9 @@ fn a_store_on_another_host_is_started_there_used_here_and_stopped() {
     assert!(processes_matching("locations-actix").is_empty());
 
     // Killed here: the connection closes and the far side stops its store by itself.
-    let long = tmp.path().join("long.toml");
-    std::fs::write(&long, "name = \"long\"\n[[step]]\nconnections = 1\nduration = \"60s\"\n").unwrap();
-    let killed = tmp.path().join("killed.db");
-    let mut bg = spawn_svcbench(
-        tmp.path(),
-        "store-killed",
-        &[
-            "run",
-            actix,
-            "--profile",
-            long.to_str().unwrap(),
-            "--runs",
-            "1",
-            "--db",
-            killed.to_str().unwrap(),
-            "--hosts",
-            h,
-        ],
-    );
-    wait_for_load_within(&killed, Duration::from_secs(240));
-    assert!(!store_procs().is_empty(), "the store should run during the step");
-    bg.kill().unwrap();
-    bg.wait().unwrap();
-    let t0 = Instant::now();
-    while !store_procs().is_empty() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(90),
-            "the far side did not stop its store after svcbench was killed: {:?}\n{}",
-            store_procs(),
-            stderr_of(tmp.path(), "store-killed")
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    kill_mid_step_and_wait_for_the_far_side(tmp.path(), "store-killed", actix, h, Duration::from_secs(240), &|| {
+        store_procs()
+    });
     // `svcbench up` with the same [store]: the service here, its store there, both until Ctrl-C.
     let (mut up, lines) = spawn_up(tmp.path(), &repo().join("services/locations/rust-actix"), &["--hosts", h], 2);
     let service = lines.iter().find_map(|l| l.strip_prefix("service ")).expect("service URL").to_string();
@@ -369,41 +371,19 @@ fn a_service_on_another_host_is_built_run_and_sampled_there() {
     assert!(leftover_cgroups().is_empty(), "cgroups left behind: {:?}", leftover_cgroups());
 
     // Killed here: the connection closes and the far side stops the service by itself.
-    let long = tmp.path().join("long.toml");
-    std::fs::write(&long, "name = \"long\"\n[[step]]\nconnections = 1\nduration = \"60s\"\n").unwrap();
-    let killed = tmp.path().join("killed.db");
     let steady = fixture("steady");
-    let mut bg = spawn_svcbench(
+    kill_mid_step_and_wait_for_the_far_side(
         tmp.path(),
         "service-killed",
-        &[
-            "run",
-            steady.to_str().unwrap(),
-            "--profile",
-            long.to_str().unwrap(),
-            "--runs",
-            "1",
-            "--db",
-            killed.to_str().unwrap(),
-            "--hosts",
-            h,
-        ],
+        steady.to_str().unwrap(),
+        h,
+        Duration::from_secs(60),
+        &|| {
+            let mut left = processes_matching("testservice.py steady");
+            left.extend(leftover_cgroups().iter().map(|g| g.display().to_string()));
+            left
+        },
     );
-    wait_for_load_within(&killed, Duration::from_secs(60));
-    assert!(!processes_matching("testservice.py steady").is_empty(), "the service should run during the step");
-    bg.kill().unwrap();
-    bg.wait().unwrap();
-    let t0 = Instant::now();
-    while !processes_matching("testservice.py steady").is_empty() || !leftover_cgroups().is_empty() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "the far side did not stop the service after svcbench was killed: {:?} {:?}\n{}",
-            processes_matching("testservice.py steady"),
-            leftover_cgroups(),
-            stderr_of(tmp.path(), "service-killed")
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
     assert!(processes_matching("serve-service").is_empty());
 
     // `svcbench up` with the same [service]: the service over there, under its limits, until Ctrl-C.
@@ -422,44 +402,18 @@ fn a_service_on_another_host_is_built_run_and_sampled_there() {
     std::fs::create_dir(&outside).unwrap();
     std::fs::copy(fixture("steady").join("svcbench.toml"), outside.join("svcbench.toml")).unwrap();
     let testing = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/testing");
-    let out = svcbench(
-        &[
-            "run",
-            outside.to_str().unwrap(),
-            "--scenario",
-            testing.to_str().unwrap(),
-            "--profile",
-            prof.to_str().unwrap(),
-            "--runs",
-            "1",
-            "--db",
-            tmp.path().join("o.db").to_str().unwrap(),
-            "--hosts",
-            h,
-        ],
-        tmp.path(),
-    );
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && said.contains("outside this checkout") && !said.contains("building"), "{said}");
+    let refused = |service: &Path, extra: &[&str], says: &str| {
+        let db = tmp.path().join("refused.db");
+        let mut args = vec!["run", service.to_str().unwrap(), "--profile", prof.to_str().unwrap(), "--runs", "1"];
+        args.extend(["--db", db.to_str().unwrap(), "--hosts", h]);
+        args.extend(extra);
+        let out = svcbench(&args, tmp.path());
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && said.contains(says) && !said.contains("building"), "{said}");
+    };
+    refused(&outside, &["--scenario", testing.to_str().unwrap()], "outside this checkout");
     // A scenario whose store would stay here, out of the far service's reach, is refused up front.
-    let actix = repo().join("services/locations/rust-actix");
-    let out = svcbench(
-        &[
-            "run",
-            actix.to_str().unwrap(),
-            "--profile",
-            prof.to_str().unwrap(),
-            "--runs",
-            "1",
-            "--db",
-            tmp.path().join("l.db").to_str().unwrap(),
-            "--hosts",
-            h,
-        ],
-        tmp.path(),
-    );
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && said.contains("place them with [store]") && !said.contains("building"), "{said}");
+    refused(&repo().join("services/locations/rust-actix"), &[], "place them with [store]");
     drop(host);
     assert_no_leftovers("testservice.py steady");
 }

@@ -60,18 +60,8 @@ pub fn run(a: ServeDepsArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     if let Some(why) = not_placeable(&scenario) {
         bail!("{why}");
     }
-    std::net::TcpListener::bind((a.listen, 0))
-        .map_err(|e| anyhow::anyhow!("--listen {}: not an address of this machine ({e})", a.listen))?;
-    std::fs::create_dir_all(&a.work_dir)?;
-    let work_dir = std::path::absolute(&a.work_dir)?;
-    // results/work/store → the results folder, whose work/ holds the lock files of killed sessions.
-    let results_dir = work_dir.parent().and_then(|p| p.parent()).unwrap_or(&work_dir);
-    for line in crate::guard::leftovers::clean(results_dir) {
-        eprintln!("{line}");
-    }
     // svcbench at the other end of ssh went away (stopped, killed, disconnected): stop as on Ctrl-C.
-    let log = work_dir.join(format!("serve-deps-{}.log", std::process::id()));
-    let _input = crate::network::ssh::far_side_input(stop.clone(), log);
+    let (work_dir, _input) = crate::network::ssh::far_side_setup(a.listen, &a.work_dir, "serve-deps", stop.clone())?;
     let mut deps = Dependencies::start(
         &scenario.file.dependency,
         &DepContext {

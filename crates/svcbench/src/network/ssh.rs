@@ -187,6 +187,29 @@ impl Drop for FarProcess {
     }
 }
 
+/// What the far side of a [`FarProcess`] (`serve-deps`, `serve-service`) does first: checks that `listen`
+/// is an address of this machine, makes its work folder (returned absolute), removes what a killed svcbench
+/// left on this machine, and reads its input ([`far_side_input`]), its log named after `what`.
+pub fn far_side_setup(
+    listen: std::net::Ipv4Addr,
+    work_dir: &std::path::Path,
+    what: &str,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Result<(std::path::PathBuf, std::sync::mpsc::Receiver<String>)> {
+    std::net::TcpListener::bind((listen, 0))
+        .map_err(|e| anyhow::anyhow!("--listen {listen}: not an address of this machine ({e})"))?;
+    std::fs::create_dir_all(work_dir)?;
+    let work_dir = std::path::absolute(work_dir)?;
+    // results/work/<part> → the results folder, whose work/ holds the lock files of killed sessions.
+    let results_dir = work_dir.parent().and_then(|p| p.parent()).unwrap_or(&work_dir);
+    for line in crate::guard::leftovers::clean(results_dir) {
+        eprintln!("{line}");
+    }
+    let log = work_dir.join(format!("{what}-{}.log", std::process::id()));
+    let input = far_side_input(stop, log);
+    Ok((work_dir, input))
+}
+
 /// The far side of a [`FarProcess`]: its standard input, line by line. When it closes (svcbench on the
 /// other end stopped, was killed, or lost the connection) `stop` is set, and what is said from then on goes
 /// to `log`: writing to a closed connection would end this process before it has stopped what it started.

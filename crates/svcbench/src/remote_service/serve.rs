@@ -35,17 +35,8 @@ struct Served {
 }
 
 pub fn run(a: ServeServiceArgs, stop: Arc<AtomicBool>) -> Result<i32> {
-    std::net::TcpListener::bind((a.listen, 0))
-        .map_err(|e| anyhow::anyhow!("--listen {}: not an address of this machine ({e})", a.listen))?;
-    std::fs::create_dir_all(&a.work_dir)?;
-    let work_dir = std::path::absolute(&a.work_dir)?;
-    // results/work/service → the results folder, whose work/ holds the lock files of killed sessions.
-    let results_dir = work_dir.parent().and_then(|p| p.parent()).unwrap_or(&work_dir);
-    for line in crate::guard::leftovers::clean(results_dir) {
-        eprintln!("{line}");
-    }
-    let log = work_dir.join(format!("serve-service-{}.log", std::process::id()));
-    let requests = crate::network::ssh::far_side_input(stop.clone(), log);
+    let (work_dir, requests) =
+        crate::network::ssh::far_side_setup(a.listen, &a.work_dir, "serve-service", stop.clone())?;
     let mut served = Served { listen: a.listen, work_dir, instances: HashMap::new(), next_id: 1 };
     let mut out = std::io::stdout();
     while !stop.load(Ordering::Relaxed) {
