@@ -99,6 +99,10 @@ pub struct Quick {
     /// The services of the short form, when it cannot afford them all (e.g. one build fewer).
     #[serde(default)]
     pub services: Option<Vec<String>>,
+    /// The limits axis of the short form, in place of `[limits]` (e.g. none: JVMs start slowly under a
+    /// quarter of a CPU, which a smoke test need not pay for).
+    #[serde(default)]
+    pub limits: Option<LimitsAxis>,
 }
 
 /// A study as it will run: the file, its name (the file's stem; `:quick` for the quick form) and the
@@ -132,7 +136,10 @@ impl Study {
                 path.display()
             );
         }
-        let file: StudyFile = crate::toml_file::read(path)?;
+        let mut file: StudyFile = crate::toml_file::read(path)?;
+        if let (true, Some(limits)) = (quick, file.quick.limits.clone()) {
+            file.limits = limits;
+        }
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("study").to_string();
         let at = path.display();
         if file.services.is_empty() {
@@ -262,6 +269,19 @@ mod tests {
         assert!(s.has_link_axis());
         assert!(!load("").unwrap().has_link_axis());
         assert_eq!(crate::runner::cell_key(&load("").unwrap().cells[0]), "cpus=none memory=512M");
+    }
+
+    #[test]
+    fn the_quick_form_may_have_its_own_limits_axis() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("s.toml");
+        let body = "[limits]\ncpus = [0.25]\n[quick]\nruns = 1\n[quick.limits]\nmemory = [\"1G\"]\n";
+        std::fs::write(&f, format!("title = \"t\"\nquestion = \"q\"\nservices = [\"a\"]\nprofile = \"quick\"\n{body}"))
+            .unwrap();
+        let keys =
+            |quick| Study::load(&f, quick).unwrap().cells.iter().map(crate::runner::cell_key).collect::<Vec<String>>();
+        assert_eq!(keys(false), ["cpus=0.25 memory=512M"]);
+        assert_eq!(keys(true), ["cpus=none memory=1G"]);
     }
 
     #[test]
