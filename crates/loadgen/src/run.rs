@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 
-use crate::client::worker::{run_loop, Clock, Core, WindowEnd};
+use crate::client::worker::{run_loop, Clock, Core, WindowEnd, STALLED_AFTER};
 use crate::config::{share, LoadConfig, Model};
 use crate::histogram::{encode, new_latency_histogram, percentiles};
 use crate::limits;
@@ -240,7 +240,13 @@ fn build_report(
 const STARVED_MIN_RUN_S: f64 = 1.0;
 
 /// Fairness over every worker's slots at the end of the window.
-fn connection_stats<'a>(windows: impl Iterator<Item = &'a WindowEnd>, duration_s: f64) -> ConnectionStats {
+fn connection_stats<'a>(windows: impl Iterator<Item = &'a WindowEnd> + Clone, duration_s: f64) -> ConnectionStats {
+    // A request still out is slow, not starved, while it has waited no longer than successes took:
+    // behind a dependency that answers in 8 s, a connection opened in the last 8 s of a step has no
+    // answer yet like any other. A quarter more absorbs an answer read just after the window's end;
+    // the fixed second keeps fast services' fresh requests out too.
+    let slowest = windows.clone().map(|w| w.slowest_answer).max().unwrap_or_default();
+    let usual_wait = slowest.mul_f64(1.25).max(STALLED_AFTER);
     let mut c = ConnectionStats::default();
     let mut answers = Vec::new();
     let mut candidates = 0;
@@ -252,9 +258,10 @@ fn connection_stats<'a>(windows: impl Iterator<Item = &'a WindowEnd>, duration_s
             c.never_connected += u64::from(!s.connected);
             // A slot that tried and got nothing: it failed to connect every time, or sent and
             // waited in vain. A connected slot the open model never needed is not starved, nor
-            // one whose request has been out less than a second.
+            // one whose request has been out no longer than the usual wait.
             let sought = s.tried && (!s.connected || s.sent > 0);
-            candidates += u64::from(s.answers == 0 && sought && !s.recently_sent);
+            let still_usual = s.waiting.is_some_and(|w| w <= usual_wait);
+            candidates += u64::from(s.answers == 0 && sought && !still_usual);
         }
     }
     answers.sort_unstable();

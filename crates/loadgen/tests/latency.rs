@@ -171,6 +171,25 @@ fn slow_server(delay: Duration) -> TestServer {
 }
 
 #[test]
+fn behind_a_slow_answer_a_fresh_connection_still_waiting_is_slow_not_starved() {
+    let _serial = serial();
+    // Every answer takes 1.6 s (seed 004's slow dependency, shortened); 20 req/s for 3 s. The open
+    // model opens connections until the first answers free some, so the ones opened around 1.5 s
+    // have no answer by the end of the window after more than a second of waiting: as long as any
+    // answer takes, which is slow, not unfair.
+    let server = slow_server(Duration::from_millis(1600));
+    let mut config = open_model(server.target(), 20.0, 100, Duration::from_secs(3));
+    config.request_timeout = Duration::from_secs(10);
+    let r = loadgen::run(&config, None).unwrap();
+    let c = r.connections;
+    assert_eq!(c.answers_min, 0, "some connections had no answer yet: {c:?}");
+    assert!(c.stalled >= 1, "some requests had waited more than a second: {c:?}");
+    assert!(c.oldest_unanswered_ms < 1700.0, "{c:?}");
+    assert_eq!(c.starved, 0, "{c:?}");
+    assert!(r.flags().iter().all(|f| f.code != "starved_connections"), "{:?}", r.flags());
+}
+
+#[test]
 fn open_model_waits_for_the_answers_of_requests_due_before_the_end() {
     let _serial = serial();
     // Every answer takes 500 ms; 40 req/s for 2 s = 80 requests, the last ~20 unanswered at the

@@ -148,8 +148,9 @@ pub struct NetworkArgs {
     /// by a bridge (needs root and iproute2).
     #[arg(long)]
     pub net: bool,
-    /// A link between two parts (client, service, store) with tc netem, e.g. service-store=delay:2ms,jitter:0.2ms,loss:0.1%;
-    /// the delay is added once to every round trip between them. Implies --net. Repeatable.
+    /// An emulated link between two parts (client, service, store), e.g. service-store=delay:2ms,jitter:0.2ms,loss:0.1%;
+    /// the delay is added once to every round trip between them (a user-space delay line, docs/network.md).
+    /// Implies --net. Repeatable.
     #[arg(long = "link", value_name = "A-B=SPEC", value_parser = parse_link)]
     pub links: Vec<crate::network::Link>,
 }

@@ -42,7 +42,7 @@ const TIMER: Token = Token(usize::MAX);
 /// since arming a timer and waking from epoll costs about as much and is less punctual.
 const SPIN_BELOW: Duration = Duration::from_micros(50);
 /// A request in flight longer than this at the end of the window counts as stalled, and its
-/// connection as starved if it never got an answer.
+/// connection as starved if it never got an answer and has waited longer than any success took.
 pub(crate) const STALLED_AFTER: Duration = Duration::from_secs(1);
 
 /// The open model's wake-up clock: a timerfd with nanosecond resolution. epoll's own timeout
@@ -182,16 +182,11 @@ impl Core {
                     oldest = oldest.max(w);
                     stalled += u64::from(w > STALLED_AFTER);
                 }
-                SlotEnd {
-                    answers: c.answers,
-                    sent: c.sent,
-                    tried: c.tried,
-                    connected: c.connected_once,
-                    recently_sent: waiting.is_some_and(|w| w < STALLED_AFTER),
-                }
+                SlotEnd { answers: c.answers, sent: c.sent, tried: c.tried, connected: c.connected_once, waiting }
             })
             .collect();
-        WindowEnd { slots, oldest_unanswered: oldest, stalled, ok: self.stats.ok }
+        let slowest_answer = Duration::from_micros(self.stats.hist.max());
+        WindowEnd { slots, oldest_unanswered: oldest, stalled, ok: self.stats.ok, slowest_answer }
     }
 
     /// A new connection slot; returns its index (also its event token).
@@ -271,8 +266,8 @@ pub(crate) struct SlotEnd {
     pub(crate) sent: u64,
     pub(crate) tried: bool,
     pub(crate) connected: bool,
-    /// A request is in flight and went out less than [`STALLED_AFTER`] ago.
-    pub(crate) recently_sent: bool,
+    /// How long its request in flight has waited since it was sent (None: nothing in flight).
+    pub(crate) waiting: Option<Duration>,
 }
 
 /// What a worker saw at the end of the measured window (before the open model's drain).
@@ -283,6 +278,8 @@ pub(crate) struct WindowEnd {
     pub(crate) stalled: u64,
     /// Successes so far.
     pub(crate) ok: u64,
+    /// The longest a success so far took (zero before the first).
+    pub(crate) slowest_answer: Duration,
 }
 
 /// How a worker's loop ended.

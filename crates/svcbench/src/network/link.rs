@@ -145,7 +145,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_link_reads_its_parts_and_settings_and_turns_into_netem_arguments() {
+    fn a_link_reads_its_parts_and_settings_and_prints_them_back() {
         let l = Link::parse("service-store=delay:2ms,jitter:200us,loss:0.5%").unwrap();
         assert_eq!((l.from, l.to), (Role::Service, Role::Store));
         assert_eq!(l.to_string(), "service-store=delay:2ms,jitter:0.2ms,loss:0.5%");

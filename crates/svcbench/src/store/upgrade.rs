@@ -46,7 +46,7 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
     ("run", "cell", "TEXT", 4, "the limits cell as asked, e.g. `cpus=0.5 memory=256M`"),
     ("run", "asked_cpus", "REAL", 4, "CPU quota asked for this run (a study's limits axis)"),
     ("run", "asked_memory_mib", "REAL", 4, "memory cap asked for this run"),
-    ("session", "network", "TEXT", 5, "--net: the parts' addresses and the links (netem) between them; NULL: loopback"),
+    ("session", "network", "TEXT", 5, "--net: the parts' addresses and the links between them; NULL: loopback"),
     ("session", "other_hosts", "TEXT", 6, "JSON: [{role, place, facts}] of the machines reached over ssh (hosts file)"),
 ];
 
