@@ -119,9 +119,9 @@ pub struct ConnectionStats {
     /// reconnects: it is one of the model's connections, not one socket.
     pub used: u64,
     /// Slots that got no answer in the whole run while other slots did (counted only for runs of
-    /// at least a second; a slot whose request has waited no longer than the slowest success took
-    /// (plus a quarter, at least a second), or that the open model never gave a request, is not
-    /// starved).
+    /// at least a second). A slot whose request is still out is starved only when a request sent
+    /// a second or more after it was answered first (overtaken, not merely slow); a slot the open
+    /// model never gave a request is not starved.
     pub starved: u64,
     /// Slots that never got connected.
     pub never_connected: u64,

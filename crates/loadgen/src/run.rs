@@ -241,12 +241,11 @@ const STARVED_MIN_RUN_S: f64 = 1.0;
 
 /// Fairness over every worker's slots at the end of the window.
 fn connection_stats<'a>(windows: impl Iterator<Item = &'a WindowEnd> + Clone, duration_s: f64) -> ConnectionStats {
-    // A request still out is slow, not starved, while it has waited no longer than successes took:
-    // behind a dependency that answers in 8 s, a connection opened in the last 8 s of a step has no
-    // answer yet like any other. A quarter more absorbs an answer read just after the window's end;
-    // the fixed second keeps fast services' fresh requests out too.
-    let slowest = windows.clone().map(|w| w.slowest_answer).max().unwrap_or_default();
-    let usual_wait = slowest.mul_f64(1.25).max(STALLED_AFTER);
+    // A connect or request still pending is starved when a request sent at least STALLED_AFTER after
+    // it got its answer first: it was overtaken, not merely slow. Behind a dependency that answers in
+    // 8 s, a connection opened in a step's last 8 s has no answer yet, like every request sent after it.
+    let latest_answered = windows.clone().filter_map(|w| w.latest_answered_send).max();
+    let overtaken = |sent: Instant| latest_answered.is_some_and(|l| l >= sent + STALLED_AFTER);
     let mut c = ConnectionStats::default();
     let mut answers = Vec::new();
     let mut candidates = 0;
@@ -256,12 +255,12 @@ fn connection_stats<'a>(windows: impl Iterator<Item = &'a WindowEnd> + Clone, du
         for s in &w.slots {
             answers.push(s.answers);
             c.never_connected += u64::from(!s.connected);
-            // A slot that tried and got nothing: it failed to connect every time, or sent and
-            // waited in vain. A connected slot the open model never needed is not starved, nor
-            // one whose request has been out no longer than the usual wait.
+            // A slot that tried and got nothing: its connects and requests ended without an
+            // answer, or the one still pending was overtaken. A connected slot the open model never
+            // needed is not starved.
             let sought = s.tried && (!s.connected || s.sent > 0);
-            let still_usual = s.waiting.is_some_and(|w| w <= usual_wait);
-            candidates += u64::from(s.answers == 0 && sought && !still_usual);
+            let passed_over = s.pending_since.is_none_or(overtaken);
+            candidates += u64::from(s.answers == 0 && sought && passed_over);
         }
     }
     answers.sort_unstable();

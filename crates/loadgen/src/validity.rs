@@ -17,7 +17,7 @@
 //! - `schedule_lag`: open model; the 99th percentile of send lag (actual minus intended send
 //!   time) exceeded [`SCHEDULE_LAG_P99_MS`]: the generator's lateness is inside the latencies.
 //! - `starved_connections`: some connections got no answer in the whole run while others did,
-//!   and have waited longer than the slowest answer took (`ConnectionStats::starved`).
+//!   requests sent a second or more after theirs were answered first (`ConnectionStats::starved`).
 
 use serde::{Deserialize, Serialize};
 

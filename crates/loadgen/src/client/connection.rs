@@ -361,6 +361,11 @@ impl Connection {
     pub(crate) fn is_busy(&self) -> bool {
         matches!(self.state, State::Sending | State::Awaiting)
     }
+
+    /// When its connect or request in flight started (None: idle or closed).
+    pub(crate) fn pending_since(&self) -> Option<Instant> {
+        matches!(self.state, State::Connecting | State::Sending | State::Awaiting).then_some(self.since)
+    }
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ const TIMER: Token = Token(usize::MAX);
 /// since arming a timer and waking from epoll costs about as much and is less punctual.
 const SPIN_BELOW: Duration = Duration::from_micros(50);
 /// A request in flight longer than this at the end of the window counts as stalled, and its
-/// connection as starved if it never got an answer and has waited longer than any success took.
+/// connection as starved if it never got an answer while a request sent this much later did.
 pub(crate) const STALLED_AFTER: Duration = Duration::from_secs(1);
 
 /// The open model's wake-up clock: a timerfd with nanosecond resolution. epoll's own timeout
@@ -120,6 +120,9 @@ pub(crate) struct Core {
     /// request it could not send), not one per retry; the open model's failed attempts each
     /// cost a due request, so each is an error.
     one_error_per_failing_slot: bool,
+    /// When the latest-sent request that got an answer was sent: a request sent well before it and
+    /// still waiting was overtaken (see [`SlotEnd`]).
+    latest_answered_send: Option<Instant>,
 }
 
 impl Core {
@@ -152,6 +155,7 @@ impl Core {
             timer,
             spin: pacing == Some(Pacing::Spin),
             one_error_per_failing_slot: !open_model,
+            latest_answered_send: None,
         })
     }
 
@@ -182,11 +186,22 @@ impl Core {
                     oldest = oldest.max(w);
                     stalled += u64::from(w > STALLED_AFTER);
                 }
-                SlotEnd { answers: c.answers, sent: c.sent, tried: c.tried, connected: c.connected_once, waiting }
+                SlotEnd {
+                    answers: c.answers,
+                    sent: c.sent,
+                    tried: c.tried,
+                    connected: c.connected_once,
+                    pending_since: c.pending_since(),
+                }
             })
             .collect();
-        let slowest_answer = Duration::from_micros(self.stats.hist.max());
-        WindowEnd { slots, oldest_unanswered: oldest, stalled, ok: self.stats.ok, slowest_answer }
+        WindowEnd {
+            slots,
+            oldest_unanswered: oldest,
+            stalled,
+            ok: self.stats.ok,
+            latest_answered_send: self.latest_answered_send,
+        }
     }
 
     /// A new connection slot; returns its index (also its event token).
@@ -266,8 +281,8 @@ pub(crate) struct SlotEnd {
     pub(crate) sent: u64,
     pub(crate) tried: bool,
     pub(crate) connected: bool,
-    /// How long its request in flight has waited since it was sent (None: nothing in flight).
-    pub(crate) waiting: Option<Duration>,
+    /// When its connect or request in flight started (None: nothing in flight).
+    pub(crate) pending_since: Option<Instant>,
 }
 
 /// What a worker saw at the end of the measured window (before the open model's drain).
@@ -278,8 +293,8 @@ pub(crate) struct WindowEnd {
     pub(crate) stalled: u64,
     /// Successes so far.
     pub(crate) ok: u64,
-    /// The longest a success so far took (zero before the first).
-    pub(crate) slowest_answer: Duration,
+    /// When the latest-sent request that got an answer so far was sent.
+    pub(crate) latest_answered_send: Option<Instant>,
 }
 
 /// How a worker's loop ended.
@@ -394,6 +409,7 @@ pub(crate) fn run_loop(core: &mut Core, driver: &mut dyn Driver, clock: &Clock) 
                     let t = Instant::now();
                     let origin = core.conns[idx].origin;
                     core.conns[idx].answers += 1;
+                    core.latest_answered_send = core.latest_answered_send.max(Some(core.conns[idx].since));
                     core.stats.response(status, origin, t);
                     if reusable {
                         driver.on_idle(core, idx, t, false);
