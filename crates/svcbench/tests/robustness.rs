@@ -1,6 +1,7 @@
 //! svcbench under hostile endings: SIGKILL mid-step (the next run cleans up and marks the session aborted), a
 //! second Ctrl-C 50 ms after the first, two measurements at once, a refusal check that must not be fooled,
-//! and a service that runs out of memory while starting, during the checks, or sits at its cap.
+//! a service that runs out of memory while starting, during the checks, or sits at its cap, and an svcbench in
+//! another pid namespace that must take none of this one's parts for leftovers.
 mod common;
 use common::*;
 use std::path::{Path, PathBuf};
@@ -173,5 +174,40 @@ fn a_service_stuck_at_its_memory_cap_is_given_up_on_early() {
     assert!(t0.elapsed() < Duration::from_secs(60), "gave up after {:?}, not well before the timeout", t0.elapsed());
     let err = text_of(&db(&dbp), "SELECT error FROM run");
     assert!(err.contains("sat at its memory cap (48 MiB)") && err.contains("raise --memory"), "{err}");
+    assert_no_leftovers("fixtures/testservice.py");
+}
+
+#[test]
+fn an_svcbench_in_another_pid_namespace_leaves_this_ones_groups_alone() {
+    // Two containers sharing the machine's cgroups: from a pid namespace of its own, the other svcbench and its
+    // service are invisible, so their pids look dead; their groups still hold running processes.
+    let tmp = tempfile::tempdir().unwrap();
+    let (outer_db, inner_db) = (tmp.path().join("outer.db"), tmp.path().join("inner.db"));
+    let (long, short) = (profile(tmp.path(), 6), profile(tmp.path(), 1));
+    let steady = fixture("steady");
+    let mut outer = spawn_svcbench(tmp.path(), "outer", &run_args(steady.to_str().unwrap(), &long, &outer_db));
+    wait_for_load(&outer_db);
+    let inner = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "sh", "-c", "\"$0\" \"$@\"; exit $?"])
+        .arg(bin())
+        .args(run_args(steady.to_str().unwrap(), &short, &inner_db))
+        .env("SVCBENCH_HOME", repo())
+        .env("SVCBENCH_LOCK_FILE", tmp.path().join("inner.lock"))
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&inner.stderr);
+    assert!(inner.status.success(), "{said}");
+    assert!(!said.contains("no longer run"), "the other container's groups were taken for leftovers: {said}");
+    assert!(
+        !said.contains("cleaned up after svcbench pid"),
+        "the other container's session was taken for dead: {said}"
+    );
+    assert!(!said.contains(&format!("{}-", outer.id())), "{said}");
+    assert!(wait_exit(&mut outer, Duration::from_secs(60)).success(), "{}", stderr_of(tmp.path(), "outer"));
+    let c = db(&outer_db);
+    assert_eq!(text_of(&c, "SELECT status FROM session"), "completed");
+    assert_eq!(text_of(&c, "SELECT status FROM run"), "completed");
+    assert_eq!(text_of(&db(&inner_db), "SELECT status FROM run"), "completed");
     assert_no_leftovers("fixtures/testservice.py");
 }

@@ -1,7 +1,8 @@
 //! Leftovers of an svcbench that was killed before it could tear down (SIGKILL, OOM, a crash): its
 //! services and dependencies still running in their cgroups, its session still `running` in the store.
 //! Every `svcbench run` and `check` looks for them first: lock files of dead owners in the results' work
-//! folders, and svcbench cgroups named after a dead svcbench (sandbox names start with its pid). It ends
+//! folders, and svcbench cgroups named after a dead svcbench (sandbox names start with its pid; groups still
+//! holding processes this pid namespace cannot see belong to an svcbench in another container). It ends
 //! their processes, removes the cgroups and `--net` namespaces, and marks the sessions and their runs
 //! `aborted`.
 use super::{owner_alive, LockFile, Part, LOCK_NAME};
@@ -49,8 +50,10 @@ fn cgroup_parents() -> Vec<PathBuf> {
     out
 }
 
-/// Groups left by svcbench processes that no longer run, by the pid their names start with.
-fn orphan_cgroups() -> Vec<Part> {
+/// Groups left by svcbench processes that no longer run, by the pid their names start with, and the pids
+/// of svcbench processes that run unseen from here (their groups still hold processes this pid namespace
+/// cannot see: another container on the machine, whose groups and network are its own).
+fn orphan_cgroups() -> (Vec<Part>, Vec<i32>) {
     let mut by_name: Vec<Part> = Vec::new();
     for parent in cgroup_parents() {
         let Ok(rd) = std::fs::read_dir(&parent) else { continue };
@@ -66,7 +69,13 @@ fn orphan_cgroups() -> Vec<Part> {
             }
         }
     }
-    by_name
+    let maker = |p: &Part| p.name.split('-').next().and_then(|p| p.parse::<i32>().ok());
+    let mut elsewhere: Vec<i32> =
+        by_name.iter().filter(|p| p.cgroups.iter().any(|d| cgroup::populated_unseen(d))).filter_map(maker).collect();
+    elsewhere.sort_unstable();
+    elsewhere.dedup();
+    by_name.retain(|p| maker(p).is_none_or(|pid| !elsewhere.contains(&pid)));
+    (by_name, elsewhere)
 }
 
 /// Cleans up after every dead svcbench whose lock file is under `results_dir/work/`, and every orphaned
@@ -86,7 +95,9 @@ pub fn clean(results_dir: &Path) -> Vec<String> {
         else {
             continue;
         };
-        if owner_alive(lf.pid, lf.start_ticks) {
+        // An owner whose services run unseen from here lives in another pid namespace (a container).
+        let unseen = lf.parts.iter().any(|p| p.cgroups.iter().any(|d| cgroup::populated_unseen(d)));
+        if owner_alive(lf.pid, lf.start_ticks) || unseen {
             continue;
         }
         for p in &lf.parts {
@@ -110,7 +121,7 @@ pub fn clean(results_dir: &Path) -> Vec<String> {
         }
         let _ = std::fs::remove_file(&path);
     }
-    let orphans = orphan_cgroups();
+    let (orphans, elsewhere) = orphan_cgroups();
     if !orphans.is_empty() {
         for p in &orphans {
             end_part(p);
@@ -122,7 +133,7 @@ pub fn clean(results_dir: &Path) -> Vec<String> {
         ));
     }
     // After the processes: a namespace lives on while anything runs in it.
-    let owners = crate::network::remove_orphans(svcbench_alive);
+    let owners = crate::network::remove_orphans(|pid| svcbench_alive(pid) || elsewhere.contains(&pid));
     if !owners.is_empty() {
         said.push(format!(
             "svcbench: removed the --net namespaces and interfaces of svcbench pid(s) {} that no longer run",

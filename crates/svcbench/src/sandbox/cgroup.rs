@@ -156,6 +156,16 @@ pub(crate) fn write(path: &Path, value: &str) -> Result<()> {
     std::fs::write(path, value).map_err(|e| anyhow::anyhow!("cannot write {value:?} to {}: {e}", path.display()))
 }
 
+/// Whether processes this pid namespace cannot see run in the group: an svcbench in another container that
+/// shares the machine's cgroups made it, and its pid means nothing here. None of the group's processes show,
+/// yet v2 says it is populated or v1's memory controller holds their resident pages (freed when the last
+/// one ends).
+pub(crate) fn populated_unseen(dir: &Path) -> bool {
+    read_pids(&dir.join("cgroup.procs")).is_empty()
+        && (read_keyed(&dir.join("cgroup.events"), "populated") == Some(1)
+            || read_keyed(&dir.join("memory.stat"), "rss").is_some_and(|b| b > 0))
+}
+
 /// rmdir, retried briefly: the kernel frees a group a moment after its last process is reaped.
 pub(crate) fn rmdir_retry(dir: &Path) -> Result<()> {
     if !dir.exists() {

@@ -102,8 +102,30 @@ pub fn text_of(c: &Connection, sql: &str) -> String {
 /// svcbench's cgroups still present (in any hierarchy), but those of another svcbench that still runs.
 pub fn leftover_cgroups() -> Vec<PathBuf> {
     let mut groups = svcbench_cgroups();
-    groups.retain(|g| !g.file_name().is_some_and(|n| owned_by_a_running_svcbench(&n.to_string_lossy())));
+    let unseen = makers_running_unseen(&groups);
+    groups.retain(|g| {
+        let name = g.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        !owned_by_a_running_svcbench(&name) && !maker_pid(&name).is_some_and(|p| unseen.contains(&p))
+    });
     groups
+}
+
+/// Makers whose groups hold processes this pid namespace cannot see: a study measuring in another
+/// container that shares the machine's cgroups (its pids mean nothing here). None of a group's processes
+/// show, yet v2 says it is populated or v1's memory controller holds their resident pages.
+fn makers_running_unseen(groups: &[PathBuf]) -> Vec<i32> {
+    let read = |p: PathBuf| std::fs::read_to_string(p).unwrap_or_default();
+    let keyed =
+        |text: &str, key: &str| text.lines().find_map(|l| l.strip_prefix(key)?.trim().parse::<u64>().ok()).unwrap_or(0);
+    groups
+        .iter()
+        .filter(|g| {
+            read(g.join("cgroup.procs")).trim().is_empty()
+                && (keyed(&read(g.join("cgroup.events")), "populated ") > 0
+                    || keyed(&read(g.join("memory.stat")), "rss ") > 0)
+        })
+        .filter_map(|g| maker_pid(&g.file_name()?.to_string_lossy()))
+        .collect()
 }
 
 /// svcbench's cgroups present (in any hierarchy), whoever made them.
@@ -149,7 +171,8 @@ pub fn ip_program() -> &'static str {
 /// svcbench's `--net` namespaces and interfaces still present, but those of another svcbench that still runs.
 pub fn leftover_network() -> Vec<String> {
     let mut net = svcbench_network();
-    net.retain(|n| !owned_by_a_running_svcbench(n));
+    let unseen = makers_running_unseen(&svcbench_cgroups());
+    net.retain(|n| !owned_by_a_running_svcbench(n) && !maker_pid(n).is_some_and(|p| unseen.contains(&p)));
     net
 }
 
