@@ -258,3 +258,40 @@ fn seed_000_rounds_run_end_to_end_in_their_quick_form() {
         assert_no_leftovers("opensearch");
     }
 }
+
+#[test]
+fn a_death_does_not_cost_the_fresh_start_levels_after_it_and_a_resume_keeps_the_answer() {
+    // Seed 004's resource table: each level after a fresh start. The hog keeps 2 MiB per request, so under a
+    // 64 MiB cap it is OOM-killed within each 2 s level; every level is still measured, once each.
+    let tmp = tempfile::tempdir().unwrap();
+    let prof = tmp.path().join("levels.toml");
+    std::fs::write(&prof, "name = \"levels\"\n[[step]]\nconnections = [1, 2]\nduration = \"2s\"\nfresh_start = true\n")
+        .unwrap();
+    let file = tmp.path().join("hog.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "title = \"A hog under a cap\"\nquestion = \"Does every level get measured?\"\nservices = [\"{}\"]\n\
+             profile = \"{}\"\nruns = 1\n[limits]\nmemory = [\"64M\"]\n",
+            fixture("hog").display(),
+            prof.display()
+        ),
+    )
+    .unwrap();
+    let dbp = tmp.path().join("hog.db");
+    let (f, d) = (file.to_str().unwrap(), dbp.to_str().unwrap());
+    let out = study(tmp.path(), &[f, "--db", d, "--probe-tolerance", TOLERANCE]);
+    assert_eq!(out.status.code(), Some(1), "a failed run makes the exit code 1");
+    let c = db(&dbp);
+    assert_eq!(text_of(&c, "SELECT status FROM run"), "failed");
+    assert_eq!(i64_of(&c, "SELECT oom_killed FROM run"), 1);
+    assert_eq!(text_of(&c, "SELECT failed_stage FROM run"), "step 1");
+    // Both levels stored, each with its own OOM kill: the second level was not skipped.
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE oom_killed = 1"), 2);
+    drop(c);
+    // The death is the service's answer under that cap, not an interruption: a resume has nothing to run.
+    let out = study(tmp.path(), &[f, "--resume", "--plan", "--db", d]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("1/1 runs done") && said.contains("0 of 1 runs to do"), "{said}");
+    assert_no_leftovers("fixtures/testservice.py");
+}

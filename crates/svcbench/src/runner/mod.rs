@@ -158,6 +158,9 @@ pub struct SessionCtx {
     pub service_cpus: Vec<usize>,
     /// Runs started so far in this session.
     pub session_runs: u32,
+    /// The estimated time of the session's runs after the current one: the live progress line counts it in,
+    /// so that a study of hours says its own time left, not only the run's.
+    pub later_runs: Duration,
     pub stop: Arc<AtomicBool>,
     pub work_dir: PathBuf,
     pub tag: String,
@@ -525,6 +528,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
             loadgen_cpus,
             service_cpus: crate::cpus::parse(opts.limits.cpuset.as_deref().unwrap_or(""))?,
             session_runs: 0,
+            later_runs: Duration::ZERO,
             stop: stop.clone(),
             work_dir: work_dir.clone(),
             tag,
@@ -583,7 +587,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
         let names: Vec<String> = ready.iter().map(|s| s.name().to_string()).collect();
         let keys: Vec<String> = cells.iter().map(cell_key).collect();
         let todo = plan(&names, &keys, opts.runs, &opts.completed);
-        let mut left = progress::TimeLeft::new(todo.len());
+        let mut left = progress::TimeLeft::new(todo.len(), progress::estimate(1, ctx.profile.total_duration()));
         for (i, p) in todo.iter().enumerate() {
             if stop.load(Ordering::Relaxed) {
                 break;
@@ -594,6 +598,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
                 n.set_links(links);
             }
             let cell = Cell { limits: &spec.limits, key: &keys[p.cell], of: cells.len() };
+            ctx.later_runs = left.after_this_run();
             let (status, err) = run_one(&mut ctx, svc, &cell, p.run_index)?;
             match status {
                 "completed" => summary.runs_ok += 1,
@@ -813,7 +818,7 @@ fn run_one_inner(
             inst = Instance::spawn(svc, &start_spec(ctx, svc, cell.limits, &what, &placeholders, &empty))?;
             inst.wait_ready(svc, ctx.opts.startup_timeout, &ctx.stop)?;
         }
-        let left: Duration = steps[i + 1..].iter().map(|s| s.duration).sum();
+        let left: Duration = steps[i + 1..].iter().map(|s| s.duration).sum::<Duration>() + ctx.later_runs;
         let under = if cell.of > 1 { format!(" [{}]", cell.key) } else { String::new() };
         let prefix = format!(
             "{}{under} run {run_index}/{} step {}/{} {}",
@@ -830,13 +835,21 @@ fn run_one_inner(
         }
         if out.oom_killed || out.crashed {
             let what = if out.oom_killed { "OOM-killed" } else { "crashed" };
-            ctx.store.record_death(
-                run_id,
-                &crate::store::RunDeath { oom_killed: out.oom_killed, stage: format!("step {}", i + 1) },
-            )?;
             let exit = inst.sandbox.try_exit().map(|e| e.to_string()).unwrap_or_default();
             eprintln!("svcbench: {} run {run_index}: {what} in step {} ({exit})", svc.name(), i + 1);
-            outcome_err = Some(anyhow::anyhow!("service {what} in step {} ({}): {exit}", i + 1, step.label()));
+            // The run's first death is its outcome; the step's own flags name every death.
+            if outcome_err.is_none() {
+                ctx.store.record_death(
+                    run_id,
+                    &crate::store::RunDeath { oom_killed: out.oom_killed, stage: format!("step {}", i + 1) },
+                )?;
+                outcome_err = Some(anyhow::anyhow!("service {what} in step {} ({}): {exit}", i + 1, step.label()));
+            }
+            // A later step that starts the service afresh is a measurement of its own (seed 004's resource
+            // table: each rate after a fresh start), so one level's death does not cost the others.
+            if steps.get(i + 1).is_some_and(|s| s.fresh_start) {
+                continue;
+            }
             break;
         }
         if let Some(min) = ctx.profile.stop_below_success {

@@ -13,7 +13,8 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// `prefix`: "hello-go-nethttp run 1/2 step 3/12 c=4"; `left`: the session's time left after this step.
+    /// `prefix`: "hello-go-nethttp run 1/2 step 3/12 c=4"; `left_after`: the session's time left after this step
+    /// (the run's later steps and the estimated later runs).
     /// `live`: the generator's running counts (None: agents in other processes, which report at the end).
     pub fn start(
         prefix: String,
@@ -90,23 +91,57 @@ pub fn estimate(runs: usize, profile: Duration) -> Duration {
     (profile + RUN_OVERHEAD_GUESS) * runs as u32
 }
 
-/// The time a whole session (or study) has left, from the average run so far.
+/// The time a whole session (or study) has left, from the average run so far (before the first has ended:
+/// the plan's estimate of one run).
 pub struct TimeLeft {
     started: Instant,
     total: usize,
     done: usize,
+    first_guess: Duration,
 }
 
 impl TimeLeft {
-    pub fn new(total: usize) -> TimeLeft {
-        TimeLeft { started: Instant::now(), total, done: 0 }
+    pub fn new(total: usize, first_guess: Duration) -> TimeLeft {
+        TimeLeft { started: Instant::now(), total, done: 0, first_guess }
+    }
+
+    fn per_run(&self) -> Duration {
+        if self.done == 0 {
+            self.first_guess
+        } else {
+            self.started.elapsed() / self.done as u32
+        }
+    }
+
+    /// The estimated time of the runs after the one about to start.
+    pub fn after_this_run(&self) -> Duration {
+        self.per_run() * self.total.saturating_sub(self.done + 1) as u32
     }
 
     /// Counts one run as done and says how far the session is.
     pub fn run_done(&mut self) -> String {
         self.done += 1;
-        let per_run = self.started.elapsed() / self.done as u32;
-        let left = per_run * self.total.saturating_sub(self.done) as u32;
+        let left = self.per_run() * self.total.saturating_sub(self.done) as u32;
         format!("{}/{} runs done, about {} left", self.done, self.total, fmt_duration(left))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_time_left_counts_the_later_runs_from_the_plan_then_from_the_runs_timed() {
+        let mut left = TimeLeft::new(5, Duration::from_secs(60));
+        // Before any run has ended: the plan's guess for each of the 4 runs after the first.
+        assert_eq!(left.after_this_run(), Duration::from_secs(240));
+        std::thread::sleep(Duration::from_millis(20));
+        left.run_done();
+        // Then the average run so far (a few ms here), for the 3 runs after the second.
+        let later = left.after_this_run();
+        assert!(later >= Duration::from_millis(60) && later < Duration::from_secs(3), "{later:?}");
+        let mut last = TimeLeft::new(1, Duration::from_secs(60));
+        assert_eq!(last.after_this_run(), Duration::ZERO);
+        assert!(last.run_done().starts_with("1/1 runs done"));
     }
 }

@@ -283,13 +283,25 @@ impl Reader {
             .collect::<rusqlite::Result<_>>()?)
     }
 
-    /// Completed runs of a study per (service, cell): what a resumed study does not run again.
-    pub fn completed_cells(&self, study: &str) -> Result<std::collections::BTreeMap<(String, String), u32>> {
+    /// Ended runs of a study per (service, cell): what a resumed study does not run again. A run whose service
+    /// was OOM-killed or crashed is the service's answer under those limits, not an interruption, and counts
+    /// too; only when the profile restarts the service for later steps (`all_steps`: their number) must it
+    /// have stored them all (older runs stopped at the death).
+    pub fn completed_cells(
+        &self,
+        study: &str,
+        all_steps: Option<usize>,
+    ) -> Result<std::collections::BTreeMap<(String, String), u32>> {
         let mut st = self.conn.prepare(
             "SELECT r.service, COALESCE(r.cell, ''), COUNT(*) FROM run r JOIN session s ON s.id = r.session_id
-             WHERE s.study = ?1 AND r.status = 'completed' GROUP BY 1, 2",
+             WHERE s.study = ?1 AND (r.status = 'completed'
+               OR (r.status = 'failed' AND (r.oom_killed = 1 OR r.crashed = 1)
+                   AND (?2 IS NULL OR (SELECT COUNT(*) FROM step WHERE run_id = r.id) >= ?2)))
+             GROUP BY 1, 2",
         )?;
-        let rows = st.query_map([study], |r| Ok(((r.get(0)?, r.get(1)?), r.get::<_, u32>(2)?)))?;
+        let rows = st.query_map(rusqlite::params![study, all_steps.map(|n| n as i64)], |r| {
+            Ok(((r.get(0)?, r.get(1)?), r.get::<_, u32>(2)?))
+        })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 

@@ -97,7 +97,8 @@ pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     }
     let (completed, earlier) = if db.exists() {
         let r = crate::store::Reader::open(&db)?;
-        (r.completed_cells(&study.name)?, r.study_sessions(&study.name)?)
+        let restarts = profile.steps.iter().skip(1).any(|s| s.fresh_start);
+        (r.completed_cells(&study.name, restarts.then_some(profile.steps.len()))?, r.study_sessions(&study.name)?)
     } else {
         Default::default()
     };
