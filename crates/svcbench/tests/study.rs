@@ -261,7 +261,7 @@ fn seed_000_rounds_run_end_to_end_in_their_quick_form() {
 
 #[test]
 fn a_death_does_not_cost_the_fresh_start_levels_after_it_and_a_resume_keeps_the_answer() {
-    // Seed 004's resource table: each level after a fresh start. The hog keeps 2 MiB per request, so under a
+    // Seed 004's resource table: each level after a fresh start. The hog keeps 8 MiB per request, so under a
     // 64 MiB cap it is OOM-killed within each 2 s level; every level is still measured, once each.
     let tmp = tempfile::tempdir().unwrap();
     let prof = tmp.path().join("levels.toml");

@@ -54,7 +54,8 @@ fn cgroup_parents() -> Vec<PathBuf> {
 /// of svcbench processes that run unseen from here (their groups still hold processes this pid namespace
 /// cannot see: another container on the machine, whose groups and network are its own).
 fn orphan_cgroups() -> (Vec<Part>, Vec<i32>) {
-    let mut by_name: Vec<Part> = Vec::new();
+    let mut by_name: Vec<(i32, Part)> = Vec::new();
+    let mut elsewhere: Vec<i32> = Vec::new();
     for parent in cgroup_parents() {
         let Ok(rd) = std::fs::read_dir(&parent) else { continue };
         for e in rd.flatten().filter(|e| e.path().is_dir()) {
@@ -63,19 +64,17 @@ fn orphan_cgroups() -> (Vec<Part>, Vec<i32>) {
             if svcbench_alive(pid) {
                 continue;
             }
-            match by_name.iter_mut().find(|p| p.name == name) {
-                Some(p) => p.cgroups.push(e.path()),
-                None => by_name.push(Part { name, pgid: 0, cgroups: vec![e.path()] }),
+            if !elsewhere.contains(&pid) && cgroup::populated_unseen(&e.path()) {
+                elsewhere.push(pid);
+            }
+            match by_name.iter_mut().find(|(_, p)| p.name == name) {
+                Some((_, p)) => p.cgroups.push(e.path()),
+                None => by_name.push((pid, Part { name, pgid: 0, cgroups: vec![e.path()] })),
             }
         }
     }
-    let maker = |p: &Part| p.name.split('-').next().and_then(|p| p.parse::<i32>().ok());
-    let mut elsewhere: Vec<i32> =
-        by_name.iter().filter(|p| p.cgroups.iter().any(|d| cgroup::populated_unseen(d))).filter_map(maker).collect();
-    elsewhere.sort_unstable();
-    elsewhere.dedup();
-    by_name.retain(|p| maker(p).is_none_or(|pid| !elsewhere.contains(&pid)));
-    (by_name, elsewhere)
+    let orphans = by_name.into_iter().filter(|(pid, _)| !elsewhere.contains(pid)).map(|(_, p)| p).collect();
+    (orphans, elsewhere)
 }
 
 /// Cleans up after every dead svcbench whose lock file is under `results_dir/work/`, and every orphaned

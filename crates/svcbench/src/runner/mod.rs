@@ -836,13 +836,10 @@ fn run_one_inner(
         if out.oom_killed || out.crashed {
             let what = if out.oom_killed { "OOM-killed" } else { "crashed" };
             // The kernel counts an OOM kill a moment before the killed process is reaped.
-            let waited = std::time::Instant::now();
-            let mut exit = inst.sandbox.try_exit();
-            while exit.is_none() && waited.elapsed() < Duration::from_secs(2) {
-                std::thread::sleep(Duration::from_millis(20));
-                exit = inst.sandbox.try_exit();
-            }
-            let exit = exit.map_or_else(|| "its main process still runs".to_string(), |e| e.to_string());
+            let exit = inst
+                .sandbox
+                .wait_exit(Duration::from_secs(2))
+                .map_or_else(|| "its main process still runs".to_string(), |e| e.to_string());
             eprintln!("svcbench: {} run {run_index}: {what} in step {} ({exit})", svc.name(), i + 1);
             // The run's first death is its outcome; the step's own flags name every death.
             if outcome_err.is_none() {

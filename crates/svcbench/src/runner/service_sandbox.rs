@@ -74,6 +74,23 @@ impl ServiceSandbox {
         }
     }
 
+    /// Waits up to `timeout` for the main process to end by itself (the far side is asked every 20 ms).
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<Exit> {
+        match self {
+            ServiceSandbox::Here(s) => s.wait_exit(timeout),
+            ServiceSandbox::There(s) => {
+                let t0 = std::time::Instant::now();
+                loop {
+                    let exit = s.try_exit();
+                    if exit.is_some() || t0.elapsed() >= timeout {
+                        return exit;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }
+    }
+
     /// SIGTERM, up to `grace` for it to end, then SIGKILL to everything.
     pub fn stop(&mut self, grace: Duration) -> StopOutcome {
         match self {
