@@ -28,6 +28,9 @@ pub const CODES: &[(&str, &str)] = &[
     ("legacy_client_saturated", "load generator saturated (older rule)"),
 ];
 
+/// The codes that are the service's own failure rather than the measurement's.
+pub const SERVICE_FAILURES: &[&str] = &["not_sustained", "starved_connections", "oom_killed", "crashed"];
+
 /// The reader's words for a code.
 pub fn label(code: &str) -> &str {
     CODES.iter().find(|(c, _)| *c == code).map(|(_, l)| *l).unwrap_or(code)
@@ -66,6 +69,13 @@ impl Validity {
 
     pub fn from_json(s: &str) -> Validity {
         Validity { flags: serde_json::from_str(s).unwrap_or_default() }
+    }
+
+    /// Whether every flag is the service's own failure (a death, a growing backlog, starved connections):
+    /// the measurement itself held, so what the step shows of the service (e.g. seed 004's X, "stopped
+    /// answering") stands, though its figures are not quoted. True for a valid step.
+    pub fn service_failures_only(&self) -> bool {
+        self.flags.iter().all(|f| SERVICE_FAILURES.contains(&f.code.as_str()))
     }
 
     pub fn has(&self, code: &str) -> bool {

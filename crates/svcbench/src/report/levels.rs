@@ -6,9 +6,14 @@
 //! - `upstream_delay_ms` varies (seed 004's second table): average response time per upstream delay.
 //!
 //! Plus the scenario's own per-run figures (`run_figure`, e.g. the SQLite file size), when there are any.
-use super::data::{Dataset, Step};
+//!
+//! A cell is the median of the runs' *valid* steps at its level. Where no run's step there was valid (the
+//! service was OOM-killed, the generator saturated, …) the figure is still shown, since a seed's table has a
+//! cell there, but in parentheses, with the reasons in its hover text: it is not a figure to quote.
+use super::data::{Dataset, Run, Step};
 use super::stats::Spread;
 use super::table::{num, Cell, Row, Table};
+use crate::figures::validity::Validity;
 
 /// The share of requests below which seed 004 wrote X ("stopped answering").
 pub const ANSWERING: f64 = 0.9;
@@ -52,28 +57,81 @@ fn columns(d: &Dataset, value: &dyn Fn(&Step) -> Option<String>) -> Vec<Column> 
         .collect()
 }
 
+/// One run's step at a cell's level.
+type RunStep<'a> = (&'a Run, &'a Step);
+
 /// The group's steps at one column, one per run that reached it.
-fn cell_steps<'a>(d: &'a Dataset, g: usize, col: &Column, value: &dyn Fn(&Step) -> Option<String>) -> Vec<&'a Step> {
+fn cell_steps<'a>(d: &'a Dataset, g: usize, col: &Column, value: &dyn Fn(&Step) -> Option<String>) -> Vec<RunStep<'a>> {
     d.group_runs(g)
-        .filter_map(|r| r.steps.iter().find(|s| s.seq == col.seq && value(s).as_ref() == Some(&col.value)))
+        .filter_map(|r| {
+            r.steps.iter().find(|s| s.seq == col.seq && value(s).as_ref() == Some(&col.value)).map(|s| (r, s))
+        })
         .collect()
 }
+
+/// A step's flags, with its run's "limits not applied". A run that did not complete still lends its steps
+/// (a fresh-start level after a death, the steps measured before an interruption); an unlimited one does not.
+fn step_validity((run, step): RunStep) -> Validity {
+    let mut v = step.validity();
+    v.flags.extend(run.validity().flags.into_iter().filter(|f| f.code == "unlimited"));
+    v
+}
+
+/// The steps a cell's figure comes from: the valid ones, or, when none is, all of them with the reasons.
+fn quotable<'a>(d: &Dataset, steps: &[RunStep<'a>]) -> (Vec<&'a Step>, Option<String>) {
+    let valid: Vec<&Step> =
+        steps.iter().filter(|rs| d.include_invalid || step_validity(**rs).valid()).map(|(_, s)| *s).collect();
+    if !valid.is_empty() {
+        return (valid, None);
+    }
+    let mut why: Vec<String> = steps.iter().map(|rs| step_validity(*rs).summary()).collect();
+    why.sort();
+    why.dedup();
+    (steps.iter().map(|(_, s)| *s).collect(), Some(why.join("; ")))
+}
+
+/// A cell's figure from the quotable steps; in parentheses when it comes from steps that were not valid.
+fn quoted_cell(d: &Dataset, steps: &[RunStep], cell: &dyn Fn(&[&Step]) -> Cell) -> Cell {
+    if steps.is_empty() {
+        return Cell::text("");
+    }
+    let (steps, not_valid) = quotable(d, steps);
+    let c = cell(&steps);
+    match not_valid {
+        None => c,
+        Some(why) => Cell { text: format!("({})", c.text), ..c }.class("warn").title(format!("not valid: {why}")),
+    }
+}
+
+/// What the tables' notes say of figures in parentheses.
+const NOT_VALID_NOTE: &str = "In parentheses: no run's step at that level was valid (the Validity section says why); \
+                              not a figure to quote.";
 
 fn median(steps: &[&Step], f: fn(&Step) -> Option<f64>) -> Option<f64> {
     Spread::of(steps.iter().filter_map(|s| f(s))).map(|s| s.median)
 }
 
-/// Median average response time, or X when the median run had fewer than 90 % successes.
-fn response_cell(steps: &[&Step]) -> Cell {
-    if steps.is_empty() {
-        return Cell::text("");
-    }
-    let ok = Spread::of(steps.iter().map(|s| s.success_ratio())).map(|s| s.median).unwrap_or(0.0);
+/// Median average response time, or X when the median run had fewer than 90 % successes. X is the
+/// service's own verdict: a step the service failed itself (OOM kill, crash, growing backlog, starved
+/// connections) still shows it plainly; only steps whose measurement failed (generator, machine,
+/// dependency, limits) leave it in parentheses.
+fn response_cell(d: &Dataset, steps: &[RunStep]) -> Cell {
+    let sound: Vec<&Step> = steps
+        .iter()
+        .filter(|rs| d.include_invalid || step_validity(**rs).service_failures_only())
+        .map(|(_, s)| *s)
+        .collect();
+    let all: Vec<&Step> = steps.iter().map(|(_, s)| *s).collect();
+    let judged = if sound.is_empty() { &all } else { &sound };
+    let ok = Spread::of(judged.iter().map(|s| s.success_ratio())).map(|s| s.median).unwrap_or(0.0);
     if ok < ANSWERING {
-        return Cell::text("X").class("fail").title(format!("{:.0} % of the requests succeeded", ok * 100.0));
+        let x = Cell::text("X").class("fail").title(format!("{:.0} % of the requests succeeded", ok * 100.0));
+        return if sound.is_empty() { quoted_cell(d, steps, &|_| x.clone()) } else { x };
     }
-    Cell::num(median(steps, |s| s.mean_ms))
-        .data("value", median(steps, |s| s.mean_ms).map(|v| v.to_string()).unwrap_or_default())
+    quoted_cell(d, steps, &|v| {
+        let mean = median(v, |s| s.mean_ms);
+        Cell::num(mean).data("value", mean.map(|v| v.to_string()).unwrap_or_default())
+    })
 }
 
 fn level_table(
@@ -83,12 +141,12 @@ fn level_table(
     note: &str,
     cols: &[Column],
     value: &dyn Fn(&Step) -> Option<String>,
-    cell: &dyn Fn(&[&Step]) -> Cell,
+    cell: &dyn Fn(&[RunStep]) -> Cell,
 ) -> Table {
     let mut t = Table {
         id: id.into(),
         caption,
-        note: note.into(),
+        note: format!("{note} {NOT_VALID_NOTE}"),
         head: std::iter::once("service".to_string()).chain(cols.iter().map(|c| c.head.clone())).collect(),
         rows: Vec::new(),
     };
@@ -112,9 +170,11 @@ pub fn tables(d: &Dataset) -> Vec<Table> {
         let mut t = Table {
             id: "by-mix".into(),
             caption: "Per request mix".into(),
-            note: "As seed 002's replays: RSS at start is read 1 s after startup; \"RSS after\" is the last sampler \
-                   reading of the step (20 Hz), the peak RSS during the step is in the hover text. Medians over runs."
-                .into(),
+            note: format!(
+                "As seed 002's replays: RSS at start is read 1 s after startup; \"RSS after\" is the last sampler \
+                 reading of the step (20 Hz), the peak RSS during the step is in the hover text. Medians over runs. \
+                 {NOT_VALID_NOTE}"
+            ),
             head: vec!["service".into(), "artifact (MiB)".into(), "RSS at start (MiB)".into()],
             rows: Vec::new(),
         };
@@ -132,15 +192,15 @@ pub fn tables(d: &Dataset) -> Vec<Table> {
             ];
             for c in &cols {
                 let steps = cell_steps(d, g, c, &mix);
-                let peak =
-                    median(&steps, |s| s.rss_peak_mib).map(|p| format!("peak RSS during the step: {} MiB", num(p)));
-                cells.push(Cell::num(median(&steps, |s| Some(s.success_rps))));
-                cells.push(Cell::num(median(&steps, |s| Some(s.requests_ok as f64))));
-                let rss = Cell::num(median(&steps, |s| s.rss_end_mib));
-                cells.push(match peak {
-                    Some(p) => rss.title(p),
-                    None => rss,
-                });
+                cells.push(quoted_cell(d, &steps, &|v| Cell::num(median(v, |s| Some(s.success_rps)))));
+                cells.push(quoted_cell(d, &steps, &|v| Cell::num(median(v, |s| Some(s.requests_ok as f64)))));
+                cells.push(quoted_cell(d, &steps, &|v| {
+                    let rss = Cell::num(median(v, |s| s.rss_end_mib));
+                    match median(v, |s| s.rss_peak_mib) {
+                        Some(p) => rss.title(format!("peak RSS during the step: {} MiB", num(p))),
+                        None => rss,
+                    }
+                }));
             }
             t.rows.push(Row { cells, data: vec![("service".into(), grp.name.clone())] });
         }
@@ -158,7 +218,7 @@ pub fn tables(d: &Dataset) -> Vec<Table> {
             x_note,
             &cols,
             &rate,
-            &response_cell,
+            &|v| response_cell(d, v),
         ));
         out.push(level_table(
             d,
@@ -167,7 +227,7 @@ pub fn tables(d: &Dataset) -> Vec<Table> {
             "CPU-seconds the service used during the step. Medians over runs.",
             &cols,
             &rate,
-            &|steps| Cell::num(median(steps, |s| s.cpu_s)),
+            &|v| quoted_cell(d, v, &|v| Cell::num(median(v, |s| s.cpu_s))),
         ));
         out.push(level_table(
             d,
@@ -176,7 +236,7 @@ pub fn tables(d: &Dataset) -> Vec<Table> {
             "The cgroup's memory high-water mark up to the end of the step. Medians over runs.",
             &cols,
             &rate,
-            &|steps| Cell::num(median(steps, |s| s.mem_peak_mib)),
+            &|v| quoted_cell(d, v, &|v| Cell::num(median(v, |s| s.mem_peak_mib))),
         ));
     }
 
@@ -190,7 +250,7 @@ pub fn tables(d: &Dataset) -> Vec<Table> {
             "How the service copes with a slow dependency. Medians over runs. X: fewer than 90 % of the requests succeeded.",
             &cols,
             &delay,
-            &response_cell,
+            &|v| response_cell(d, v),
         ));
     }
 
@@ -247,6 +307,6 @@ pub fn rps_by_step(d: &Dataset) -> Option<Table> {
         "Median over runs.",
         &cols,
         &label,
-        &|steps| Cell::num(median(steps, |s| Some(s.success_rps))),
+        &|v| quoted_cell(d, v, &|v| Cell::num(median(v, |s| Some(s.success_rps)))),
     ))
 }

@@ -114,7 +114,8 @@ fn mix_steps_make_seed_002s_table_and_a_step_axis() {
         mix.head[1..4],
         ["artifact (MiB)".to_string(), "RSS at start (MiB)".into(), "add (step 1): success req/s".into()]
     );
-    assert_eq!(cell_texts(mix, 0)[1..7], ["10", "6.50", "1,000", "1,000", "14.5", "3,002"].map(String::from));
+    // Step 2 of each run is marked client-saturated (the fixture's older rule): its figure is in parentheses.
+    assert_eq!(cell_texts(mix, 0)[1..7], ["10", "6.50", "1,000", "1,000", "14.5", "(3,002)"].map(String::from));
     assert!(levels.iter().all(|t| !t.id.starts_with("by-rate") && !t.id.starts_with("by-delay")));
     // Repeated connection counts: one x position per step, labelled by its connections.
     let charts = charts::charts(&d);
@@ -148,9 +149,12 @@ fn rate_and_delay_steps_make_seed_004s_tables() {
     let levels = levels::tables(&d);
     let resp = levels.iter().find(|t| t.id == "by-rate-response").unwrap();
     assert_eq!(resp.head, ["service", "100 req/s", "200 req/s", "300 req/s"]);
-    assert_eq!(cell_texts(resp, 0), ["vertx", "1,000", "1,100", "3,100"]);
-    assert_eq!(cell_texts(resp, 1), ["spring", "1,000", "X", ""]);
-    assert_eq!(resp.rows[1].cells[2].class, "fail");
+    // The fixture marks every step 2 client-saturated: not valid, so in parentheses.
+    assert_eq!(cell_texts(resp, 0), ["vertx", "1,000", "(1,100)", "3,100"]);
+    assert_eq!(cell_texts(resp, 1), ["spring", "1,000", "(X)", ""]);
+    assert_eq!(resp.rows[0].cells[2].class, "warn");
+    assert_eq!(resp.rows[0].cells[2].title.as_deref(), Some("not valid: load generator saturated (older rule)"));
+    assert_eq!(resp.rows[1].cells[2].class, "warn", "an X from a step that was not valid is marked too");
     assert!(levels.iter().any(|t| t.id == "by-rate-cpu") && levels.iter().any(|t| t.id == "by-rate-mem"));
     let charts = charts::charts(&d);
     let success = charts.iter().find(|c| c.id == "open-success").unwrap();
@@ -183,9 +187,57 @@ fn rate_and_delay_steps_make_seed_004s_tables() {
     let levels = levels::tables(&d);
     assert!(levels.iter().all(|t| !t.id.starts_with("by-rate")), "the rate does not vary");
     let delay = levels.iter().find(|t| t.id == "by-delay-response").unwrap();
-    assert_eq!(cell_texts(delay, 0), ["spring", "1,000", "2,000", "X"]);
+    assert_eq!(cell_texts(delay, 0), ["spring", "1,000", "(2,000)", "X"]);
+    assert_eq!(delay.rows[0].cells[3].class, "fail");
     let p99 = charts::charts(&d).into_iter().find(|c| c.id == "open-p99").unwrap();
     assert_eq!(p99.x.name, "upstream delay");
+}
+
+#[test]
+fn level_tables_take_the_valid_steps_median_and_parenthesize_a_level_with_none() {
+    let f = store();
+    let s = f.session("upstream", None);
+    f.service(s, "vertx");
+    let mut runs = Vec::new();
+    for (i, mean) in [(1, 1000.0), (2, 5000.0)] {
+        let r = f.run(s, "vertx", i, 10.0, 500);
+        f.step(r, 1, "open", None, Some(100.0), "default", None, 100.0, 100, Some(100), 1000.0);
+        f.step(r, 2, "open", None, Some(200.0), "default", None, 199.0, 199, Some(200), mean);
+        runs.push(r);
+    }
+    let resp = |f: &Fixture| {
+        let d = f.load(&[], false);
+        let t = levels::tables(&d).into_iter().find(|t| t.id == "by-rate-response").unwrap();
+        (cell_texts(&t, 0), t.note)
+    };
+    // Both runs' 200 req/s steps are client-saturated: their median, in parentheses.
+    let (cells, note) = resp(&f);
+    assert_eq!(cells, ["vertx", "1,000", "(3,000)"]);
+    assert!(note.contains("In parentheses: no run's step at that level was valid"), "{note}");
+    // One of them valid after all: the cell is its figure alone, not the median with the other.
+    f.store.raw().execute("UPDATE step SET client_saturated = 0 WHERE run_id = ?1 AND seq = 2", [runs[0]]).unwrap();
+    assert_eq!(resp(&f).0, ["vertx", "1,000", "1,000"]);
+    // That run's limits were not applied: its steps lend no figure either.
+    f.store
+        .raw()
+        .execute(
+            "UPDATE run SET flags = '[{\"code\":\"unlimited\",\"detail\":\"no memory cap\"}]' WHERE id = ?1",
+            [runs[0]],
+        )
+        .unwrap();
+    assert_eq!(resp(&f).0, ["vertx", "1,000", "(3,000)"]);
+    f.store.raw().execute("UPDATE run SET flags = NULL", []).unwrap();
+    // Both OOM-killed with 25 % answered: X is the service's own verdict and stands plainly, while the
+    // level's CPU time, from steps that are not valid, is in parentheses.
+    f.store
+        .raw()
+        .execute("UPDATE step SET client_saturated = 0, oom_killed = 1, requests_ok = 50 WHERE seq = 2", [])
+        .unwrap();
+    assert_eq!(resp(&f).0, ["vertx", "1,000", "X"]);
+    let d = f.load(&[], false);
+    let cpu = levels::tables(&d).into_iter().find(|t| t.id == "by-rate-cpu").unwrap();
+    assert_eq!(cpu.rows[0].cells[2].text, "(0.500)");
+    assert_eq!(cpu.rows[0].cells[2].title.as_deref(), Some("not valid: service OOM-killed"));
 }
 
 #[test]
