@@ -116,6 +116,35 @@ fn slow_upstream_breaks_the_blocking_service_but_not_the_async_one() {
     assert_no_leftovers("services/upstream/");
 }
 
+#[test]
+fn ktor_clients_default_pool_caps_the_service_and_the_pool1000_variant_lifts_it() {
+    // Today's Ktor CIO client holds at most 100 connections per route: behind the 1 s upstream the base
+    // service answers about 100 of 300 req/s (the rest wait 5 s for a connection, then get a 502); the
+    // variant with a pool of 1,000 answers them all, as seed 004's Ktor did.
+    let tmp = tempfile::tempdir().unwrap();
+    let prof = tmp.path().join("r300.toml");
+    std::fs::write(&prof, "name = \"r300\"\nrequest_timeout = \"10s\"\n[[step]]\nrate = 300\nduration = \"8s\"\n")
+        .unwrap();
+    let dbp = tmp.path().join("ktor.db");
+    let services = ["upstream/kotlin-ktor-cio", "upstream/kotlin-ktor-cio@pool1000"];
+    let out = run(&services, &["--profile", prof.to_str().unwrap()], &dbp);
+    assert!(out.status.success());
+    let c = db(&dbp);
+    let ok = |svc: &str| {
+        f64_of(
+            &c,
+            &format!(
+                "SELECT 1.0 * s.requests_ok / s.open_intended FROM step s JOIN run r ON r.id = s.run_id
+                 WHERE r.service = '{svc}'"
+            ),
+        )
+    };
+    let (base, pool) = (ok("upstream-kotlin-ktor-cio"), ok("upstream-kotlin-ktor-cio@pool1000"));
+    assert!(base < 0.6, "the default pool of 100 cannot carry 300 calls of 1 s at once: {base}");
+    assert!(pool >= 0.95, "a pool of 1,000 can: {pool}");
+    assert_no_leftovers("services/upstream/");
+}
+
 /// docs/outside-implementation.md's worked example, made real: the manifest from the page, in a folder
 /// outside the checkout, pointing at a copy of the bundled Actix binary.
 fn outside_implementation(tmp: &std::path::Path) -> std::path::PathBuf {
