@@ -229,6 +229,19 @@ impl RemoteSandbox {
         self.exit
     }
 
+    /// Waits up to `timeout` for the main process to end by itself, as `Sandbox::wait_exit` (the far side is
+    /// asked every 20 ms).
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<Exit> {
+        let t0 = Instant::now();
+        loop {
+            let exit = self.try_exit();
+            if exit.is_some() || t0.elapsed() >= timeout {
+                return exit;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn stop(&mut self, grace: Duration) -> StopOutcome {
         let req = Request::Stop { id: self.id, grace_ms: grace.as_millis() as u64 };
         match self.svc.call::<StopOutcome>(&req, grace + ANSWER_TIMEOUT) {

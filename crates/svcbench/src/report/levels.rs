@@ -79,15 +79,15 @@ fn step_validity((run, step): RunStep) -> Validity {
 
 /// The steps a cell's figure comes from: the valid ones, or, when none is, all of them with the reasons.
 fn quotable<'a>(d: &Dataset, steps: &[RunStep<'a>]) -> (Vec<&'a Step>, Option<String>) {
-    let valid: Vec<&Step> =
-        steps.iter().filter(|rs| d.include_invalid || step_validity(**rs).valid()).map(|(_, s)| *s).collect();
+    let judged: Vec<(&Step, Validity)> = steps.iter().map(|rs| (rs.1, step_validity(*rs))).collect();
+    let valid: Vec<&Step> = judged.iter().filter(|(_, v)| d.include_invalid || v.valid()).map(|(s, _)| *s).collect();
     if !valid.is_empty() {
         return (valid, None);
     }
-    let mut why: Vec<String> = steps.iter().map(|rs| step_validity(*rs).summary()).collect();
+    let mut why: Vec<String> = judged.iter().map(|(_, v)| v.summary()).collect();
     why.sort();
     why.dedup();
-    (steps.iter().map(|(_, s)| *s).collect(), Some(why.join("; ")))
+    (judged.into_iter().map(|(s, _)| s).collect(), Some(why.join("; ")))
 }
 
 /// A cell's figure from the quotable steps; in parentheses when it comes from steps that were not valid.

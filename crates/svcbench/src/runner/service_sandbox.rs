@@ -74,20 +74,11 @@ impl ServiceSandbox {
         }
     }
 
-    /// Waits up to `timeout` for the main process to end by itself (the far side is asked every 20 ms).
+    /// Waits up to `timeout` for the main process to end by itself.
     pub fn wait_exit(&mut self, timeout: Duration) -> Option<Exit> {
         match self {
             ServiceSandbox::Here(s) => s.wait_exit(timeout),
-            ServiceSandbox::There(s) => {
-                let t0 = std::time::Instant::now();
-                loop {
-                    let exit = s.try_exit();
-                    if exit.is_some() || t0.elapsed() >= timeout {
-                        return exit;
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-            }
+            ServiceSandbox::There(s) => s.wait_exit(timeout),
         }
     }
 
