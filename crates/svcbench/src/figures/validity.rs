@@ -31,6 +31,10 @@ pub const CODES: &[(&str, &str)] = &[
 /// The codes that are the service's own failure rather than the measurement's.
 pub const SERVICE_FAILURES: &[&str] = &["not_sustained", "starved_connections", "oom_killed", "crashed"];
 
+/// The open model's own flags that a failing service raises too: when it holds every connection, sends
+/// wait for one (late) or are left unsent. Beside one of the service's failures they are its consequence.
+pub const BACKPRESSURE: &[&str] = &["rate_not_held", "schedule_lag"];
+
 /// The reader's words for a code.
 pub fn label(code: &str) -> &str {
     CODES.iter().find(|(c, _)| *c == code).map(|(_, l)| *l).unwrap_or(code)
@@ -71,11 +75,15 @@ impl Validity {
         Validity { flags: serde_json::from_str(s).unwrap_or_default() }
     }
 
-    /// Whether every flag is the service's own failure (a death, a growing backlog, starved connections):
-    /// the measurement itself held, so what the step shows of the service (e.g. seed 004's X, "stopped
-    /// answering") stands, though its figures are not quoted. True for a valid step.
+    /// Whether every flag is the service's own failure (a death, a growing backlog, starved connections),
+    /// or the open model's rate and lag beside one of them: the measurement itself held, so what the step
+    /// shows of the service (e.g. seed 004's X, "stopped answering") stands, though its figures are not
+    /// quoted. True for a valid step.
     pub fn service_failures_only(&self) -> bool {
-        self.flags.iter().all(|f| SERVICE_FAILURES.contains(&f.code.as_str()))
+        let failed = self.flags.iter().any(|f| SERVICE_FAILURES.contains(&f.code.as_str()));
+        self.flags
+            .iter()
+            .all(|f| SERVICE_FAILURES.contains(&f.code.as_str()) || (failed && BACKPRESSURE.contains(&f.code.as_str())))
     }
 
     pub fn has(&self, code: &str) -> bool {

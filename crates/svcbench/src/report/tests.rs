@@ -238,6 +238,16 @@ fn level_tables_take_the_valid_steps_median_and_parenthesize_a_level_with_none()
     let cpu = levels::tables(&d).into_iter().find(|t| t.id == "by-rate-cpu").unwrap();
     assert_eq!(cpu.rows[0].cells[2].text, "(0.500)");
     assert_eq!(cpu.rows[0].cells[2].title.as_deref(), Some("not valid: service OOM-killed"));
+    // A backlog that held every connection also left sends late and unsent: still the service's X (seed
+    // 004's Spring MVC behind a 4 s dependency). The same lag and rate alone may be the generator's: (X).
+    let flags = |codes: &[&str]| {
+        let list: Vec<String> = codes.iter().map(|c| format!("{{\"code\":\"{c}\",\"detail\":\"{c}\"}}")).collect();
+        f.store.raw().execute("UPDATE step SET flags = ?1 WHERE seq = 2", [format!("[{}]", list.join(","))]).unwrap();
+    };
+    flags(&["not_sustained", "rate_not_held", "schedule_lag"]);
+    assert_eq!(resp(&f).0, ["vertx", "1,000", "X"]);
+    flags(&["rate_not_held", "schedule_lag"]);
+    assert_eq!(resp(&f).0, ["vertx", "1,000", "(X)"]);
 }
 
 #[test]
