@@ -1,6 +1,7 @@
 //! Unit tests on hand-made stores: the step-column-driven tables (mix, rate, upstream delay), the load
 //! axis of the charts, session grouping and the Markdown/HTML renderers. Real runs are in tests/report.rs.
 use super::*;
+use crate::figures::validity::{Flag, Validity};
 use rusqlite::params;
 
 struct Fixture {
@@ -241,8 +242,8 @@ fn level_tables_take_the_valid_steps_median_and_parenthesize_a_level_with_none()
     // A backlog that held every connection also left sends late and unsent: still the service's X (seed
     // 004's Spring MVC behind a 4 s dependency). The same lag and rate alone may be the generator's: (X).
     let flags = |codes: &[&str]| {
-        let list: Vec<String> = codes.iter().map(|c| format!("{{\"code\":\"{c}\",\"detail\":\"{c}\"}}")).collect();
-        f.store.raw().execute("UPDATE step SET flags = ?1 WHERE seq = 2", [format!("[{}]", list.join(","))]).unwrap();
+        let flags = codes.iter().map(|c| Flag { code: c.to_string(), detail: c.to_string() }).collect();
+        f.store.raw().execute("UPDATE step SET flags = ?1 WHERE seq = 2", [Validity { flags }.to_json()]).unwrap();
     };
     flags(&["not_sustained", "rate_not_held", "schedule_lag"]);
     assert_eq!(resp(&f).0, ["vertx", "1,000", "X"]);
