@@ -11,6 +11,7 @@ mod metrics;
 mod net;
 mod network;
 mod paths;
+mod poll;
 mod profile;
 mod remote_service;
 mod report;

@@ -68,12 +68,8 @@ pub fn wait_ready(
 
 /// Waits for an answer of any status (dependencies, test servers).
 pub fn wait_http(addr: SocketAddr, path: &str, timeout: Duration) -> Result<()> {
-    let t0 = Instant::now();
-    while t0.elapsed() < timeout {
-        if get_status(addr, path, Duration::from_millis(500)).is_some() {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(5));
+    match crate::poll::until(timeout, Duration::from_millis(5), || get_status(addr, path, Duration::from_millis(500))) {
+        Some(_) => Ok(()),
+        None => bail!("no HTTP answer on {addr}{path} within {timeout:?}"),
     }
-    bail!("no HTTP answer on {addr}{path} within {timeout:?}")
 }

@@ -8,21 +8,17 @@
 use super::{owner_alive, LockFile, Part, LOCK_NAME};
 use crate::sandbox::{cgroup, process, CGROUP_PARENT};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Kills a part's process group and everything in its cgroups, then removes the cgroups.
 pub fn end_part(p: &Part) {
-    let deadline = Instant::now() + Duration::from_secs(3);
-    loop {
+    crate::poll::until(Duration::from_secs(3), Duration::from_millis(20), || {
         process::signal_group(p.pgid, libc::SIGKILL);
         let pids: Vec<i32> = p.cgroups.iter().flat_map(|d| cgroup::read_pids(&d.join("cgroup.procs"))).collect();
         process::signal_pids(&pids, libc::SIGKILL);
         let group_left = p.pgid > 1 && !crate::sandbox::procfs::group_pids(p.pgid).is_empty();
-        if (pids.is_empty() && !group_left) || Instant::now() >= deadline {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        (pids.is_empty() && !group_left).then_some(())
+    });
     for d in p.cgroups.iter().rev() {
         let _ = cgroup::rmdir_retry(d);
     }

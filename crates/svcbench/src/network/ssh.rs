@@ -168,13 +168,10 @@ impl Drop for FarProcess {
     /// Closes its input, which stops what it started there, and waits for it to finish removing it.
     fn drop(&mut self) {
         drop(self.input.take());
-        let until = std::time::Instant::now() + FAR_STOP_TIMEOUT;
-        while std::time::Instant::now() < until {
-            if let Ok(Some(_)) = self.ssh.try_wait() {
-                eprintln!("svcbench: the {} machine {} stopped what it ran", self.role, self.place);
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
+        let poll_every = std::time::Duration::from_millis(100);
+        if crate::poll::until(FAR_STOP_TIMEOUT, poll_every, || self.ssh.try_wait().ok().flatten()).is_some() {
+            eprintln!("svcbench: the {} machine {} stopped what it ran", self.role, self.place);
+            return;
         }
         eprintln!(
             "svcbench: WARNING: the {} machine {} did not confirm it stopped within {} s; closing the connection",

@@ -140,6 +140,7 @@ impl RemoteService {
             port: s.port,
             log_path: PathBuf::from(format!("{} on {}", spec.log_name, self.place)),
             spawned_at,
+            stuck_at_memory_cap: false,
         })
     }
 }
@@ -232,14 +233,7 @@ impl RemoteSandbox {
     /// Waits up to `timeout` for the main process to end by itself, as `Sandbox::wait_exit` (the far side is
     /// asked every 20 ms).
     pub fn wait_exit(&mut self, timeout: Duration) -> Option<Exit> {
-        let t0 = Instant::now();
-        loop {
-            let exit = self.try_exit();
-            if exit.is_some() || t0.elapsed() >= timeout {
-                return exit;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        crate::poll::until(timeout, Duration::from_millis(20), || self.try_exit())
     }
 
     pub fn stop(&mut self, grace: Duration) -> StopOutcome {

@@ -1,12 +1,12 @@
 //! A study's page (docs/study.md): its question and cells, one round table per limits cell (every service
 //! and variant with its figures and a verdict against the round's best, by compare's statistic), the SLO
-//! sizing when the study has an SLO, then the full report of its runs (one chart series per variant).
-use super::charts::{self, Axis, Chart, Point, Series};
+//! sizing when the study has an SLO (sizing.rs), then the full report of its runs (one chart series per variant).
+use super::charts::Chart;
 use super::compare::{judge, Values};
-use super::data::{Dataset, Run, Step};
+use super::data::Dataset;
 use super::summary::{group_summaries, run_figures, GroupSummary};
 use super::table::{num, Cell, Row, Table};
-use crate::study::file::{Slo, Study};
+use crate::study::file::Study;
 use anyhow::{bail, Result};
 use std::path::Path;
 
@@ -77,8 +77,8 @@ pub(super) fn section(d: &Dataset, study: &Study) -> StudySection {
     }
     let mut charts = Vec::new();
     if let Some(slo) = &study.file.slo {
-        tables.push(sizing_table(d, slo, &keys));
-        charts.extend(slo_chart(d, slo, study));
+        tables.push(super::sizing::table(d, slo, &keys));
+        charts.extend(super::sizing::chart(d, slo, &study.file.limits.cpus));
     }
     StudySection { title: study.file.title.clone(), paragraphs, tables, charts }
 }
@@ -191,146 +191,4 @@ fn round_table(d: &Dataset, sums: &[GroupSummary], groups: &[usize], cell: Optio
         });
     }
     t
-}
-
-/// The step a run's SLO is judged at: the lowest load among its valid steps that reaches the SLO's rate
-/// (offered rate in the open model, answered req/s in the closed one).
-fn slo_step<'a>(run: &'a Run, slo: &Slo) -> Option<&'a Step> {
-    let reach =
-        |s: &Step| if s.is_open() { s.rate.unwrap_or(0.0) >= slo.at_rps * 0.99 } else { s.success_rps >= slo.at_rps };
-    let load = |s: &Step| if s.is_open() { s.rate.unwrap_or(0.0) } else { s.connections.unwrap_or(0) as f64 };
-    run.steps.iter().filter(|s| s.validity().valid() && reach(s)).min_by(|a, b| load(a).total_cmp(&load(b)))
-}
-
-/// A run holds the SLO when its SLO step exists and meets every objective.
-fn run_holds(run: &Run, slo: &Slo) -> (bool, Option<f64>) {
-    match slo_step(run, slo) {
-        None => (false, None),
-        Some(s) => {
-            let p99_ok = slo.p99_ms.is_none_or(|lim| s.p99.is_some_and(|p| p <= lim));
-            let ok_ok = slo.success.is_none_or(|min| s.success_ratio.unwrap_or(0.0) >= min);
-            (p99_ok && ok_ok, s.p99)
-        }
-    }
-}
-
-/// A group holds the SLO when at least half of its counted runs do; its figure is the median p99 at the SLO step.
-fn group_slo(d: &Dataset, g: usize, slo: &Slo) -> Option<(bool, Option<f64>)> {
-    let runs: Vec<&Run> = d.counted_runs(g).collect();
-    if runs.is_empty() {
-        return None;
-    }
-    let judged: Vec<(bool, Option<f64>)> = runs.iter().map(|r| run_holds(r, slo)).collect();
-    let held = judged.iter().filter(|(h, _)| *h).count();
-    Some((held * 2 >= runs.len(), crate::figures::median(judged.iter().filter_map(|(_, p)| *p))))
-}
-
-fn slo_text(slo: &Slo) -> String {
-    let mut parts = Vec::new();
-    if let Some(p) = slo.p99_ms {
-        parts.push(format!("p99 ≤ {} ms", num(p)));
-    }
-    if let Some(s) = slo.success {
-        parts.push(format!("≥ {} % answered successfully", s * 100.0));
-    }
-    format!("{} at {} req/s", parts.join(" and "), num(slo.at_rps))
-}
-
-/// Services × cells: whether each holds the SLO, and the smallest limits at which it does.
-fn sizing_table(d: &Dataset, slo: &Slo, keys: &[String]) -> Table {
-    let mut services: Vec<String> = Vec::new();
-    for g in &d.groups {
-        if !services.contains(&g.service.name) {
-            services.push(g.service.name.clone());
-        }
-    }
-    let mut head = vec!["service".to_string()];
-    head.extend(keys.iter().cloned());
-    head.push("smallest limits that hold".into());
-    let mut t = Table {
-        id: "sizing".into(),
-        caption: format!("Sizing: {}", slo_text(slo)),
-        note: "Per cell: ✓ when at least half the counted runs hold the SLO at their lowest valid step reaching the \
-               rate, with the median p99 there; ✗ with the p99 when they do not; \"not reached\" when no valid step \
-               reached the rate. Cells are ordered by CPU quota, then memory cap (then links): the first that holds is \
-               the sizing answer."
-            .into(),
-        head,
-        rows: Vec::new(),
-    };
-    for svc in &services {
-        let mut cells = vec![Cell::header(svc.clone())];
-        let mut smallest = None;
-        for key in keys {
-            let g = d
-                .groups
-                .iter()
-                .position(|g| &g.service.name == svc && (keys.len() == 1 || g.cell.as_deref() == Some(key)));
-            let judged = g.and_then(|g| group_slo(d, g, slo));
-            cells.push(match judged {
-                None => Cell::text("–"),
-                Some((true, p)) => {
-                    smallest.get_or_insert(key.clone());
-                    Cell::text(format!("✓ {}", p.map(|p| format!("{} ms", num(p))).unwrap_or_default())).class("ok")
-                }
-                Some((false, Some(p))) => Cell::text(format!("✗ {} ms", num(p))).class("fail"),
-                Some((false, None)) => Cell::text("✗ not reached").class("fail"),
-            });
-        }
-        cells.push(Cell::text(smallest.unwrap_or_else(|| "none of these".into())));
-        t.rows.push(Row { cells, data: vec![("service".into(), svc.clone())] });
-    }
-    t
-}
-
-/// The SLO figure (median p99 at the SLO step) over the CPU axis: one line per service and memory cap.
-fn slo_chart(d: &Dataset, slo: &Slo, study: &Study) -> Option<Chart> {
-    let cpus: Vec<f64> = study.file.limits.cpus.clone();
-    if cpus.len() < 2 {
-        return None;
-    }
-    let mut series: Vec<Series> = Vec::new();
-    for (g, grp) in d.groups.iter().enumerate() {
-        let Some(cell) = &grp.cell else { continue };
-        let asked = |f: fn(&Run) -> Option<f64>| crate::figures::median(d.group_runs(g).filter_map(f));
-        let (Some(quota), memory) = (asked(|r| r.asked_cpus), asked(|r| r.asked_memory_mib)) else { continue };
-        let mut line = match memory {
-            Some(m) => format!("{} {} MiB", grp.service.name, num(m)),
-            None => grp.service.name.clone(),
-        };
-        // With a link axis, a line per links entry too.
-        if let Some((_, links)) = cell.split_once(" links=") {
-            line = format!("{line} {links}");
-        }
-        let Some((_, Some(p99))) = group_slo(d, g, slo) else { continue };
-        let idx = match series.iter().position(|s| s.run == line) {
-            Some(i) => i,
-            None => {
-                series.push(Series {
-                    group: grp.service.name.clone(),
-                    run: line,
-                    color: charts::color(series.len()),
-                    points: Vec::new(),
-                });
-                series.len() - 1
-            }
-        };
-        series[idx].points.push(Point { x: quota, y: p99, step: cell.clone(), flag: None });
-    }
-    for s in &mut series {
-        s.points.sort_by(|a, b| a.x.total_cmp(&b.x));
-    }
-    (!series.is_empty()).then(|| Chart {
-        id: "slo".into(),
-        title: format!("p99 at {} req/s over the CPU quota", num(slo.at_rps)),
-        note: format!(
-            "Median p99 of the counted runs at their lowest valid step reaching the rate; one line per service and \
-             memory cap. The SLO: {}.",
-            slo_text(slo)
-        ),
-        kind: "line",
-        x: Axis { name: "CPU quota".into(), scale: "linear", unit: "CPUs".into(), categories: Vec::new() },
-        y: Axis { name: "p99".into(), scale: "log", unit: "ms".into(), categories: Vec::new() },
-        series,
-    })
 }

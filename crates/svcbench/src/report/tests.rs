@@ -560,3 +560,56 @@ fn a_service_whose_build_failed_is_named_in_every_round_of_a_study() {
         assert!(verdict.title.as_deref().unwrap().contains("E0425"));
     }
 }
+
+#[test]
+fn sizing_judges_a_death_as_not_holding_and_needs_more_than_half_the_runs() {
+    let f = store();
+    let s = f.session("hello", Some("sized"));
+    f.store.raw().execute("UPDATE session SET study = 'sized' WHERE id = ?1", params![s]).unwrap();
+    f.service(s, "svc");
+    let mut runs = Vec::new();
+    for i in 1..=3 {
+        let r = f.run(s, "svc", i, 1.0, 1000);
+        f.store.raw().execute("UPDATE run SET cell = 'cpus=1' WHERE id = ?1", params![r]).unwrap();
+        // The third run dies at 1,000 req/s, below the SLO's rate.
+        let rate = if i == 3 { 1000.0 } else { 5000.0 };
+        f.step(r, 1, "open", None, Some(rate), "default", None, rate, rate as i64, Some(rate as i64), 1.0);
+        runs.push(r);
+    }
+    f.store.raw().execute("UPDATE run SET status = 'failed', oom_killed = 1 WHERE id = ?1", [runs[2]]).unwrap();
+    let file = f.path.with_file_name("sized.toml");
+    std::fs::write(
+        &file,
+        "title = \"t\"\nquestion = \"q\"\nservices = [\"svc\"]\nprofile = \"quick\"\n[limits]\ncpus = [1]\n\
+         [slo]\nat_rps = 5000\np99_ms = 10\nsuccess = 0.999\n",
+    )
+    .unwrap();
+    let study = crate::study::file::Study::load(&file, false).unwrap();
+    let sizing = |f: &Fixture| {
+        let d = f.load(&["label=sized"], true);
+        let t = study::section(&d, &study).tables.into_iter().find(|t| t.id == "sizing").unwrap();
+        cell_texts(&t, 0)[1..].to_vec()
+    };
+    let p99 = |run: i64, ms: f64| {
+        f.store.raw().execute("UPDATE step SET p99 = ?2 WHERE run_id = ?1", params![run, ms]).unwrap();
+    };
+    // One run holds (p99 3 ms), one misses (50 ms), one died before the rate: 1 of 3, not held, although
+    // the two completed runs alone would split one to one.
+    p99(runs[1], 50.0);
+    assert_eq!(sizing(&f), ["✗ 26.5 ms · 1/3", "none of these"]);
+    p99(runs[1], 3.0);
+    assert_eq!(sizing(&f), ["✓ 3 ms · 2/3", "cpus=1 memory=512M"]);
+    // An interrupted run is the measurement's failure: not judged.
+    f.store.raw().execute("UPDATE run SET status = 'interrupted', oom_killed = 0 WHERE id = ?1", [runs[2]]).unwrap();
+    assert_eq!(sizing(&f), ["✓ 3 ms · 2/2", "cpus=1 memory=512M"]);
+    // A step at the rate flagged for the machine alone leaves its run unjudged; one the service starved is
+    // judged and misses, and a tie does not hold.
+    let flag = |code: &str| {
+        let flags = Validity { flags: vec![Flag { code: code.into(), detail: code.into() }] }.to_json();
+        f.store.raw().execute("UPDATE step SET flags = ?2 WHERE run_id = ?1", params![runs[1], flags]).unwrap();
+    };
+    flag("machine_speed");
+    assert_eq!(sizing(&f), ["✓ 3 ms · 1/1", "cpus=1 memory=512M"]);
+    flag("starved_connections");
+    assert_eq!(sizing(&f), ["✗ 3 ms · 1/2", "none of these"]);
+}

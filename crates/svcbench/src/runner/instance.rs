@@ -17,6 +17,8 @@ pub struct Instance {
     pub port: u16,
     pub log_path: PathBuf,
     pub spawned_at: Instant,
+    /// Set when the readiness wait gave up on a service sitting at its memory cap without answering.
+    pub stuck_at_memory_cap: bool,
 }
 
 /// Everything a service start needs besides the service itself.
@@ -75,7 +77,14 @@ impl Instance {
         sandbox.place_on(spec.host);
         let spawned_at = Instant::now();
         sandbox.start(&command, &svc.dir, &env, log)?;
-        Ok(Instance { sandbox: ServiceSandbox::Here(sandbox), host: spec.host.clone(), port, log_path, spawned_at })
+        Ok(Instance {
+            sandbox: ServiceSandbox::Here(sandbox),
+            host: spec.host.clone(),
+            port,
+            log_path,
+            spawned_at,
+            stuck_at_memory_cap: false,
+        })
     }
 
     /// Waits for the first HTTP answer on the readiness path; returns the startup time. A service that
@@ -103,7 +112,9 @@ impl Instance {
             }
             stuck
         };
-        match wait_ready(addr, &svc.manifest.readiness, self.spawned_at, timeout, gone, stop) {
+        let ready = wait_ready(addr, &svc.manifest.readiness, self.spawned_at, timeout, gone, stop);
+        self.stuck_at_memory_cap = matches!(ready, Readiness::Exited) && stuck;
+        match ready {
             Readiness::Ready { after } => Ok(after),
             Readiness::Exited if stuck => bail!(
                 "{} sat at its memory cap ({:.0} MiB) for {} s without answering {}: raise --memory; last log lines: {}",

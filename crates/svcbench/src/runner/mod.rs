@@ -17,7 +17,7 @@ use crate::manifest::Service;
 use crate::profile::Profile;
 use crate::sandbox::{CgroupChoice, Limits};
 use crate::scenario::Scenario;
-use crate::store::{SessionRecord, Store};
+use crate::store::{DeathCause, SessionRecord, Store};
 use anyhow::{bail, Context, Result};
 use instance::{Instance, StartSpec};
 use std::collections::BTreeMap;
@@ -763,9 +763,13 @@ fn run_one_inner(
     let startup = match inst.wait_ready(svc, ctx.opts.startup_timeout, &ctx.stop) {
         Ok(t) => t,
         Err(e) => {
-            if inst.sandbox.try_exit().is_some() {
-                let death = crate::store::RunDeath { oom_killed: inst.oom_killed(), stage: "startup".into() };
-                ctx.store.record_death(run_id, &death)?;
+            let cause = if inst.stuck_at_memory_cap {
+                Some(DeathCause::StuckAtMemoryCap)
+            } else {
+                inst.sandbox.try_exit().map(|_| DeathCause::of_exit(inst.oom_killed()))
+            };
+            if let Some(cause) = cause {
+                ctx.store.record_death(run_id, &crate::store::RunDeath { cause, stage: "startup".into() })?;
             }
             return Err(e);
         }
@@ -789,7 +793,10 @@ fn run_one_inner(
     ctx.store.add_checks(run_id, &checks)?;
     if let Some(exit) = inst.sandbox.try_exit() {
         let oom = inst.oom_killed();
-        ctx.store.record_death(run_id, &crate::store::RunDeath { oom_killed: oom, stage: "checks".into() })?;
+        ctx.store.record_death(
+            run_id,
+            &crate::store::RunDeath { cause: DeathCause::of_exit(oom), stage: "checks".into() },
+        )?;
         let what = if oom { "was OOM-killed" } else { "died" };
         bail!("{} {what} during the conformance checks ({exit}); last log lines: {}", svc.name(), inst.log_tail(3));
     }
@@ -845,7 +852,10 @@ fn run_one_inner(
             if outcome_err.is_none() {
                 ctx.store.record_death(
                     run_id,
-                    &crate::store::RunDeath { oom_killed: out.oom_killed, stage: format!("step {}", i + 1) },
+                    &crate::store::RunDeath {
+                        cause: DeathCause::of_exit(out.oom_killed),
+                        stage: format!("step {}", i + 1),
+                    },
                 )?;
                 outcome_err = Some(anyhow::anyhow!("service {what} in step {} ({}): {exit}", i + 1, step.label()));
             }

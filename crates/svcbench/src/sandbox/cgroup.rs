@@ -1,6 +1,7 @@
 //! What a cgroup backend (v1 or v2) offers the sandbox, and the detection of which one this machine has.
 use anyhow::Result;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Limits of a sandbox, as Docker's `--cpus`, `--memory` (no swap) and `--cpuset-cpus`.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -172,13 +173,14 @@ pub(crate) fn rmdir_retry(dir: &Path) -> Result<()> {
         return Ok(());
     }
     let mut last = None;
-    for _ in 0..50 {
-        match std::fs::remove_dir(dir) {
-            Ok(()) => return Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => last = Some(e),
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    Err(anyhow::anyhow!("cannot remove cgroup {}: {}", dir.display(), last.unwrap()))
+    let removed =
+        crate::poll::until(Duration::from_secs(1), Duration::from_millis(20), || match std::fs::remove_dir(dir) {
+            Ok(()) => Some(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(()),
+            Err(e) => {
+                last = Some(e);
+                None
+            }
+        });
+    removed.ok_or_else(|| anyhow::anyhow!("cannot remove cgroup {}: {}", dir.display(), last.unwrap()))
 }

@@ -269,7 +269,7 @@ impl Sandbox {
 
     /// SIGKILL to the process group and every process in the cgroup, then reap the main process.
     pub fn kill_all(&mut self) {
-        for _ in 0..100 {
+        crate::poll::until(Duration::from_secs(1), Duration::from_millis(10), || {
             process::signal_group(self.pgid, libc::SIGKILL);
             let pids = self.cgroup.as_ref().map(|c| c.pids()).unwrap_or_default();
             process::signal_pids(&pids, libc::SIGKILL);
@@ -281,11 +281,8 @@ impl Sandbox {
             let group_left = self.pgid > 1 && !procfs::group_pids(self.pgid).is_empty();
             let cg_left = self.cgroup.as_ref().is_some_and(|c| !c.pids().is_empty());
             let main_left = self.child.is_some() && self.exit.is_none();
-            if !group_left && !cg_left && !main_left {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+            (!group_left && !cg_left && !main_left).then_some(())
+        });
     }
 }
 
@@ -322,10 +319,9 @@ mod tests {
         .unwrap();
         let pgid = sb.pid().unwrap() as i32;
         // Wait (bounded) for the shell to start its child: a busy machine may take a while.
-        let t0 = Instant::now();
-        while procfs::group_pids(pgid).len() < 2 && t0.elapsed() < Duration::from_secs(10) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        crate::poll::until(Duration::from_secs(10), Duration::from_millis(20), || {
+            (procfs::group_pids(pgid).len() >= 2).then_some(())
+        });
         assert!(procfs::group_pids(pgid).len() >= 2);
         std::thread::sleep(Duration::from_millis(100));
         let out = sb.stop(Duration::from_secs(10));

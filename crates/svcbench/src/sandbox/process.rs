@@ -5,7 +5,7 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Where a process is placed before its first instruction: its cgroups (their `cgroup.procs` files), its
 /// network namespace (an open namespace file, under `--net`) and the user it runs as (OpenSearch refuses
@@ -154,14 +154,6 @@ impl std::fmt::Display for Exit {
 
 /// Waits up to `timeout` for the child to end on its own.
 pub fn wait_timeout(child: &mut Child, timeout: Duration) -> Result<Option<Exit>> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(s) = child.try_wait()? {
-            return Ok(Some(s.into()));
-        }
-        if Instant::now() >= deadline {
-            return Ok(None);
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    let ended = crate::poll::until(timeout, Duration::from_millis(2), || child.try_wait().transpose());
+    Ok(ended.transpose()?.map(Exit::from))
 }

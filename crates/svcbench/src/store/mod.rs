@@ -13,7 +13,7 @@ use rusqlite::{params, Connection};
 use std::path::Path;
 
 pub use read::Reader;
-pub use records::{RunCell, RunDeath, RunEnd, RunLimits, RunStartup, SessionRecord, StepRow};
+pub use records::{DeathCause, RunCell, RunDeath, RunEnd, RunLimits, RunStartup, SessionRecord, StepRow};
 pub use upgrade::SCHEMA_VERSION;
 
 pub struct Store {
@@ -209,7 +209,7 @@ impl Store {
     }
 
     pub fn record_death(&self, run: i64, d: &RunDeath) -> Result<()> {
-        let col = if d.oom_killed { "oom_killed" } else { "crashed" };
+        let col = d.cause.column();
         self.conn
             .execute(&format!("UPDATE run SET {col} = 1, failed_stage = ?2 WHERE id = ?1"), params![run, d.stage])?;
         Ok(())
@@ -339,8 +339,35 @@ mod tests {
             let c = Connection::open(&path).unwrap();
             c.execute_batch(include_str!("schema.sql")).unwrap();
             c.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '1')", []).unwrap();
+            c.execute(
+                "INSERT INTO session (started_at, command, svcbench_version, scenario, profile, runs_per_service,
+                   cgroup_version, status)
+                 VALUES ('t', 'svcbench run', '0.1.0', 'hello', 'quick', 2, 'v1', 'completed')",
+                [],
+            )
+            .unwrap();
+            for (i, error) in
+                ["akka sat at its memory cap (64 MiB) for 10 s without answering /", "build failed"].iter().enumerate()
+            {
+                c.execute(
+                    "INSERT INTO run (session_id, service, run_index, started_at, status, error)
+                     VALUES (1, 'akka', ?1, 't', 'failed', ?2)",
+                    rusqlite::params![i as i64 + 1, error],
+                )
+                .unwrap();
+            }
         }
         let s = Store::open(&path).unwrap();
+        // The older store's run ended at its memory cap is known as such; the other failure is not.
+        let stuck: Vec<i64> = s
+            .conn
+            .prepare("SELECT stuck_at_memory_cap FROM run ORDER BY run_index")
+            .unwrap()
+            .query_map([], |r| r.get::<_, Option<i64>>(0).map(|v| v.unwrap_or(0)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(stuck, [1, 0]);
         let v: String =
             s.conn.query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0)).unwrap();
         assert_eq!(v, SCHEMA_VERSION.to_string());

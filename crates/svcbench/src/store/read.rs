@@ -112,6 +112,8 @@ pub struct Run {
     pub exit_signal: Option<i64>,
     pub oom_killed: bool,
     pub crashed: bool,
+    /// Ended by svcbench after sitting at its memory cap without answering (NULL in older stores: false).
+    pub stuck_at_memory_cap: bool,
     pub failed_stage: Option<String>,
     pub total_cpu_s: Option<f64>,
     pub total_requests_ok: Option<i64>,
@@ -142,6 +144,14 @@ impl Run {
     /// Whether the run's figures may enter medians and verdicts: completed, under the limits asked.
     pub fn counts(&self) -> bool {
         self.validity().valid()
+    }
+
+    /// Whether the service ended the run under the limits asked (OOM-killed, crashed, stuck at its memory
+    /// cap): its answer under those limits, as a resumed study counts it (`completed_cells`).
+    pub fn ended_by_the_service(&self) -> bool {
+        self.status == "failed"
+            && (self.oom_killed || self.crashed || self.stuck_at_memory_cap)
+            && !self.validity().has("unlimited")
     }
 }
 
@@ -222,6 +232,7 @@ fn run_of(r: &Row) -> rusqlite::Result<Run> {
         exit_signal: r.get("exit_signal")?,
         oom_killed: r.get::<_, i64>("oom_killed")? != 0,
         crashed: r.get::<_, i64>("crashed")? != 0,
+        stuck_at_memory_cap: r.get::<_, Option<i64>>("stuck_at_memory_cap")?.unwrap_or(0) != 0,
         failed_stage: r.get("failed_stage")?,
         total_cpu_s: r.get("total_cpu_s")?,
         total_requests_ok: r.get("total_requests_ok")?,
@@ -284,7 +295,7 @@ impl Reader {
     }
 
     /// Ended runs of a study per (service, cell): what a resumed study does not run again. A run whose service
-    /// was OOM-killed or crashed is the service's answer under those limits, not an interruption, and counts
+    /// was OOM-killed, crashed or stuck at its memory cap is its answer under those limits, not an interruption, and counts
     /// too; only when the profile restarts the service for later steps (`all_steps`: their number) must it
     /// have stored them all (older runs stopped at the death).
     pub fn completed_cells(
@@ -295,7 +306,7 @@ impl Reader {
         let mut st = self.conn.prepare(
             "SELECT r.service, COALESCE(r.cell, ''), COUNT(*) FROM run r JOIN session s ON s.id = r.session_id
              WHERE s.study = ?1 AND (r.status = 'completed'
-               OR (r.status = 'failed' AND (r.oom_killed = 1 OR r.crashed = 1)
+               OR (r.status = 'failed' AND (r.oom_killed = 1 OR r.crashed = 1 OR r.stuck_at_memory_cap = 1)
                    AND (?2 IS NULL OR (SELECT COUNT(*) FROM step WHERE run_id = r.id) >= ?2)))
              GROUP BY 1, 2",
         )?;

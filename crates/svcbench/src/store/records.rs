@@ -215,6 +215,38 @@ pub struct RunEnd {
 /// The service died: how, and at which stage ("startup", "checks", "step 3").
 #[derive(Debug, Clone)]
 pub struct RunDeath {
-    pub oom_killed: bool,
+    pub cause: DeathCause,
     pub stage: String,
+}
+
+/// How a run's service ended under its limits: each is the service's answer there, not a lost measurement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DeathCause {
+    /// The memory cgroup's OOM counter rose.
+    OomKilled,
+    /// It exited or was killed otherwise.
+    Crashed,
+    /// It sat at its memory cap without answering (a JVM thrashing in too small a container) and svcbench
+    /// ended it.
+    StuckAtMemoryCap,
+}
+
+impl DeathCause {
+    /// An ended process: the cap's kill or another end.
+    pub fn of_exit(oom_killed: bool) -> DeathCause {
+        if oom_killed {
+            DeathCause::OomKilled
+        } else {
+            DeathCause::Crashed
+        }
+    }
+
+    /// Its column in `run`.
+    pub fn column(self) -> &'static str {
+        match self {
+            DeathCause::OomKilled => "oom_killed",
+            DeathCause::Crashed => "crashed",
+            DeathCause::StuckAtMemoryCap => "stuck_at_memory_cap",
+        }
+    }
 }

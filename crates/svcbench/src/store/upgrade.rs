@@ -48,9 +48,16 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
     ("run", "asked_memory_mib", "REAL", 4, "memory cap asked for this run"),
     ("session", "network", "TEXT", 5, "--net: the parts' addresses and the links between them; NULL: loopback"),
     ("session", "other_hosts", "TEXT", 6, "JSON: [{role, place, facts}] of the machines reached over ssh (hosts file)"),
+    (
+        "run",
+        "stuck_at_memory_cap",
+        "INTEGER",
+        7,
+        "1 when the service sat at its memory cap without answering and was ended",
+    ),
 ];
 
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 fn has_column(conn: &Connection, table: &str, col: &str) -> Result<bool> {
     let mut st = conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?;
@@ -74,6 +81,13 @@ pub fn upgrade(conn: &Connection) -> Result<()> {
         if !has_column(&tx, table, col)? {
             tx.execute(&format!("ALTER TABLE {table} ADD COLUMN {col} {ty}"), [])?;
         }
+    }
+    if v < 7 {
+        // Before version 7 a service ended for sitting at its memory cap was told apart only by its error.
+        tx.execute(
+            "UPDATE run SET stuck_at_memory_cap = 1 WHERE status = 'failed' AND error LIKE '% sat at its memory cap %'",
+            [],
+        )?;
     }
     tx.execute("UPDATE meta SET value = ?1 WHERE key = 'schema_version'", [SCHEMA_VERSION.to_string()])?;
     tx.commit()?;
