@@ -157,6 +157,7 @@ fn out_of_memory_is_told_apart_at_startup_and_in_the_checks() {
     for (svc, stage) in [("oom-start", "startup"), ("oom-checks", "checks")] {
         let q = |col: &str| format!("SELECT {col} FROM run WHERE service = 'test-{svc}'");
         assert_eq!(i64_of(&c, &q("oom_killed")), 1, "{svc}");
+        assert_eq!(i64_of(&c, &q("COALESCE(stuck_at_memory_cap, 0)")), 0, "{svc}");
         assert_eq!(text_of(&c, &q("failed_stage")), stage, "{svc}");
         assert!(text_of(&c, &q("error")).contains("OOM-killed"), "{svc}: {}", text_of(&c, &q("error")));
         assert_eq!(text_of(&c, &q("status")), "failed");
@@ -172,8 +173,13 @@ fn a_service_stuck_at_its_memory_cap_is_given_up_on_early() {
     let out = run_fixtures(tmp.path(), &["at-cap"], &prof, &dbp, &["--memory", "48M", "--startup-timeout", "120s"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(t0.elapsed() < Duration::from_secs(60), "gave up after {:?}, not well before the timeout", t0.elapsed());
-    let err = text_of(&db(&dbp), "SELECT error FROM run");
+    let c = db(&dbp);
+    let err = text_of(&c, "SELECT error FROM run");
     assert!(err.contains("sat at its memory cap (48 MiB)") && err.contains("raise --memory"), "{err}");
+    // Stored as the service's end under its cap (a study's sizing and resume count it), not as an OOM kill.
+    assert_eq!(i64_of(&c, "SELECT stuck_at_memory_cap FROM run"), 1);
+    assert_eq!(i64_of(&c, "SELECT oom_killed FROM run"), 0);
+    assert_eq!(text_of(&c, "SELECT failed_stage FROM run"), "startup");
     assert_no_leftovers("fixtures/testservice.py");
 }
 
