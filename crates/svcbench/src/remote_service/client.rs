@@ -140,7 +140,6 @@ impl RemoteService {
             port: s.port,
             log_path: PathBuf::from(format!("{} on {}", spec.log_name, self.place)),
             spawned_at,
-            stuck_at_memory_cap: false,
         })
     }
 }

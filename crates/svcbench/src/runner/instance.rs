@@ -17,9 +17,20 @@ pub struct Instance {
     pub port: u16,
     pub log_path: PathBuf,
     pub spawned_at: Instant,
-    /// Set when the readiness wait gave up on a service sitting at its memory cap without answering.
-    pub stuck_at_memory_cap: bool,
 }
+
+/// The readiness wait's error for a service that sat at its memory cap without answering, so that the
+/// runner can store that end as such.
+#[derive(Debug)]
+pub struct StuckAtMemoryCap(String);
+
+impl std::fmt::Display for StuckAtMemoryCap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StuckAtMemoryCap {}
 
 /// Everything a service start needs besides the service itself.
 pub struct StartSpec<'a> {
@@ -77,14 +88,7 @@ impl Instance {
         sandbox.place_on(spec.host);
         let spawned_at = Instant::now();
         sandbox.start(&command, &svc.dir, &env, log)?;
-        Ok(Instance {
-            sandbox: ServiceSandbox::Here(sandbox),
-            host: spec.host.clone(),
-            port,
-            log_path,
-            spawned_at,
-            stuck_at_memory_cap: false,
-        })
+        Ok(Instance { sandbox: ServiceSandbox::Here(sandbox), host: spec.host.clone(), port, log_path, spawned_at })
     }
 
     /// Waits for the first HTTP answer on the readiness path; returns the startup time. A service that
@@ -112,18 +116,17 @@ impl Instance {
             }
             stuck
         };
-        let ready = wait_ready(addr, &svc.manifest.readiness, self.spawned_at, timeout, gone, stop);
-        self.stuck_at_memory_cap = matches!(ready, Readiness::Exited) && stuck;
-        match ready {
+        match wait_ready(addr, &svc.manifest.readiness, self.spawned_at, timeout, gone, stop) {
             Readiness::Ready { after } => Ok(after),
-            Readiness::Exited if stuck => bail!(
+            Readiness::Exited if stuck => Err(StuckAtMemoryCap(format!(
                 "{} sat at its memory cap ({:.0} MiB) for {} s without answering {}: raise --memory; last log lines: {}",
                 svc.name(),
                 cap.unwrap_or(0.0),
                 STUCK_AT_CAP.as_secs(),
                 svc.manifest.readiness,
                 self.log_tail(3)
-            ),
+            ))
+            .into()),
             Readiness::Exited if self.sandbox.sample().oom_kills > 0 => bail!(
                 "{} was OOM-killed during startup (memory cap {:.0} MiB): raise --memory; last log lines: {}",
                 svc.name(),

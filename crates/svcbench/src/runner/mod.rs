@@ -763,7 +763,7 @@ fn run_one_inner(
     let startup = match inst.wait_ready(svc, ctx.opts.startup_timeout, &ctx.stop) {
         Ok(t) => t,
         Err(e) => {
-            let cause = if inst.stuck_at_memory_cap {
+            let cause = if e.is::<instance::StuckAtMemoryCap>() {
                 Some(DeathCause::StuckAtMemoryCap)
             } else {
                 inst.sandbox.try_exit().map(|_| DeathCause::of_exit(inst.oom_killed()))
