@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what svcbench, its reference services and its tests need on a fresh machine of this project's
-# kind (Debian with Rust, Go, Java 17 + Temurin 25, Maven, Node, Python). Idempotent: quick when done.
+# kind (Debian with Rust, Go, Java 17 + Temurin 25, Maven, Node, Python), then builds target/release/svcbench
+# (not with --no-build). Idempotent: quick when done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,4 +53,7 @@ for c in rustfmt clippy; do
   fi
 done
 
-cargo build --release --locked -p svcbench 2>&1 | tail -n 3 >&2
+# The binary quick.sh, bench/ and studies/ use; test.sh passes --no-build, as its tests build their own.
+if [ "${1:-}" != "--no-build" ]; then
+  cargo build --release --locked -p svcbench 2>&1 | tail -n 3 >&2
+fi

@@ -34,6 +34,10 @@ pub struct Manifest {
     /// Environment of the build command (cargo profile settings, RUSTFLAGS, Maven properties).
     #[serde(default)]
     pub build_env: BTreeMap<String, String>,
+    /// Files or folders outside the service folder that the build reads (relative to it): a change there
+    /// rebuilds the service as a change inside does.
+    #[serde(default)]
+    pub build_inputs: Vec<String>,
     pub run: String,
     #[serde(default)]
     pub artifacts: Vec<String>,
