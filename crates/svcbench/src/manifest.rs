@@ -196,6 +196,13 @@ impl Service {
         }
         let base = Service { dir, base_name: manifest.name.clone(), manifest, variant: None, description: None };
         base.check_variants(&file)?;
+        if let Some(missing) = base.manifest.build_inputs.iter().find(|i| !base.dir.join(i).exists()) {
+            bail!(
+                "{}: build input {missing:?} does not exist (paths are relative to the service folder); fix or \
+                 remove it in `build_inputs`",
+                file.display()
+            );
+        }
         Ok(base)
     }
 
@@ -317,6 +324,14 @@ PORT = "{port}"
         assert_eq!(s.name(), "x");
         assert_eq!(s.manifest.model, ProgrammingModel::Async);
         assert_eq!(s.manifest.env["PORT"], "{port}");
+    }
+
+    #[test]
+    fn a_missing_build_input_is_named_at_load() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), &GOOD.replace("run = ", "build_inputs = [\"../nowhere\"]\nrun = "));
+        let e = Service::load(d.path()).unwrap_err().to_string();
+        assert!(e.contains("build input \"../nowhere\" does not exist") && !e.contains('\n'), "{e}");
     }
 
     #[test]
