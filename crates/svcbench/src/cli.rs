@@ -16,6 +16,8 @@ pub enum Command {
     Run(RunArgs),
     /// Build and start one service, run only its scenario's conformance checks.
     Check(CheckArgs),
+    /// Build services (and the services of study files) ahead of their runs, several at a time.
+    Build(BuildArgs),
     /// Drive HTTP load at a URL (closed model like wrk, open model like wrk2).
     Load(loadgen::cli::LoadArgs),
     /// Print the store as JSON.
@@ -241,6 +243,24 @@ pub struct CheckArgs {
     pub cgroup: CgroupArg,
     /// Where logs go.
     #[arg(long, default_value = "results/work/check")]
+    pub work_dir: PathBuf,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct BuildArgs {
+    /// Service folders, `folder@variant` or `folder@*` (the base and every variant).
+    pub services: Vec<String>,
+    /// Also every service and variant of this study file (repeatable).
+    #[arg(long)]
+    pub study: Vec<PathBuf>,
+    /// Of the study files, the services of their --quick form.
+    #[arg(long, requires = "study")]
+    pub quick: bool,
+    /// Builds at a time; builds with the same tool (cargo, mvn, go, npm) still run one after the other.
+    #[arg(long, default_value_t = 2)]
+    pub jobs: usize,
+    /// Where build logs go.
+    #[arg(long, default_value = "results/work/build")]
     pub work_dir: PathBuf,
 }
 

@@ -116,6 +116,10 @@ fn dispatch(cli: Cli) -> Result<i32> {
             println!("{} of {} checks passed", results.len() - failed, results.len());
             Ok(if failed > 0 { 1 } else { 0 })
         }
+        Command::Build(a) => {
+            let stop = guard::signals::stop_flag()?;
+            runner::build_many::run_cli(&a, stop)
+        }
         Command::Load(a) => loadgen::cli::run_cli(&a),
         Command::HostFacts => {
             println!("{}", serde_json::to_string(&crate::host::facts())?);

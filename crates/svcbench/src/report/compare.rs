@@ -6,7 +6,7 @@
 //! sides ran (same position, same load) gets its own verdict: the three identical attempts of seed 003 show
 //! whether a JIT-compiled service caught up attempt by attempt. Only completed runs enter; the others are
 //! listed apart, and BASE and NEW recorded on other hosts or far apart in time get a warning.
-use super::data::{Dataset, Run, Step};
+use super::data::{Dataset, Step};
 use super::quality::steps_by_position;
 use super::stats::{self, Change, LogTest, Spread, Untestable, MIN_RUNS, POWER};
 use super::summary::{run_figures, RunFigures};
@@ -226,11 +226,6 @@ pub fn parse_fail_on(s: &str) -> Result<FailRule> {
     Ok(FailRule { metric: metric.to_string(), threshold_pct: pct })
 }
 
-/// Runs that enter a verdict: completed under the limits asked (store::read::Run::counts).
-fn completed(r: &Run) -> bool {
-    r.counts()
-}
-
 fn figures(d: &Dataset, g: usize, vcpu_hour_price: f64) -> Vec<RunFigures> {
     d.counted_runs(g).map(|r| run_figures(r, vcpu_hour_price, d.include_invalid)).collect()
 }
@@ -421,7 +416,7 @@ pub fn judge(values: &[Values], alpha: f64) -> (Vec<Line>, usize) {
 fn left_out(d: &Dataset, side: &'static str) -> Vec<LeftOut> {
     let mut out: Vec<LeftOut> = Vec::new();
     for (g, group) in d.groups.iter().enumerate() {
-        for r in d.group_runs(g).filter(|r| !completed(r)) {
+        for r in d.group_runs(g).filter(|r| !r.enters_figures()) {
             match out.iter_mut().find(|o| o.service == group.name && o.status == r.status) {
                 Some(o) => o.runs.push(r.label.clone()),
                 None => out.push(LeftOut {

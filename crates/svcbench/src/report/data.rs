@@ -36,9 +36,10 @@ impl Dataset {
         self.groups[g].runs.iter().map(move |&i| &self.runs[i])
     }
 
-    /// The runs of a group whose figures may be quoted: completed, under the limits asked.
+    /// The runs of a group whose figures may be quoted: completed under the limits asked, or ended by the
+    /// service under them (`Run::enters_figures`).
     pub fn counted_runs(&self, g: usize) -> impl Iterator<Item = &Run> {
-        self.group_runs(g).filter(|r| self.include_invalid || r.counts())
+        self.group_runs(g).filter(|r| self.include_invalid || r.enters_figures())
     }
 
     /// Whether a step's figures may be quoted.

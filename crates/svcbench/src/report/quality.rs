@@ -34,8 +34,8 @@ pub fn validity(d: &Dataset) -> Table {
              not valid for the reasons given."
                 .into()
         } else {
-            "Figures in the summary, the peaks and compare come only from valid steps of completed runs under the \
-             limits asked; these were left out (report --include-invalid puts them back, still flagged). Hover a \
+            "Figures in the summary, the peaks and compare come only from valid steps of runs that completed, or \
+             that the service ended, under the limits asked; these were left out (report --include-invalid puts them back, still flagged). Hover a \
              reason for its numbers."
                 .into()
         },
@@ -55,7 +55,9 @@ pub fn validity(d: &Dataset) -> Table {
     for g in 0..d.groups.len() {
         for r in d.group_runs(g) {
             let rv = r.validity();
-            if !rv.valid() {
+            if !rv.valid() && r.enters_figures() {
+                push(&r.label, "whole run: ended by the service, its valid steps before the end count", &rv);
+            } else if !rv.valid() {
                 push(&r.label, "whole run", &rv);
             }
             for s in &r.steps {

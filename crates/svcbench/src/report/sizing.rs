@@ -60,11 +60,7 @@ struct GroupSlo {
 /// A group holds the SLO when more than half of its judged runs do (so a ✓ never rests on a tie, and its
 /// median p99 is within the objective); the runs judged are the counted ones and those the service ended.
 fn group_slo(d: &Dataset, g: usize, slo: &Slo) -> Option<GroupSlo> {
-    let verdicts: Vec<Verdict> = d
-        .group_runs(g)
-        .filter(|r| d.include_invalid || r.counts() || r.ended_by_the_service())
-        .filter_map(|r| judge_run(r, slo, d.include_invalid))
-        .collect();
+    let verdicts: Vec<Verdict> = d.counted_runs(g).filter_map(|r| judge_run(r, slo, d.include_invalid)).collect();
     if verdicts.is_empty() {
         return None;
     }

@@ -32,7 +32,10 @@ pub fn run_figures(run: &Run, vcpu_hour_price: f64, include_invalid: bool) -> Ru
         .iter()
         .filter(|s| s.success_rps.is_finite() && (include_invalid || s.validity().valid()))
         .max_by(|a, b| a.success_rps.total_cmp(&b.success_rps));
-    let cpu_s_per_req = crate::figures::run_cpu_s_per_req(run.total_cpu_s, run.total_requests_ok);
+    // A run the service ended has no whole-run figure: its CPU covers a step that broke it.
+    let cpu_s_per_req = (include_invalid || run.counts())
+        .then(|| crate::figures::run_cpu_s_per_req(run.total_cpu_s, run.total_requests_ok))
+        .flatten();
     RunFigures {
         peak_rps: peak.map(|s| s.success_rps),
         peak_at: peak.and_then(|s| if s.is_open() { s.rate } else { s.connections.map(|c| c as f64) }),
@@ -53,7 +56,7 @@ pub fn left_out(d: &Dataset, g: usize) -> (Vec<String>, Vec<String>) {
     let mut runs = Vec::new();
     let mut steps: std::collections::BTreeMap<String, usize> = Default::default();
     for r in d.group_runs(g) {
-        if !d.include_invalid && !r.counts() {
+        if !d.include_invalid && !r.enters_figures() {
             runs.push(format!("{} ({})", r.label, r.validity().summary()));
             continue;
         }
@@ -70,8 +73,12 @@ pub fn left_out(d: &Dataset, g: usize) -> (Vec<String>, Vec<String>) {
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupSummary {
     pub name: String,
-    /// Runs that enter the figures (completed, limits as asked; all with --include-invalid).
+    /// Runs that enter the figures (completed or ended by the service, limits as asked; all with
+    /// --include-invalid).
     pub runs: usize,
+    /// Of those, the runs the service ended (OOM-killed, crashed, stuck at its memory cap): their valid steps
+    /// before the end count, their whole-run figures do not.
+    pub ended_by_the_service: usize,
     /// Runs left out, with why.
     pub runs_left_out: Vec<String>,
     /// Steps left out of the peaks, by reason ("3 × dependency saturated").
@@ -103,6 +110,7 @@ pub fn group_summaries(d: &Dataset, vcpu_hour_price: f64) -> Vec<GroupSummary> {
             GroupSummary {
                 name: d.groups[g].name.clone(),
                 runs: runs.len(),
+                ended_by_the_service: runs.iter().filter(|r| !r.counts() && r.ended_by_the_service()).count(),
                 runs_left_out,
                 steps_left_out,
                 peak_rps: spread(|f| f.peak_rps),

@@ -121,6 +121,28 @@ pub fn services(d: &Dataset) -> Table {
     t
 }
 
+/// The counted runs, with how many of them the service ended and how many were left out, and why.
+pub(super) fn runs_cell(s: &GroupSummary) -> Cell {
+    let mut parts = Vec::new();
+    let mut why = Vec::new();
+    if s.ended_by_the_service > 0 {
+        parts.push(format!("{} ended by the service", s.ended_by_the_service));
+        why.push(
+            "a run the service ended (OOM-killed, crashed) counts with its valid steps before its end, \
+                  without its CPU time per request"
+                .to_string(),
+        );
+    }
+    if !s.runs_left_out.is_empty() {
+        parts.push(format!("{} left out", s.runs_left_out.len()));
+        why.extend(s.runs_left_out.iter().cloned());
+    }
+    if parts.is_empty() {
+        return Cell::text(s.runs.to_string());
+    }
+    Cell::text(format!("{} ({})", s.runs, parts.join(", "))).class("warn").title(why.join("\n"))
+}
+
 pub fn summary(d: &Dataset, vcpu_hour_price: f64) -> (Table, Vec<GroupSummary>) {
     let sums = group_summaries(d, vcpu_hour_price);
     let peak_at_head = if sums.iter().all(|s| s.peak_at_rate) { "at offered req/s" } else { "at connections" };
@@ -128,8 +150,8 @@ pub fn summary(d: &Dataset, vcpu_hour_price: f64) -> (Table, Vec<GroupSummary>) 
         id: "summary".into(),
         caption: "Summary".into(),
         note: format!(
-            "Median over the counted runs (completed, under the limits asked), (min–max) when there are several; the \
-             peak is the highest valid step (the Validity section lists what was left out and why). CPU time per request is the run's whole CPU time \
+            "Median over the counted runs (completed, or ended by the service, under the limits asked), (min–max) \
+             when there are several; the peak is the highest valid step (the Validity section lists what was left out and why). CPU time per request is the run's whole CPU time \
              (startup, idle settling and checks included) over its successful requests, as in seed 000; cost per \
              billion requests assumes ${vcpu_hour_price} per vCPU-hour and perfect utilisation. Peak memory is the \
              cgroup's high-water mark (page cache included); idle memory is read 1 s after startup. The load of the peak step \
@@ -155,13 +177,7 @@ pub fn summary(d: &Dataset, vcpu_hour_price: f64) -> (Table, Vec<GroupSummary>) 
         rows: Vec::new(),
     };
     for s in &sums {
-        let runs = if !s.runs_left_out.is_empty() {
-            Cell::text(format!("{} ({} left out)", s.runs, s.runs_left_out.len()))
-                .class("warn")
-                .title(s.runs_left_out.join("\n"))
-        } else {
-            Cell::text(s.runs.to_string())
-        };
+        let runs = runs_cell(s);
         let left_out = if s.steps_left_out.is_empty() {
             Cell::text("none")
         } else {

@@ -473,6 +473,61 @@ fn an_interrupted_run_is_not_in_the_median_nor_in_a_verdict() {
 }
 
 #[test]
+fn a_run_the_service_ended_counts_with_its_valid_steps_before_the_end() {
+    // Seed 004's capacity: rates of 100, 200, 300 req/s; the third run is OOM-killed at 300.
+    let f = store();
+    let s = f.session("upstream", None);
+    f.service(s, "mvc");
+    let mut runs = Vec::new();
+    for i in 1..=3 {
+        let r = f.run(s, "mvc", i, 10.0 * i as f64, 1000);
+        for (seq, rate) in [(1, 100.0), (2, 200.0), (3, 300.0)] {
+            let answered = if i == 3 && seq == 3 { 150.0 } else { rate - i as f64 };
+            f.step(
+                r,
+                seq,
+                "open",
+                None,
+                Some(rate),
+                "default",
+                None,
+                answered,
+                answered as i64,
+                Some(rate as i64),
+                1.0,
+            );
+        }
+        runs.push(r);
+    }
+    f.store.raw().execute("UPDATE step SET flags = '[]', valid = 1", []).unwrap();
+    let died = Validity { flags: crate::figures::validity::service_end_flags(true, false) }.to_json();
+    f.store
+        .raw()
+        .execute("UPDATE step SET flags = ?2, valid = 0 WHERE run_id = ?1 AND seq = 3", params![runs[2], died])
+        .unwrap();
+    f.store.raw().execute("UPDATE run SET status = 'failed', oom_killed = 1 WHERE id = ?1", [runs[2]]).unwrap();
+    let d = f.load(&[], false);
+    let (summary, sums) = tables::summary(&d, 0.0275);
+    let peak = sums[0].peak_rps.unwrap();
+    assert_eq!((peak.n, peak.min, peak.max), (3, 197.0, 299.0), "its 197 req/s at 200 counts, its 150 at 300 not");
+    assert_eq!((sums[0].runs, sums[0].ended_by_the_service, sums[0].oom_kills), (3, 1, 1));
+    assert!(sums[0].runs_left_out.is_empty(), "{:?}", sums[0].runs_left_out);
+    assert_eq!(sums[0].cpu_us_per_req.unwrap().n, 2, "no whole-run CPU per request from the run that died");
+    assert_eq!(cell_texts(&summary, 0)[1], "3 (1 ended by the service)");
+    let v = quality::validity(&d);
+    assert!(v.rows.iter().any(|r| r.cells[0].text.ends_with("#3") && r.cells[1].text.contains("ended by the service")));
+    let lines = compare::compare(&d, &d, 0.05, &[]).lines;
+    assert_eq!(lines.iter().find(|l| l.metric == "peak_rps").unwrap().base.unwrap().n, 3);
+    // Without limits as asked, the service's death answers nothing: left out, as an interrupted run is.
+    let unlimited =
+        Validity { flags: crate::figures::validity::run_flags("failed", &["no memory cap was applied".to_string()]) }
+            .to_json();
+    f.store.raw().execute("UPDATE run SET flags = ?2 WHERE id = ?1", params![runs[2], unlimited]).unwrap();
+    let (_, sums) = tables::summary(&f.load(&[], false), 0.0275);
+    assert_eq!((sums[0].runs, sums[0].ended_by_the_service, sums[0].runs_left_out.len()), (2, 0, 1));
+}
+
+#[test]
 fn the_stop_rule_and_the_report_agree_on_an_open_step_with_unsent_requests() {
     // An open step: 100 intended, 80 answered, none failed, 20 never sent. The runner's stop rule reads
     // StepRow::success_ratio (runner/step.rs), and the report reads the same stored figure.

@@ -4,6 +4,7 @@
 pub mod agents;
 pub mod alone;
 pub mod build;
+pub mod build_many;
 pub mod build_stamp;
 pub mod instance;
 pub mod lifecycle;

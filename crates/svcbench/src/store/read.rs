@@ -146,6 +146,13 @@ impl Run {
         self.validity().valid()
     }
 
+    /// Whether the run's valid steps enter medians and verdicts: it counts, or the service ended it under the
+    /// limits asked. A capacity profile breaks the service on purpose, so dying in the step that broke it is an
+    /// answer and the valid steps before it stand; figures of the whole run (CPU per request) still need `counts`.
+    pub fn enters_figures(&self) -> bool {
+        self.counts() || self.ended_by_the_service()
+    }
+
     /// Whether the service ended the run under the limits asked (OOM-killed, crashed, stuck at its memory
     /// cap): its answer under those limits, as a resumed study counts it (`completed_cells`).
     pub fn ended_by_the_service(&self) -> bool {

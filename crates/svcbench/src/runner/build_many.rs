@@ -1,0 +1,172 @@
+//! Building many services ahead of their runs (`svcbench build`), several at a time. A study of a dozen
+//! services and variants spends most of its first minutes building; a Rust build's last phase (fat LTO, one
+//! codegen unit) uses one core and a Maven build waits on downloads, so two builds side by side finish
+//! sooner than one after the other. Builds of one tool (cargo, mvn, go, npm) run one after the other: they
+//! share that tool's caches and locks, and each already uses every core it can. A service built here is
+//! not built again by `run` or `study` (build_stamp.rs).
+use super::build::build;
+use crate::manifest::Service;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What became of one build: the service's name, and its seconds or why it failed.
+pub type Outcome = (String, Result<f64, String>);
+
+/// The tool a build command starts, ignoring leading `VAR=value` assignments: `CGO_ENABLED=0 go build` → go.
+fn tool(command: &str) -> &str {
+    command.split_whitespace().find(|w| !w.contains('=')).unwrap_or("")
+}
+
+/// The services to build, one lane per tool, in the order given; variants that share their base's build
+/// (same folder, command and environment) appear once.
+pub fn lanes(services: &[Service]) -> Vec<Vec<Service>> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut by_tool: BTreeMap<String, Vec<Service>> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for s in services {
+        let Some(cmd) = &s.manifest.build else { continue };
+        if !seen.insert(s.build_key()) {
+            continue;
+        }
+        let t = tool(cmd).to_string();
+        if !by_tool.contains_key(&t) {
+            order.push(t.clone());
+        }
+        by_tool.entry(t).or_default().push(s.clone());
+    }
+    // The longest lanes first, so they start at once and the short ones fill in beside them.
+    let mut out: Vec<Vec<Service>> = order.into_iter().filter_map(|t| by_tool.remove(&t)).collect();
+    out.sort_by_key(|l| std::cmp::Reverse(l.len()));
+    out
+}
+
+/// Builds every lane, `jobs` lanes at a time, until all are built or `stop` is set (builds already
+/// running finish). Returns each build's outcome in the order they ended.
+pub fn build_all(services: &[Service], jobs: usize, log_dir: &Path, stop: Arc<AtomicBool>) -> Vec<Outcome> {
+    let queue = Mutex::new(lanes(services).into_iter());
+    let outcomes = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| loop {
+                let Some(lane) = queue.lock().unwrap().next() else { return };
+                for svc in lane {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let result = build(&svc, log_dir, false).map(|b| b.seconds).map_err(|e| format!("{e:#}"));
+                    outcomes.lock().unwrap().push((svc.name().to_string(), result));
+                }
+            });
+        }
+    });
+    outcomes.into_inner().unwrap()
+}
+
+/// `svcbench build`: loads every service named (all before any build, so a typo fails at once), builds
+/// them and says what failed. Exit code 1 when a build failed, 130 when interrupted.
+pub fn run_cli(a: &crate::cli::BuildArgs, stop: Arc<AtomicBool>) -> anyhow::Result<i32> {
+    let mut specs: Vec<String> = a.services.clone();
+    for file in &a.study {
+        let study = crate::study::file::Study::load(file, a.quick)?;
+        specs.extend(study.services.iter().map(|p| p.display().to_string()));
+    }
+    if specs.is_empty() {
+        anyhow::bail!("name services to build (folders, folder@variant, folder@*) or --study FILE");
+    }
+    if a.jobs == 0 {
+        anyhow::bail!("--jobs 0 builds nothing; give 1 or more");
+    }
+    let mut services = Vec::new();
+    for spec in &specs {
+        services.extend(Service::load_spec(spec)?);
+    }
+    let to_build: usize = lanes(&services).iter().map(|l| l.len()).sum();
+    eprintln!("svcbench: {to_build} build(s), {} at a time", a.jobs.min(to_build.max(1)));
+    let t0 = std::time::Instant::now();
+    let out = build_all(&services, a.jobs, &a.work_dir, stop.clone());
+    let failed: Vec<&Outcome> = out.iter().filter(|o| o.1.is_err()).collect();
+    for (name, e) in failed.iter().map(|(n, r)| (n, r.as_ref().unwrap_err())) {
+        eprintln!("svcbench: {name}: {e}");
+    }
+    eprintln!(
+        "svcbench: {} of {to_build} build(s) done, {} failed, in {:.0} s",
+        out.len() - failed.len(),
+        failed.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    Ok(if stop.load(Ordering::Relaxed) {
+        130
+    } else if failed.is_empty() {
+        0
+    } else {
+        1
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn service(dir: &Path, name: &str, build: &str, variants: &str) -> Vec<Service> {
+        let d = dir.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("svcbench.toml"),
+            format!(
+                "name = \"{name}\"\nscenario = \"hello\"\nlanguage = \"sh\"\nframework = \"none\"\n\
+                 framework_version = \"0\"\nmodel = \"blocking\"\nreadiness = \"/\"\nbuild = \"{build}\"\n\
+                 run = \"./x\"\nartifacts = [\"out-{name}\"]\n{variants}"
+            ),
+        )
+        .unwrap();
+        Service::load_spec(&format!("{}@*", d.display())).or_else(|_| Service::load_spec(d.to_str().unwrap())).unwrap()
+    }
+
+    #[test]
+    fn one_lane_per_tool_and_a_shared_build_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut all = Vec::new();
+        // A variant that only runs differently shares the base's build; one with its own target dir does not.
+        all.extend(service(
+            tmp.path(),
+            "a",
+            "cargo build --release",
+            "[variant.workers]\nenv = { WORKERS = \"4\" }\n\
+             [variant.plain]\nbuild_env = { CARGO_TARGET_DIR = \"plain\" }\nartifacts = [\"out-plain\"]\n",
+        ));
+        all.extend(service(tmp.path(), "b", "mvn -q package", ""));
+        all.extend(service(tmp.path(), "c", "CGO_ENABLED=0 go build -o out-c .", ""));
+        all.extend(service(tmp.path(), "d", "mvn -q package", ""));
+        let lanes = lanes(&all);
+        let names: Vec<Vec<&str>> = lanes.iter().map(|l| l.iter().map(|s| s.name()).collect()).collect();
+        assert_eq!(names, [vec!["a", "a@plain"], vec!["b", "d"], vec!["c"]]);
+        assert_eq!(tool("CGO_ENABLED=0 GOOS=linux go build"), "go");
+    }
+
+    #[test]
+    fn builds_run_side_by_side_and_a_failure_is_reported_not_fatal() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut all = Vec::new();
+        // Each build waits for the other tool's to have started: only side by side do both finish quickly.
+        let (x, y) = (tmp.path().join("x-started"), tmp.path().join("y-started"));
+        let wait = |mine: &Path, other: &Path| {
+            format!(
+                "sh -c 'touch {} && for i in $(seq 50); do [ -e {} ] && break; sleep 0.1; done && [ -e {} ] && touch out-$(basename $PWD)'",
+                mine.display(),
+                other.display(),
+                other.display()
+            )
+        };
+        all.extend(service(tmp.path(), "x", &wait(&x, &y), ""));
+        all.extend(service(tmp.path(), "y", &format!("env {}", wait(&y, &x)), ""));
+        all.extend(service(tmp.path(), "z", "false", ""));
+        let stop = Arc::new(AtomicBool::new(false));
+        let out = build_all(&all, 2, &tmp.path().join("logs"), stop);
+        let ok = |n: &str| out.iter().find(|o| o.0 == n).unwrap().1.is_ok();
+        assert!(ok("x") && ok("y"), "{out:?}");
+        assert!(!ok("z"), "a failed build is an outcome: {out:?}");
+        assert_eq!(out.len(), 3);
+    }
+}
