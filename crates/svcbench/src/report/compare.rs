@@ -4,8 +4,9 @@
 //! statistic is in stats.rs and docs/report.md); how many runs a side the measured noise calls for; and
 //! `--fail-on` to turn a regression into exit code 1 for CI. Besides the whole-run metrics, every step both
 //! sides ran (same position, same load) gets its own verdict: the three identical attempts of seed 003 show
-//! whether a JIT-compiled service caught up attempt by attempt. Only completed runs enter; the others are
-//! listed apart, and BASE and NEW recorded on other hosts or far apart in time get a warning.
+//! whether a JIT-compiled service caught up attempt by attempt. Only counted runs enter (completed, or ended by
+//! the service, under the limits asked); the others are listed apart, and BASE and NEW recorded on other hosts
+//! or far apart in time get a warning.
 use super::data::{Dataset, Step};
 use super::quality::steps_by_position;
 use super::stats::{self, Change, LogTest, Spread, Untestable, MIN_RUNS, POWER};

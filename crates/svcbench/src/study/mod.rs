@@ -143,6 +143,11 @@ pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         progress::RUN_OVERHEAD_GUESS.as_secs()
     );
     if a.plan {
+        eprintln!(
+            "svcbench:   builds come first; `svcbench build --study {}{}` does them ahead, two at a time",
+            study.path.display(),
+            if study.quick { " --quick" } else { "" }
+        );
         return Ok(0);
     }
     let mut code = 0;
