@@ -55,10 +55,13 @@ pub fn validity(d: &Dataset) -> Table {
     for g in 0..d.groups.len() {
         for r in d.group_runs(g) {
             let rv = r.validity();
-            if !rv.valid() && r.enters_figures() {
-                push(&r.label, "whole run: ended by the service, its valid steps before the end count", &rv);
-            } else if !rv.valid() {
-                push(&r.label, "whole run", &rv);
+            if !rv.valid() {
+                let what = if r.ended_by_the_service() {
+                    "whole run: ended by the service, its valid steps before the end count"
+                } else {
+                    "whole run"
+                };
+                push(&r.label, what, &rv);
             }
             for s in &r.steps {
                 let v = s.validity();

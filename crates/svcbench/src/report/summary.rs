@@ -110,7 +110,7 @@ pub fn group_summaries(d: &Dataset, vcpu_hour_price: f64) -> Vec<GroupSummary> {
             GroupSummary {
                 name: d.groups[g].name.clone(),
                 runs: runs.len(),
-                ended_by_the_service: runs.iter().filter(|r| !r.counts() && r.ended_by_the_service()).count(),
+                ended_by_the_service: runs.iter().filter(|r| r.ended_by_the_service()).count(),
                 runs_left_out,
                 steps_left_out,
                 peak_rps: spread(|f| f.peak_rps),

@@ -1,12 +1,11 @@
 //! Building many services ahead of their runs (`svcbench build`), several at a time. A study of a dozen
 //! services and variants spends most of its first minutes building; a Rust build's last phase (fat LTO, one
-//! codegen unit) uses one core and a Maven build waits on downloads, so two builds side by side finish
-//! sooner than one after the other. Builds of one tool (cargo, mvn, go, npm) run one after the other: they
+//! codegen unit) uses one core and a Maven build waits on downloads, so two builds side by side can overlap
+//! (on 2 cores they gained nothing measurable, docs/manifest.md: cargo keeps both busy). Builds of one tool (cargo, mvn, go, npm) run one after the other: they
 //! share that tool's caches and locks, and each already uses every core it can. A service built here is
 //! not built again by `run` or `study` (build_stamp.rs).
 use super::build::build;
 use crate::manifest::Service;
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,21 +22,19 @@ fn tool(command: &str) -> &str {
 /// (same folder, command and environment) appear once.
 pub fn lanes(services: &[Service]) -> Vec<Vec<Service>> {
     let mut seen = std::collections::BTreeSet::new();
-    let mut by_tool: BTreeMap<String, Vec<Service>> = BTreeMap::new();
-    let mut order: Vec<String> = Vec::new();
+    let mut by_tool: Vec<(&str, Vec<Service>)> = Vec::new();
     for s in services {
         let Some(cmd) = &s.manifest.build else { continue };
         if !seen.insert(s.build_key()) {
             continue;
         }
-        let t = tool(cmd).to_string();
-        if !by_tool.contains_key(&t) {
-            order.push(t.clone());
+        match by_tool.iter_mut().find(|(t, _)| *t == tool(cmd)) {
+            Some((_, lane)) => lane.push(s.clone()),
+            None => by_tool.push((tool(cmd), vec![s.clone()])),
         }
-        by_tool.entry(t).or_default().push(s.clone());
     }
     // The longest lanes first, so they start at once and the short ones fill in beside them.
-    let mut out: Vec<Vec<Service>> = order.into_iter().filter_map(|t| by_tool.remove(&t)).collect();
+    let mut out: Vec<Vec<Service>> = by_tool.into_iter().map(|(_, lane)| lane).collect();
     out.sort_by_key(|l| std::cmp::Reverse(l.len()));
     out
 }
@@ -86,19 +83,21 @@ pub fn run_cli(a: &crate::cli::BuildArgs, stop: Arc<AtomicBool>) -> anyhow::Resu
     eprintln!("svcbench: {to_build} build(s), {} at a time", a.jobs.min(to_build.max(1)));
     let t0 = std::time::Instant::now();
     let out = build_all(&services, a.jobs, &a.work_dir, stop.clone());
-    let failed: Vec<&Outcome> = out.iter().filter(|o| o.1.is_err()).collect();
-    for (name, e) in failed.iter().map(|(n, r)| (n, r.as_ref().unwrap_err())) {
-        eprintln!("svcbench: {name}: {e}");
+    let mut failed = 0;
+    for (name, result) in &out {
+        if let Err(e) = result {
+            eprintln!("svcbench: {name}: {e}");
+            failed += 1;
+        }
     }
     eprintln!(
-        "svcbench: {} of {to_build} build(s) done, {} failed, in {:.0} s",
-        out.len() - failed.len(),
-        failed.len(),
+        "svcbench: {} of {to_build} build(s) done, {failed} failed, in {:.0} s",
+        out.len() - failed,
         t0.elapsed().as_secs_f64()
     );
     Ok(if stop.load(Ordering::Relaxed) {
         130
-    } else if failed.is_empty() {
+    } else if failed == 0 {
         0
     } else {
         1
