@@ -1,9 +1,10 @@
 //! `svcbench up SERVICE`: the scenario's dependencies (data loaded) and the service under its limits, on
 //! loopback or the `--net` network, kept running until Ctrl-C and then torn down as a run is — so a user can
 //! point their own tools (a test suite, another load tool, a browser) at a service with its real store.
-use crate::cli::{CgroupArg, LimitsArgs, NetworkArgs};
+use crate::options::{LimitsArgs, NetworkArgs};
 use crate::runner::alone::{self, Alone};
 use crate::runner::{cpu_split, load_services};
+use crate::sandbox::CgroupChoice;
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,7 +20,7 @@ pub struct UpArgs {
     #[command(flatten)]
     pub limits: LimitsArgs,
     #[arg(long, value_enum, default_value = "auto")]
-    pub cgroup: CgroupArg,
+    pub cgroup: CgroupChoice,
     /// Use the service as it is built (skip its build command).
     #[arg(long)]
     pub no_build: bool,
@@ -29,7 +30,7 @@ pub struct UpArgs {
     #[command(flatten)]
     pub network: NetworkArgs,
     #[command(flatten)]
-    pub given: crate::cli::DepArgs,
+    pub given: crate::options::DepArgs,
     /// A hosts file: its `[store]` starts the dependencies on that machine over ssh, its `[service]` runs the
     /// service on another machine (`at`) or says where it listens here (`address`) (docs/network.md);
     /// generators are not used here
@@ -52,7 +53,7 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         Some(path) if a.network.asked() => {
             bail!("--hosts places parts on machines, --net and --link on namespaces of this one: give one or the other ({})", path.display())
         }
-        Some(path) => Some(crate::network::hosts_file::HostsPlan::load(path)?),
+        Some(path) => Some(crate::remote::hosts_file::HostsPlan::load(path)?),
         None => None,
     };
     if let Some(plan) = &plan {
@@ -63,9 +64,9 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
                 a.hosts.as_ref().unwrap().display()
             );
         }
-        crate::network::ssh::other_hosts(plan, &scenario, &given)?;
+        crate::remote::ssh::other_hosts(plan, &scenario, &given)?;
         if plan.service_at.is_some() {
-            crate::remote_service::client::check_services(&services)?;
+            crate::remote::service_client::check_services(&services)?;
         }
     }
     std::fs::create_dir_all(&a.work_dir)?;

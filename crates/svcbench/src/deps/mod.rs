@@ -1,8 +1,6 @@
 //! Dependencies of a scenario: real servers (or a file) that svcbench starts before the runs, hands to
 //! the service through placeholders, measures during steps, and stops afterwards. One file per kind.
 pub mod opensearch;
-pub mod remote;
-pub mod serve;
 pub mod sqlite;
 pub mod upstream;
 

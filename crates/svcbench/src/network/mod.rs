@@ -6,11 +6,9 @@
 //!
 //! Names start with svcbench's pid (namespaces `svcbench-<pid>-<role>`, interfaces `svb<pid>…`), so a later
 //! svcbench removes what a killed one left, as it does with cgroups (guard/leftovers).
-pub mod hosts_file;
 pub mod link;
 pub mod netns;
 pub mod relay;
-pub mod ssh;
 
 use anyhow::{bail, Context, Result};
 pub use link::{Link, Role};

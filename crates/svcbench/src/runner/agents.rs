@@ -11,8 +11,8 @@
 //! report comes back on ssh's standard output.
 //!
 //! Each agent's report and log stay in the run's work folder (`agents/step-<seq>-agent-<i>.json`).
-use crate::network::hosts_file::Place;
 use crate::network::Host;
+use crate::remote::hosts_file::Place;
 use crate::sandbox::process::shell_quote;
 use anyhow::{bail, Context, Result};
 use loadgen::{share, LoadConfig, LoadReport, MixSpec, Model};

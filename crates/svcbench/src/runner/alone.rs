@@ -1,12 +1,12 @@
 //! One service on its own with its scenario's dependencies, outside a session: what `svcbench check` and
 //! `svcbench up` start (build, network, dependencies, the service under its limits, its readiness).
-use super::build;
-use super::instance::{Instance, StartSpec};
 use crate::deps::{DepContext, Dependencies};
 use crate::manifest::Service;
 use crate::network::{Hosts, Link, Network};
 use crate::sandbox::{CgroupChoice, Limits};
 use crate::scenario::Scenario;
+use crate::service::build;
+use crate::service::instance::{Instance, StartSpec};
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -30,11 +30,11 @@ pub struct Alone<'a> {
     /// Dependencies that already run (`--dep KIND=URL`).
     pub given: &'a crate::deps::GivenDeps,
     /// A hosts file's `[store]`: the dependencies started on that machine over ssh.
-    pub store_at: Option<&'a crate::network::hosts_file::RemotePlace>,
+    pub store_at: Option<&'a crate::remote::hosts_file::RemotePlace>,
     /// A hosts file's `[service] address`: where the service listens (None: loopback, or its namespace).
     pub service_addr: Option<std::net::Ipv4Addr>,
     /// A hosts file's `[service] at`: the service built and run on that machine over ssh.
-    pub service_at: Option<&'a crate::network::hosts_file::RemotePlace>,
+    pub service_at: Option<&'a crate::remote::hosts_file::RemotePlace>,
 }
 
 /// The started parts. Field order is drop order: the service, then its dependencies, then the network
@@ -44,7 +44,7 @@ pub struct Started {
     /// Held so that the dependencies run as long as the service does.
     _deps: Dependencies,
     /// Dependencies on another machine, stopped there when this is dropped (after the ones above use them).
-    _remote: Option<crate::deps::remote::RemoteDeps>,
+    _remote: Option<crate::remote::deps_client::RemoteDeps>,
     pub network: Option<Network>,
     pub placeholders: BTreeMap<String, String>,
     pub startup: Duration,
@@ -53,7 +53,9 @@ pub struct Started {
 pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool) -> Result<Started> {
     how.given.check(&scenario.file.dependency, scenario.name())?;
     // The service's machine runs it as long as the instance holds it.
-    let remote_service = how.service_at.map(crate::remote_service::client::RemoteService::connect).transpose()?;
+    let remote_service = how.service_at.map(crate::remote::service_client::RemoteService::connect).transpose()?;
+    let elsewhere =
+        remote_service.clone().map(|r| r as std::sync::Arc<dyn crate::service::service_sandbox::StartsElsewhere>);
     match &remote_service {
         Some(r) => r.build(svc, how.skip_build)?,
         None => build::build(svc, how.work_dir, how.skip_build)?,
@@ -64,7 +66,7 @@ pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool)
         hosts.service = crate::network::Host { addr, netns: None };
     }
     let remote = match how.store_at {
-        Some(at) => Some(crate::deps::remote::RemoteDeps::start(at, scenario.name(), how.for_load, stop)?),
+        Some(at) => Some(crate::remote::deps_client::RemoteDeps::start(at, scenario.name(), how.for_load, stop)?),
         None => None,
     };
     let given = remote.as_ref().map_or_else(|| how.given.clone(), |r| r.given(how.given));
@@ -95,7 +97,7 @@ pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool)
             log_name: format!("{}-{}.log", svc.name(), how.what),
             env_overrides: &BTreeMap::new(),
             host: &hosts.service,
-            remote: remote_service.as_ref(),
+            remote: elsewhere.as_ref(),
         },
     )?;
     let startup = inst.wait_ready(svc, super::STARTUP_TIMEOUT, stop)?;

@@ -2,9 +2,9 @@
 //! must refuse to start, exiting non-zero within 15 s, instead of serving errors. A refusal is an exit of
 //! the service itself: a run command that could not be executed (126, 127) refuses nothing, and a service
 //! that answers its readiness path before exiting did start.
-use super::instance::{Instance, StartSpec};
 use crate::manifest::Service;
 use crate::net::{wait_ready, Readiness};
+use crate::service::instance::{Instance, StartSpec};
 use anyhow::Result;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;

@@ -3,13 +3,8 @@
 //! as soon as it ends.
 pub mod agents;
 pub mod alone;
-pub mod build;
-pub mod build_many;
-pub mod build_stamp;
-pub mod instance;
 pub mod lifecycle;
 pub mod progress;
-pub mod service_sandbox;
 pub mod step;
 pub mod warmup;
 
@@ -19,9 +14,10 @@ use crate::manifest::Service;
 use crate::profile::Profile;
 use crate::sandbox::{CgroupChoice, Limits};
 use crate::scenario::Scenario;
+use crate::service::build;
+use crate::service::instance::{self, Instance, StartSpec};
 use crate::store::{DeathCause, SessionRecord, Store};
 use anyhow::{bail, Context, Result};
-use instance::{Instance, StartSpec};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -77,7 +73,7 @@ pub struct RunOptions {
     /// Dependencies that already run (`--dep KIND=URL`).
     pub given_deps: crate::deps::GivenDeps,
     /// `--hosts`: where the generator agents run and the service listens.
-    pub hosts_plan: Option<crate::network::hosts_file::HostsPlan>,
+    pub hosts_plan: Option<crate::remote::hosts_file::HostsPlan>,
 }
 
 /// One cell of a study's axes: the limits a run is measured under, and with a link axis the links.
@@ -171,7 +167,7 @@ pub struct SessionCtx {
     /// Where the generator, the service and the dependencies run (loopback, or `--net` namespaces).
     pub hosts: crate::network::Hosts,
     /// The service's own machine (a hosts file's `[service] at`), where it is built and started.
-    pub remote_service: Option<Arc<crate::remote_service::client::RemoteService>>,
+    pub remote_service: Option<Arc<dyn crate::service::service_sandbox::StartsElsewhere>>,
 }
 
 pub struct SessionSummary {
@@ -339,13 +335,13 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
     }
     let service_at = opts.hosts_plan.as_ref().and_then(|p| p.service_at.clone());
     if service_at.is_some() {
-        crate::remote_service::client::check_services(&services)?;
+        crate::remote::service_client::check_services(&services)?;
     }
     // A service on another machine is limited there: its answers say what was held.
     let unlimited = if service_at.is_none() { preflight_limits(&opts)? } else { Vec::new() };
     // The other machines answer (ssh, and svcbench there) before anything is built; their facts are stored.
     let other_hosts = match &opts.hosts_plan {
-        Some(plan) => crate::network::ssh::other_hosts(plan, &scenario, &opts.given_deps)?,
+        Some(plan) => crate::remote::ssh::other_hosts(plan, &scenario, &opts.given_deps)?,
         None => Vec::new(),
     };
     let store_at = opts.hosts_plan.as_ref().and_then(|p| p.store.clone());
@@ -460,7 +456,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
     let result = (|| -> Result<SessionSummary> {
         // The service's machine runs (and builds) it until this closure ends (dropped after `ctx`).
         let remote_service = match &service_at {
-            Some(at) => Some(crate::remote_service::client::RemoteService::connect(at)?),
+            Some(at) => Some(crate::remote::service_client::RemoteService::connect(at)?),
             None => None,
         };
         // Build each service once; a failed build is recorded and that service skipped.
@@ -503,7 +499,7 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
         }
         // A store on another machine runs until this closure ends (dropped after `ctx`, which uses it).
         let remote = match &store_at {
-            Some(at) => Some(crate::deps::remote::RemoteDeps::start(at, scenario.name(), true, &stop)?),
+            Some(at) => Some(crate::remote::deps_client::RemoteDeps::start(at, scenario.name(), true, &stop)?),
             None => None,
         };
         let given = remote.as_ref().map_or_else(|| opts.given_deps.clone(), |r| r.given(&opts.given_deps));
@@ -539,7 +535,9 @@ pub fn run_session(mut opts: RunOptions, stop: Arc<AtomicBool>) -> Result<Sessio
                 None => None,
             },
             hosts: hosts.clone(),
-            remote_service: remote_service.clone(),
+            remote_service: remote_service
+                .clone()
+                .map(|r| r as Arc<dyn crate::service::service_sandbox::StartsElsewhere>),
         };
         for svc in &ready {
             if stop.load(Ordering::Relaxed) {

@@ -35,7 +35,7 @@ struct Around {
 #[allow(clippy::too_many_arguments)]
 pub fn run_step(
     ctx: &mut SessionCtx,
-    inst: &mut super::instance::Instance,
+    inst: &mut crate::service::instance::Instance,
     (service, run_index, run_id): (&str, u32, i64),
     seq: u32,
     step: &Step,
@@ -121,7 +121,7 @@ pub fn run_step(
                 .generators
                 .iter()
                 .map(|p| match p {
-                    crate::network::hosts_file::Place::Local => AgentAt::Here(ctx.hosts.client()),
+                    crate::remote::hosts_file::Place::Local => AgentAt::Here(ctx.hosts.client()),
                     remote => AgentAt::Ssh(remote),
                 })
                 .collect(),

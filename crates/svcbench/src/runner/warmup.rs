@@ -3,9 +3,9 @@
 //! in its first run and 1,886 in its second. So before any run, the first service drives the scenario's
 //! mix through the store in short windows until two in a row agree, and that warm-up is recorded with the
 //! session; its figures are not stored as a run.
-use super::instance::{Instance, StartSpec};
 use crate::manifest::Service;
 use crate::scenario::{Scenario, WarmupSpec};
+use crate::service::instance::{Instance, StartSpec};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};

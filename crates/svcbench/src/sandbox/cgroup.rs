@@ -80,7 +80,7 @@ pub trait CgroupBackend: Send + Sync {
     fn pin(&self, set: &str) -> Result<()>;
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
 pub enum CgroupChoice {
     Auto,
     V1,

@@ -153,10 +153,10 @@ impl Study {
         }
         let mut memories = Vec::new();
         for m in &file.limits.memory {
-            memories.push(crate::cli::parse_memory(m).with_context(|| format!("{at}: limits.memory"))?);
+            memories.push(crate::options::parse_memory(m).with_context(|| format!("{at}: limits.memory"))?);
         }
         if memories.is_empty() {
-            memories.push(crate::cli::parse_memory("512M")?);
+            memories.push(crate::options::parse_memory("512M")?);
         }
         if let Some(slo) = &file.slo {
             if !(slo.at_rps.is_finite() && slo.at_rps > 0.0) {

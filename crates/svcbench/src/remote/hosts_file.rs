@@ -153,8 +153,8 @@ impl HostsPlan {
         if f.generator.is_empty() && store.is_none() && service_at.is_none() {
             bail!("no [[generator]]: give at least one, with at = \"local\" or at = \"ssh://user@host\"");
         }
-        if f.generator.len() > super::MAX_GENERATORS {
-            bail!("{} generators: at most {}", f.generator.len(), super::MAX_GENERATORS);
+        if f.generator.len() > crate::network::MAX_GENERATORS {
+            bail!("{} generators: at most {}", f.generator.len(), crate::network::MAX_GENERATORS);
         }
         let mut generators = Vec::new();
         for (i, g) in f.generator.iter().enumerate() {

@@ -2,10 +2,10 @@
 //! over ssh (`svcbench serve-deps`, serve.rs) and this side then uses them as given ones (`--dep KIND=URL`):
 //! checked, data completed, the store's CPU read from its own statistics. They end when the ssh connection
 //! does: at the end of the session, on Ctrl-C, on an error, and when this svcbench is killed.
-use super::serve::READY;
-use super::GivenDeps;
-use crate::network::hosts_file::{Place, RemotePlace};
-use crate::network::ssh::FarProcess;
+use super::serve_deps::READY;
+use crate::deps::GivenDeps;
+use crate::remote::hosts_file::{Place, RemotePlace};
+use crate::remote::ssh::FarProcess;
 use crate::sandbox::process::shell_quote;
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;

@@ -37,7 +37,7 @@ pub fn other_hosts(
 ) -> Result<Vec<crate::host::OtherHost>> {
     let mut other = Vec::new();
     if let Some(at) = &plan.store {
-        if let Some(why) = crate::deps::serve::not_placeable(scenario) {
+        if let Some(why) = crate::remote::serve_deps::not_placeable(scenario) {
             bail!("the hosts file's [store]: {why}");
         }
         if !given.urls.is_empty() {

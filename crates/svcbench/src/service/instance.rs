@@ -1,5 +1,5 @@
 //! One started service: its sandbox, port and log, from spawn to readiness (the startup time) to stop.
-use super::service_sandbox::ServiceSandbox;
+use super::service_sandbox::{ServiceSandbox, StartsElsewhere};
 use crate::manifest::{fill_placeholders, Service};
 use crate::net::{wait_ready, Readiness};
 use crate::network::Host;
@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 pub struct Instance {
-    pub sandbox: ServiceSandbox,
+    pub sandbox: Box<dyn ServiceSandbox>,
     /// Where it runs: loopback, the service's namespace under `--net`, or the service's own machine.
     pub host: Host,
     pub port: u16,
@@ -45,7 +45,7 @@ pub struct StartSpec<'a> {
     /// Where the service runs (loopback, or its namespace under `--net`).
     pub host: &'a Host,
     /// The service's own machine (a hosts file's `[service] at`), where it is started instead.
-    pub remote: Option<&'a std::sync::Arc<crate::remote_service::client::RemoteService>>,
+    pub remote: Option<&'a std::sync::Arc<dyn StartsElsewhere>>,
 }
 
 /// `java` for the `{java}` placeholder: JAVA_HOME's, else the one on PATH.
@@ -61,7 +61,7 @@ pub const STUCK_AT_CAP: Duration = Duration::from_secs(10);
 impl Instance {
     pub fn spawn(svc: &Service, spec: &StartSpec) -> Result<Instance> {
         if let Some(remote) = spec.remote {
-            return remote.start(svc, spec);
+            return remote.clone().start(svc, spec);
         }
         let port = crate::net::free_port()?;
         let mut values = spec.dep_placeholders.clone();
@@ -88,7 +88,7 @@ impl Instance {
         sandbox.place_on(spec.host);
         let spawned_at = Instant::now();
         sandbox.start(&command, &svc.dir, &env, log)?;
-        Ok(Instance { sandbox: ServiceSandbox::Here(sandbox), host: spec.host.clone(), port, log_path, spawned_at })
+        Ok(Instance { sandbox: Box::new(sandbox), host: spec.host.clone(), port, log_path, spawned_at })
     }
 
     /// Waits for the first HTTP answer on the readiness path; returns the startup time. A service that
@@ -169,8 +169,8 @@ impl Instance {
 
     /// The last lines of the service's log, on one line, for error messages.
     pub fn log_tail(&self, n: usize) -> String {
-        if let ServiceSandbox::There(s) = &self.sandbox {
-            return s.log_tail(n);
+        if let Some(tail) = self.sandbox.log_tail(n) {
+            return tail;
         }
         let text = std::fs::read_to_string(&self.log_path).unwrap_or_default();
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();

@@ -1,14 +1,15 @@
 //! This side of a service on another machine: the ssh connection to `svcbench serve-service` there, and the
 //! sandbox and probe that stand here for the service's own sandbox there.
-use super::protocol::{Built, Reply, Request, Started};
+use super::service_protocol::{Built, Reply, Request, Started};
 use crate::manifest::Service;
-use crate::network::hosts_file::{Place, RemotePlace};
-use crate::network::ssh::FarProcess;
-use crate::runner::instance::{Instance, StartSpec};
+use crate::remote::hosts_file::{Place, RemotePlace};
+use crate::remote::ssh::FarProcess;
 use crate::sandbox::cgroup::Applied;
 use crate::sandbox::process::{shell_quote, Exit};
 use crate::sandbox::sampler::Sample;
 use crate::sandbox::{Limits, Probe, StopOutcome};
+use crate::service::instance::{Instance, StartSpec};
+use crate::service::service_sandbox::{ServiceSandbox, StartsElsewhere};
 use anyhow::{bail, Context, Result};
 use serde::de::DeserializeOwned;
 use std::net::Ipv4Addr;
@@ -106,14 +107,16 @@ impl RemoteService {
     }
 
     /// Builds it there.
-    pub fn build(&self, svc: &Service, skip: bool) -> Result<crate::runner::build::Built> {
+    pub fn build(&self, svc: &Service, skip: bool) -> Result<crate::service::build::Built> {
         let b: Built = self.call(&Request::Build { service: self.spec_of(svc)?, skip }, BUILD_TIMEOUT)?;
-        Ok(crate::runner::build::Built { seconds: b.seconds, artifact_bytes: b.artifact_bytes })
+        Ok(crate::service::build::Built { seconds: b.seconds, artifact_bytes: b.artifact_bytes })
     }
+}
 
+impl StartsElsewhere for RemoteService {
     /// Starts it there in its sandbox, listening on that machine's address. The CPU pinning of this
     /// machine's plan does not apply there: the service has that machine's CPUs, under its quota.
-    pub fn start(self: &Arc<Self>, svc: &Service, spec: &StartSpec) -> Result<Instance> {
+    fn start(self: Arc<Self>, svc: &Service, spec: &StartSpec) -> Result<Instance> {
         let spawned_at = Instant::now();
         let s: Started = self.call(
             &Request::Start {
@@ -135,7 +138,7 @@ impl RemoteService {
             exit: None,
         };
         Ok(Instance {
-            sandbox: crate::runner::service_sandbox::ServiceSandbox::There(sandbox),
+            sandbox: Box::new(sandbox),
             host: crate::network::Host { addr: self.address, netns: None },
             port: s.port,
             log_path: PathBuf::from(format!("{} on {}", spec.log_name, self.place)),
@@ -194,35 +197,39 @@ pub struct RemoteSandbox {
 /// connection closes).
 const LOST: Exit = Exit { code: None, signal: None };
 
-impl RemoteSandbox {
-    pub fn cgroup_version(&self) -> &str {
+impl ServiceSandbox for RemoteSandbox {
+    fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    fn cgroup_version(&self) -> &str {
         &self.cgroup_version
     }
 
-    pub fn probe(&self) -> Arc<dyn Probe> {
+    fn probe(&self) -> Arc<dyn Probe> {
         Arc::new(RemoteProbe { svc: self.svc.clone(), id: self.id })
     }
 
-    pub fn sample(&self) -> Sample {
+    fn sample(&self) -> Sample {
         self.probe().sample()
     }
 
-    pub fn reset_peak(&self) -> bool {
+    fn reset_peak(&self) -> bool {
         self.svc.call(&Request::ResetPeak { id: self.id }, ANSWER_TIMEOUT).unwrap_or(false)
     }
 
-    pub fn kernel_peak_mib(&self) -> Option<f64> {
+    fn kernel_peak_mib(&self) -> Option<f64> {
         self.svc.call(&Request::KernelPeak { id: self.id }, ANSWER_TIMEOUT).ok().flatten()
     }
 
-    pub fn limits_held(&self, asked: &Limits) -> (Applied, Vec<String>) {
+    fn limits_held(&self, asked: &Limits) -> (Applied, Vec<String>) {
         let asked = without_cpuset(asked);
         self.svc
             .call(&Request::LimitsHeld { id: self.id, asked }, ANSWER_TIMEOUT)
             .unwrap_or_else(|e| (Applied::default(), vec![format!("limits not read: {e:#}")]))
     }
 
-    pub fn try_exit(&mut self) -> Option<Exit> {
+    fn try_exit(&mut self) -> Option<Exit> {
         if self.exit.is_none() {
             self.exit = self.svc.call(&Request::TryExit { id: self.id }, ANSWER_TIMEOUT).unwrap_or(Some(LOST));
         }
@@ -231,11 +238,11 @@ impl RemoteSandbox {
 
     /// Waits up to `timeout` for the main process to end by itself, as `Sandbox::wait_exit` (the far side is
     /// asked every 20 ms).
-    pub fn wait_exit(&mut self, timeout: Duration) -> Option<Exit> {
+    fn wait_exit(&mut self, timeout: Duration) -> Option<Exit> {
         crate::poll::until(timeout, Duration::from_millis(20), || self.try_exit())
     }
 
-    pub fn stop(&mut self, grace: Duration) -> StopOutcome {
+    fn stop(&mut self, grace: Duration) -> StopOutcome {
         let req = Request::Stop { id: self.id, grace_ms: grace.as_millis() as u64 };
         match self.svc.call::<StopOutcome>(&req, grace + ANSWER_TIMEOUT) {
             Ok(o) => {
@@ -249,10 +256,12 @@ impl RemoteSandbox {
         }
     }
 
-    pub fn log_tail(&self, lines: usize) -> String {
-        self.svc
-            .call(&Request::LogTail { id: self.id, lines }, ANSWER_TIMEOUT)
-            .unwrap_or_else(|e| format!("(log not read: {e:#})"))
+    fn log_tail(&self, lines: usize) -> Option<String> {
+        Some(
+            self.svc
+                .call(&Request::LogTail { id: self.id, lines }, ANSWER_TIMEOUT)
+                .unwrap_or_else(|e| format!("(log not read: {e:#})")),
+        )
     }
 }
 

@@ -2,10 +2,10 @@
 //! over ssh in a svcbench checkout on the service's machine, it builds and starts the services it is asked
 //! for, each in its sandbox, and answers questions about them (protocol.rs) until its input closes; then it
 //! stops and removes every one of them.
-use super::protocol::{Built, Reply, Request, Started};
+use super::service_protocol::{Built, Reply, Request, Started};
 use crate::manifest::Service;
 use crate::network::Host;
-use crate::runner::instance::{Instance, StartSpec};
+use crate::service::instance::{Instance, StartSpec};
 use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::io::Write;
@@ -36,7 +36,7 @@ struct Served {
 
 pub fn run(a: ServeServiceArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     let (work_dir, requests) =
-        crate::network::ssh::far_side_setup(a.listen, &a.work_dir, "serve-service", stop.clone())?;
+        crate::remote::ssh::far_side_setup(a.listen, &a.work_dir, "serve-service", stop.clone())?;
     let mut served = Served { listen: a.listen, work_dir, instances: HashMap::new(), next_id: 1 };
     let mut out = std::io::stdout();
     while !stop.load(Ordering::Relaxed) {
@@ -72,7 +72,7 @@ impl Served {
         Ok(match req {
             Request::Build { service, skip } => {
                 let svc = load(&service)?;
-                let b = crate::runner::build::build(&svc, &self.work_dir, skip)?;
+                let b = crate::service::build::build(&svc, &self.work_dir, skip)?;
                 to_value(Built { seconds: b.seconds, artifact_bytes: b.artifact_bytes })?
             }
             Request::Start { service, sandbox_name, limits, cgroup, placeholders, env_overrides, log_name } => {

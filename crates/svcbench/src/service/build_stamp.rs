@@ -120,7 +120,7 @@ mod tests {
     }
 
     fn builds(tmp: &Path, svc: &Service) -> usize {
-        crate::runner::build::build(svc, &tmp.join("logs"), false).unwrap();
+        crate::service::build::build(svc, &tmp.join("logs"), false).unwrap();
         std::fs::read_to_string(tmp.join("builds.log")).unwrap_or_default().lines().count()
     }
 
@@ -152,7 +152,7 @@ mod tests {
         assert!(stamp.seconds > 0.0);
         // A failing build leaves no stamp behind: the next run builds again.
         std::fs::remove_file(dir.join("src.txt")).unwrap();
-        assert!(crate::runner::build::build(&other_env, &tmp.path().join("logs"), false).is_err());
+        assert!(crate::service::build::build(&other_env, &tmp.path().join("logs"), false).is_err());
         assert!(fresh(&other_env).is_none());
     }
 }

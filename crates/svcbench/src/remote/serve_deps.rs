@@ -3,8 +3,8 @@
 //! the address given, prints `dep.<kind>.url URL` lines and then `ready` on stdout, and keeps them until its
 //! input closes (svcbench on the other end stopped, was killed, or lost the connection) or Ctrl-C, then
 //! stops and removes them as a run does.
-use super::{DepContext, Dependencies, GivenDeps, GIVEN_KINDS};
-use crate::cli::CgroupArg;
+use crate::deps::{DepContext, Dependencies, GivenDeps, GIVEN_KINDS};
+use crate::sandbox::CgroupChoice;
 use crate::scenario::Scenario;
 use anyhow::{bail, Result};
 use std::io::Write;
@@ -29,7 +29,7 @@ pub struct ServeDepsArgs {
     #[arg(long)]
     pub for_load: bool,
     #[arg(long, value_enum, default_value = "auto")]
-    pub cgroup: CgroupArg,
+    pub cgroup: CgroupChoice,
     /// Where logs and data files go.
     #[arg(long, default_value = "results/work/store")]
     pub work_dir: PathBuf,
@@ -61,7 +61,7 @@ pub fn run(a: ServeDepsArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         bail!("{why}");
     }
     // svcbench at the other end of ssh went away (stopped, killed, disconnected): stop as on Ctrl-C.
-    let (work_dir, _input) = crate::network::ssh::far_side_setup(a.listen, &a.work_dir, "serve-deps", stop.clone())?;
+    let (work_dir, _input) = crate::remote::ssh::far_side_setup(a.listen, &a.work_dir, "serve-deps", stop.clone())?;
     let mut deps = Dependencies::start(
         &scenario.file.dependency,
         &DepContext {

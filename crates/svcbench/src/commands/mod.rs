@@ -1,0 +1,109 @@
+//! What each command does, once cli has parsed it: the top layer, above every module it calls.
+pub mod build;
+pub mod study;
+
+use crate::cli::{Cli, Command};
+use crate::options::{self, SessionPlan};
+use crate::{guard, host, remote, report, runner, store, up, upstream};
+use anyhow::Result;
+
+/// Runs the command asked; returns the exit code (0 done, 1 a failure it reports, 130 interrupted).
+pub fn dispatch(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Run(a) => {
+            let stop = guard::signals::stop_flag()?;
+            let plan = SessionPlan {
+                services: a.services,
+                scenario: a.scenario,
+                profile: a.profile,
+                runs: a.runs,
+                limits: a.limits.limits()?,
+                loadgen_cpuset: a.loadgen_cpuset,
+                db: a.db,
+                label: a.label,
+                step_duration: a.step_duration,
+                mix: a.mix,
+                startup_timeout: a.startup_timeout,
+                seed: a.seed,
+                metrics_listen: a.metrics_listen,
+                cells: Vec::new(),
+                study: None,
+                completed: Default::default(),
+                net: a.session.network.links()?,
+            };
+            let opts = options::run_options(&a.session, plan)?;
+            let db = opts.db.clone();
+            let s = runner::run_session(opts, stop)?;
+            eprintln!(
+                "svcbench: session {} {}: {} run(s) completed, {} interrupted, {} failed; figures in {}",
+                s.session_id,
+                if s.interrupted { "interrupted" } else { "done" },
+                s.runs_ok,
+                s.runs_interrupted,
+                s.runs_failed,
+                db.display()
+            );
+            Ok(if s.interrupted {
+                130
+            } else if s.runs_failed > 0 {
+                1
+            } else {
+                0
+            })
+        }
+        Command::Check(a) => {
+            let stop = guard::signals::stop_flag()?;
+            let results = runner::check_service(
+                &a.service,
+                a.scenario.as_deref(),
+                a.no_build,
+                a.cgroup.into(),
+                &a.work_dir,
+                stop,
+            )?;
+            let failed = results.iter().filter(|r| !r.passed).count();
+            for r in &results {
+                if r.passed {
+                    println!("PASS  {}", r.name);
+                } else {
+                    println!("FAIL  {}: {}", r.name, r.reason);
+                }
+            }
+            println!("{} of {} checks passed", results.len() - failed, results.len());
+            Ok(if failed > 0 { 1 } else { 0 })
+        }
+        Command::Build(a) => {
+            let stop = guard::signals::stop_flag()?;
+            build::run(&a, stop)
+        }
+        Command::Load(a) => loadgen::cli::run_cli(&a),
+        Command::HostFacts => {
+            println!("{}", serde_json::to_string(&host::facts())?);
+            Ok(0)
+        }
+        Command::Export(a) => {
+            let st = store::Reader::open(&a.db)?;
+            println!("{}", serde_json::to_string_pretty(&store::export::export(&st, a.session, a.samples)?)?);
+            Ok(0)
+        }
+        Command::Upstream(a) => upstream::run_cli(&a),
+        Command::Report(a) => report::run_report(&a),
+        Command::Compare(a) => report::run_compare(&a),
+        Command::ServeDeps(a) => {
+            let stop = guard::signals::stop_flag()?;
+            remote::serve_deps::run(a, stop)
+        }
+        Command::ServeService(a) => {
+            let stop = guard::signals::stop_flag()?;
+            remote::serve_service::run(a, stop)
+        }
+        Command::Up(a) => {
+            let stop = guard::signals::stop_flag()?;
+            up::run_up(a, stop)
+        }
+        Command::Study(a) => {
+            let stop = guard::signals::stop_flag()?;
+            study::run(a, stop)
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! `svcbench study`: a study file's services and variants under every cell of its limits axis, runs
+//! interleaved, resumable, ending in the study's report (docs/study.md).
+use crate::cli::StudyArgs;
+use crate::runner::{self, progress};
+use crate::sandbox::Limits;
+use crate::study::file::Study;
+use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
+    a.session.check()?;
+    let study = Study::load(&a.file, a.quick)?;
+    // A link axis runs on svcbench's own emulated network; the links then come from the study alone.
+    let net = if study.has_link_axis() {
+        if !a.session.network.links.is_empty() {
+            bail!(
+                "{}: the study's [network] links are its link axis; leave out --link, or put those links in every \
+                 entry of the axis",
+                a.file.display()
+            );
+        }
+        if a.session.generators.hosts.is_some() {
+            bail!("{}: a study's link axis runs on svcbench's own namespaces; leave out --hosts", a.file.display());
+        }
+        if !a.plan && !a.report_only {
+            crate::network::check_available(true)?;
+        }
+        Some(Vec::new())
+    } else if a.plan || a.report_only {
+        None
+    } else {
+        a.session.network.links()?
+    };
+    let stem = a.file.file_stem().and_then(|s| s.to_str()).unwrap_or("study");
+    let db = a.db.clone().unwrap_or_else(|| PathBuf::from("results/studies").join(format!("{stem}.db")));
+    let html = a.output.clone().unwrap_or_else(|| {
+        let name = if study.quick { format!("{stem}-quick.html") } else { format!("{stem}.html") };
+        db.parent().unwrap_or(std::path::Path::new(".")).join(name)
+    });
+    if a.report_only {
+        return crate::report::study::write(&db, &study, &html).map(|_| 0);
+    }
+    // Everything the study names is checked before anything is built or started.
+    let (services, _) = runner::load_services(&study.services, study.file.scenario.as_deref())?;
+    let mut profile = crate::profile::Profile::find(&study.profile, None)?;
+    if let Some(d) = study.step_duration {
+        profile =
+            profile.with_step_duration(d).with_context(|| format!("{}: quick.step_duration", a.file.display()))?;
+    }
+    let (completed, earlier) = if db.exists() {
+        let r = crate::store::Reader::open(&db)?;
+        let restarts = profile.steps.iter().skip(1).any(|s| s.fresh_start);
+        (r.completed_cells(&study.name, restarts.then_some(profile.steps.len()))?, r.study_sessions(&study.name)?)
+    } else {
+        Default::default()
+    };
+    if earlier > 0 && !a.resume && !a.plan {
+        bail!(
+            "{} already holds {earlier} session(s) of study `{}`: pass --resume to continue it (completed runs are not \
+             run again), or --db for a new store",
+            db.display(),
+            study.name
+        );
+    }
+    let names: Vec<String> = services.iter().map(|s| s.name().to_string()).collect();
+    let keys: Vec<String> = study.cells.iter().map(runner::cell_key).collect();
+    let todo = runner::plan(&names, &keys, study.runs, &completed);
+    let all = names.len() * keys.len() * study.runs as usize;
+    eprintln!("svcbench: study `{}`: {}", study.name, study.file.title);
+    eprintln!("svcbench:   question: {}", study.file.question);
+    eprintln!(
+        "svcbench:   {} service(s) × {} cell(s) × {} run(s), profile `{}` ({} per run); store {}",
+        names.len(),
+        keys.len(),
+        study.runs,
+        profile.name,
+        progress::fmt_duration(profile.total_duration()),
+        db.display()
+    );
+    if a.plan {
+        for k in &keys {
+            for n in &names {
+                let done = completed.get(&(n.clone(), k.clone())).copied().unwrap_or(0).min(study.runs);
+                eprintln!("svcbench:   cell {n:<48} {k:<28} {done}/{} runs done", study.runs);
+            }
+        }
+    }
+    eprintln!(
+        "svcbench:   {} of {} runs to do, {} {} (the profile plus ~{} s per run; builds not counted)",
+        todo.len(),
+        all,
+        // A stop rule may end runs early: the whole profile is the most a run takes.
+        if profile.stop_below_success.is_some() { "at most" } else { "about" },
+        progress::fmt_duration(progress::estimate(todo.len(), profile.total_duration())),
+        progress::RUN_OVERHEAD_GUESS.as_secs()
+    );
+    if a.plan {
+        eprintln!(
+            "svcbench:   builds come first; `svcbench build --study {}{}` does them ahead, two at a time",
+            study.path.display(),
+            if study.quick { " --quick" } else { "" }
+        );
+        return Ok(0);
+    }
+    let mut code = 0;
+    if todo.is_empty() {
+        eprintln!("svcbench: every run of the study is done; rendering its report");
+    } else {
+        let first = &study.cells[0];
+        let plan = crate::options::SessionPlan {
+            services: study.services.clone(),
+            scenario: study.file.scenario.clone(),
+            profile: study.profile.clone(),
+            runs: study.runs,
+            limits: Limits {
+                cpus: None,
+                memory_bytes: first.limits.memory_bytes,
+                cpuset: study.file.limits.cpuset.clone(),
+            },
+            loadgen_cpuset: study.file.limits.loadgen_cpuset.clone(),
+            db: db.clone(),
+            label: Some(study.name.clone()),
+            step_duration: study.step_duration,
+            mix: study.file.mix.clone(),
+            startup_timeout: runner::STARTUP_TIMEOUT,
+            seed: runner::SEED,
+            metrics_listen: None,
+            cells: study.cells.clone(),
+            study: Some(study.name.clone()),
+            completed,
+            net,
+        };
+        let opts = crate::options::run_options(&a.session, plan)?;
+        let s = runner::run_session(opts, stop)?;
+        eprintln!(
+            "svcbench: study `{}` session {} {}: {} run(s) completed, {} interrupted, {} failed",
+            study.name,
+            s.session_id,
+            if s.interrupted { "interrupted" } else { "done" },
+            s.runs_ok,
+            s.runs_interrupted,
+            s.runs_failed
+        );
+        if s.interrupted {
+            eprintln!(
+                "svcbench: continue it with: svcbench study {} --resume{}",
+                a.file.display(),
+                if a.quick { " --quick" } else { "" }
+            );
+            code = 130;
+        } else if s.runs_failed > 0 {
+            code = 1;
+        }
+    }
+    crate::report::study::write(&db, &study, &html)?;
+    Ok(code)
+}

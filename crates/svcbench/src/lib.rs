@@ -1,0 +1,29 @@
+//! svcbench: benchmark lab for HTTP microservices. Data flows one way:
+//! cli → runner → (sandbox, loadgen, deps) → store → report.
+pub mod cli;
+pub mod commands;
+pub mod cpus;
+pub mod deps;
+pub mod figures;
+pub mod guard;
+pub mod host;
+pub mod manifest;
+pub mod metrics;
+pub mod net;
+pub mod network;
+pub mod options;
+pub mod paths;
+pub mod poll;
+pub mod profile;
+pub mod remote;
+pub mod report;
+pub mod runner;
+pub mod sandbox;
+pub mod scenario;
+pub mod service;
+pub mod speed_probe;
+pub mod store;
+pub mod study;
+pub mod toml_file;
+pub mod up;
+pub mod upstream;

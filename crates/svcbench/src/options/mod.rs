@@ -1,0 +1,162 @@
+//! The options shared by the commands that measure (run, study, up, check): their argument types, parsed
+//! by cli and by the commands' own argument structs, and the one constructor of the runner's options.
+mod session;
+
+pub use session::{run_options, SessionArgs, SessionPlan};
+
+use std::path::PathBuf;
+
+/// The limits a service runs under.
+#[derive(clap::Args, Debug, Clone)]
+pub struct LimitsArgs {
+    /// CPU quota of the service, in CPUs (as Docker's --cpus).
+    #[arg(long)]
+    pub cpus: Option<f64>,
+    /// Memory cap of the service, no swap (e.g. 512M, 1G; "none" for no cap).
+    #[arg(long, default_value = "512M")]
+    pub memory: String,
+    /// CPUs the service may run on (default: the upper half of this machine's CPUs).
+    #[arg(long)]
+    pub cpuset: Option<String>,
+}
+
+impl LimitsArgs {
+    /// The limits as asked; the CPU set is checked and normalised with the rest of the split
+    /// (runner::cpu_split).
+    pub fn limits(&self) -> anyhow::Result<crate::sandbox::Limits> {
+        if let Some(c) = self.cpus {
+            if c.is_nan() || c <= 0.0 {
+                anyhow::bail!("--cpus {c}: must be above 0 (e.g. 1.5)");
+            }
+        }
+        Ok(crate::sandbox::Limits {
+            cpus: self.cpus,
+            memory_bytes: parse_memory(&self.memory)?,
+            cpuset: self.cpuset.clone(),
+        })
+    }
+}
+
+/// The emulated network between the parts of a run.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct NetworkArgs {
+    /// Put the load generator, the service and the dependencies in network namespaces of their own, joined
+    /// by a bridge (needs root and iproute2).
+    #[arg(long)]
+    pub net: bool,
+    /// An emulated link between two parts (client, service, store), e.g. service-store=delay:2ms,jitter:0.2ms,loss:0.1%;
+    /// the delay is added once to every round trip between them (a user-space delay line, docs/network.md).
+    /// Implies --net. Repeatable.
+    #[arg(long = "link", value_name = "A-B=SPEC", value_parser = parse_link)]
+    pub links: Vec<crate::network::Link>,
+}
+
+impl NetworkArgs {
+    /// Whether namespaces were asked for (`--net`, or a `--link`, which implies it).
+    pub fn asked(&self) -> bool {
+        self.net || !self.links.is_empty()
+    }
+
+    /// None: everything on loopback. Refuses, before any build or start, links given twice and a machine
+    /// where the network cannot be made.
+    pub fn links(&self) -> anyhow::Result<Option<Vec<crate::network::Link>>> {
+        crate::network::link::check_distinct(&self.links)?;
+        if !self.asked() {
+            return Ok(None);
+        }
+        crate::network::check_available(!self.links.is_empty())?;
+        Ok(Some(self.links.clone()))
+    }
+}
+
+/// Dependencies that already run somewhere, used instead of starting them.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct DepArgs {
+    /// Use a running dependency instead of starting one, e.g. opensearch=http://10.0.0.5:9200: svcbench checks
+    /// it, loads the scenario's data where missing, and reads its CPU from its own statistics. Repeatable
+    #[arg(long = "dep", value_name = "KIND=URL")]
+    pub deps: Vec<String>,
+    /// With --dep: refuse a store that lacks the scenario's data instead of loading it
+    #[arg(long)]
+    pub dep_readonly: bool,
+}
+
+impl DepArgs {
+    pub fn given(&self) -> anyhow::Result<crate::deps::GivenDeps> {
+        crate::deps::GivenDeps::parse(&self.deps, self.dep_readonly)
+    }
+}
+
+/// How many load generator agents drive each step.
+#[derive(clap::Args, Debug, Clone)]
+pub struct GeneratorArgs {
+    /// Drive each step from N generator agents (svcbench load processes, each with its share of the
+    /// connections or of the rate's schedule) whose results merge exactly; with --net each in a network
+    /// namespace of its own (client, client2, …), behind the same client-service link.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=crate::network::MAX_GENERATORS as i64))]
+    pub generators: u8,
+    /// A hosts file placing the generator agents (this machine, or ssh://user@host with svcbench installed)
+    /// and the service's address (docs/network.md)
+    #[arg(long, value_name = "FILE", conflicts_with = "generators")]
+    pub hosts: Option<PathBuf>,
+}
+
+impl GeneratorArgs {
+    /// The hosts file's plan, checked here and now (before anything is built).
+    pub fn plan(&self, network: &NetworkArgs) -> anyhow::Result<Option<crate::remote::hosts_file::HostsPlan>> {
+        let Some(path) = &self.hosts else { return Ok(None) };
+        if network.asked() {
+            anyhow::bail!(
+                "--hosts places parts on machines, --net and --link on namespaces of this one: give one or the other"
+            );
+        }
+        let plan = crate::remote::hosts_file::HostsPlan::load(path)?;
+        plan.check_here()?;
+        Ok(Some(plan))
+    }
+
+    /// Generator agents per step.
+    pub fn count(&self, plan: Option<&crate::remote::hosts_file::HostsPlan>) -> usize {
+        plan.map_or(usize::from(self.generators), |p| p.generators.len())
+    }
+}
+
+fn parse_link(s: &str) -> Result<crate::network::Link, String> {
+    crate::network::Link::parse(s).map_err(|e| e.to_string())
+}
+
+/// "512M", "1G", "64m", "1048576" → bytes; "none" → None.
+pub fn parse_memory(s: &str) -> anyhow::Result<Option<u64>> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    let (num, mult) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('M') => (&t[..t.len() - 1], 1 << 20),
+        Some('G') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    let n: f64 = num.parse().map_err(|_| anyhow::anyhow!("--memory {s:?}: write a size like 512M or 1G, or none"))?;
+    // NaN and infinities parse as numbers; no machine has a pebibyte to cap.
+    if !(n > 0.0 && n * mult as f64 <= (1u64 << 50) as f64) {
+        anyhow::bail!("--memory {s:?}: write a size above zero and below 1024T, like 512M or 1G, or none");
+    }
+    Ok(Some((n * mult as f64) as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_memory;
+
+    #[test]
+    fn memory_sizes() {
+        assert_eq!(parse_memory("512M").unwrap(), Some(512 << 20));
+        assert_eq!(parse_memory("1g").unwrap(), Some(1 << 30));
+        assert_eq!(parse_memory("none").unwrap(), None);
+        assert!(parse_memory("lots").is_err());
+        for bad in ["nan", "0", "-1M", "inf", "1e20G"] {
+            assert!(parse_memory(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! The service under test, one instance at a time: its build (with the stamp that skips an unchanged
+//! one, and the lanes that build several ahead), its start under its limits on this machine or through a
+//! far sandbox, its readiness wait and its address. The runner decides when; this module knows how.
+pub mod build;
+pub mod build_many;
+pub mod build_stamp;
+pub mod instance;
+pub mod service_sandbox;
