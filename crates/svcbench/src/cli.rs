@@ -33,7 +33,7 @@ pub enum Command {
     Study(StudyArgs),
     /// Start a service under its limits with its scenario's dependencies (data loaded), print their URLs,
     /// and keep them until Ctrl-C, for your own tools.
-    Up(crate::up::UpArgs),
+    Up(crate::alone::up::UpArgs),
     /// Print this machine's facts (CPU, memory, kernel) as JSON: svcbench reads them from the generator
     /// hosts of a hosts file over ssh, to store them with the session.
     #[command(hide = true)]

@@ -1,5 +1,7 @@
-//! CPU sets: parsing "0-3,6", and the default split that keeps the service away from the load generator
-//! and dependencies (on 2 cores: service on CPU 1, the rest on CPU 0).
+//! CPU sets: parsing "0-3,6", the default split that keeps the service away from the load generator
+//! and dependencies (on 2 cores: service on CPU 1, the rest on CPU 0), and the split a session asks for,
+//! checked before any work.
+use crate::sandbox::Limits;
 use anyhow::{bail, Result};
 
 /// Parses "0-2,5" (the load generator's parser), sorted and without repeats.
@@ -31,6 +33,73 @@ pub fn default_split(allowed: &[usize]) -> (Vec<usize>, Vec<usize>) {
     (allowed[half..].to_vec(), allowed[..half].to_vec())
 }
 
+/// Resolves the CPU split: the service's cpuset (from --cpuset or the default split) and the generator's.
+/// Refuses, before any work, CPUs that do not exist here, a generator sharing the service's CPUs when the
+/// user chose either set, and a quota the service's CPUs could never reach.
+pub fn cpu_split(limits: &mut Limits, loadgen_cpuset: Option<&str>) -> Result<Vec<usize>> {
+    split_cpus(limits, loadgen_cpuset, &crate::sandbox::procfs::allowed_cpus())
+}
+
+fn split_cpus(limits: &mut Limits, loadgen_cpuset: Option<&str>, allowed: &[usize]) -> Result<Vec<usize>> {
+    let (svc_default, gen_default) = default_split(allowed);
+    let all = format(allowed);
+    let chosen = limits.cpuset.is_some() || loadgen_cpuset.is_some();
+    let check = |option: &str, set: &[usize]| -> Result<()> {
+        if let Some(c) = set.iter().find(|c| !allowed.contains(c)) {
+            bail!(
+                "{option} names CPU {c}, which this machine does not have or does not allow svcbench (allowed: {all})"
+            );
+        }
+        Ok(())
+    };
+    let svc = match &limits.cpuset {
+        Some(s) => parse(s)?,
+        None => svc_default,
+    };
+    check("--cpuset", &svc)?;
+    limits.cpuset = Some(format(&svc));
+    let gen = match loadgen_cpuset {
+        Some(s) => parse(s)?,
+        None => {
+            let rest: Vec<usize> = allowed.iter().copied().filter(|c| !svc.contains(c)).collect();
+            if rest.is_empty() && chosen {
+                bail!(
+                    "--cpuset {} takes every CPU here ({all}), leaving none for the load generator: give the service \
+                     fewer CPUs",
+                    format(&svc)
+                );
+            }
+            if rest.is_empty() {
+                gen_default
+            } else {
+                rest
+            }
+        }
+    };
+    check("--loadgen-cpuset", &gen)?;
+    if chosen {
+        if let Some(c) = gen.iter().find(|c| svc.contains(c)) {
+            bail!(
+                "--cpuset {} and --loadgen-cpuset {} share CPU {c}: the generator would take the service's CPU time; \
+                 give them disjoint sets",
+                format(&svc),
+                format(&gen)
+            );
+        }
+    }
+    if let Some(q) = limits.cpus {
+        if q > svc.len() as f64 {
+            bail!(
+                "--cpus {q} is more than the {} CPU(s) of the service's cpuset ({}): the quota could never be reached; \
+                 lower --cpus or widen --cpuset",
+                svc.len(),
+                format(&svc)
+            );
+        }
+    }
+    Ok(gen)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -42,5 +111,24 @@ mod tests {
         assert!(parse("x").unwrap_err().to_string().contains("'x'"));
         assert_eq!(default_split(&[0, 1]), (vec![1], vec![0]));
         assert_eq!(default_split(&[0, 1, 2, 3]), (vec![2, 3], vec![0, 1]));
+    }
+
+    fn split(cpuset: Option<&str>, cpus: Option<f64>, gen: Option<&str>) -> Result<(String, Vec<usize>)> {
+        let mut l = Limits { cpus, memory_bytes: None, cpuset: cpuset.map(String::from) };
+        let g = split_cpus(&mut l, gen, &[0, 1])?;
+        Ok((l.cpuset.unwrap(), g))
+    }
+
+    #[test]
+    fn cpu_sets_are_checked_before_any_work() {
+        assert_eq!(split(None, None, None).unwrap(), ("1".into(), vec![0]));
+        assert_eq!(split(Some("0"), Some(1.0), None).unwrap(), ("0".into(), vec![1]));
+        let err = |c, q, g| split(c, q, g).unwrap_err().to_string();
+        assert!(err(Some("7"), None, None).contains("CPU 7"));
+        assert!(err(None, None, Some("5")).contains("--loadgen-cpuset names CPU 5"));
+        assert!(err(Some("0-1"), None, None).contains("leaving none for the load generator"));
+        assert!(err(Some("1"), None, Some("0-1")).contains("share CPU 1"));
+        assert!(err(Some("1"), Some(999.0), None).contains("--cpus 999 is more than the 1 CPU(s)"));
+        assert!(err(Some("1"), Some(1.5), None).contains("could never be reached"));
     }
 }

@@ -1,5 +1,7 @@
 //! svcbench: benchmark lab for HTTP microservices. Data flows one way:
 //! cli → runner → (sandbox, loadgen, deps) → store → report.
+pub mod alone;
+pub mod cell;
 pub mod cli;
 pub mod commands;
 pub mod cpus;
@@ -25,5 +27,4 @@ pub mod speed_probe;
 pub mod store;
 pub mod study;
 pub mod toml_file;
-pub mod up;
 pub mod upstream;

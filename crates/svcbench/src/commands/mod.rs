@@ -4,7 +4,7 @@ pub mod study;
 
 use crate::cli::{Cli, Command};
 use crate::options::{self, SessionPlan};
-use crate::{guard, host, remote, report, runner, store, up, upstream};
+use crate::{alone, guard, host, remote, report, runner, store, upstream};
 use anyhow::Result;
 
 /// Runs the command asked; returns the exit code (0 done, 1 a failure it reports, 130 interrupted).
@@ -53,11 +53,11 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         }
         Command::Check(a) => {
             let stop = guard::signals::stop_flag()?;
-            let results = runner::check_service(
+            let results = alone::check::check_service(
                 &a.service,
                 a.scenario.as_deref(),
                 a.no_build,
-                a.cgroup.into(),
+                a.cgroup,
                 &a.work_dir,
                 stop,
             )?;
@@ -99,7 +99,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         }
         Command::Up(a) => {
             let stop = guard::signals::stop_flag()?;
-            up::run_up(a, stop)
+            alone::up::run_up(a, stop)
         }
         Command::Study(a) => {
             let stop = guard::signals::stop_flag()?;

@@ -65,7 +65,7 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         );
     }
     let names: Vec<String> = services.iter().map(|s| s.name().to_string()).collect();
-    let keys: Vec<String> = study.cells.iter().map(runner::cell_key).collect();
+    let keys: Vec<String> = study.cells.iter().map(crate::cell::AxisCell::key).collect();
     let todo = runner::plan(&names, &keys, study.runs, &completed);
     let all = names.len() * keys.len() * study.runs as usize;
     eprintln!("svcbench: study `{}`: {}", study.name, study.file.title);

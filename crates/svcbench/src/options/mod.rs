@@ -22,7 +22,7 @@ pub struct LimitsArgs {
 
 impl LimitsArgs {
     /// The limits as asked; the CPU set is checked and normalised with the rest of the split
-    /// (runner::cpu_split).
+    /// (cpus::cpu_split).
     pub fn limits(&self) -> anyhow::Result<crate::sandbox::Limits> {
         if let Some(c) = self.cpus {
             if c.is_nan() || c <= 0.0 {

@@ -1,7 +1,8 @@
 //! A measuring session's options: the arguments `run` and `study` share, and the one place the runner's
 //! options are built from them.
 use super::{DepArgs, GeneratorArgs, NetworkArgs};
-use crate::runner::{AxisCell, RunOptions};
+use crate::cell::AxisCell;
+use crate::runner::RunOptions;
 use crate::sandbox::CgroupChoice;
 use crate::sandbox::Limits;
 use anyhow::{bail, Result};

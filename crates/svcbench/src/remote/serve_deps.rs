@@ -68,7 +68,7 @@ pub fn run(a: ServeDepsArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             work_dir: &work_dir,
             scenario_dir: &scenario.dir,
             cpuset: None,
-            cgroup: a.cgroup.into(),
+            cgroup: a.cgroup,
             session_tag: format!("{}-store", std::process::id()),
             for_load: a.for_load,
             host: crate::network::Host { addr: a.listen, netns: None },

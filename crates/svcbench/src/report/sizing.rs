@@ -149,7 +149,7 @@ pub fn chart(d: &Dataset, slo: &Slo, cpus: &[f64]) -> Option<Chart> {
             None => grp.service.name.clone(),
         };
         // With a link axis, a line per links entry too.
-        if let Some((_, links)) = cell.split_once(" links=") {
+        if let Some(links) = crate::cell::links_of_key(cell) {
             line = format!("{line} {links}");
         }
         let Some(p99) = group_slo(d, g, slo).and_then(|j| j.p99) else { continue };

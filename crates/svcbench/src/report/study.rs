@@ -47,7 +47,7 @@ pub fn write(db: &Path, study: &Study, html_path: &Path) -> Result<()> {
 
 pub(super) fn section(d: &Dataset, study: &Study) -> StudySection {
     let sums = group_summaries(d, 0.0275);
-    let keys: Vec<String> = study.cells.iter().map(crate::runner::cell_key).collect();
+    let keys: Vec<String> = study.cells.iter().map(crate::cell::AxisCell::key).collect();
     let multi = keys.len() > 1;
     let mut paragraphs = vec![format!("Question: {}", study.file.question)];
     if let Some(seed) = &study.file.seed {

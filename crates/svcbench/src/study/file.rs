@@ -1,7 +1,7 @@
 //! The study file `studies/<name>.toml` (docs/study.md): the question, the services and variants, the limits
 //! axis, the profile, runs per cell, an optional SLO, and the shorter `--quick` form.
+use crate::cell::AxisCell;
 use crate::network::Link;
-use crate::runner::AxisCell;
 use crate::sandbox::Limits;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
@@ -201,10 +201,7 @@ impl Study {
             }
         }
         if let Some(twice) = cells.iter().enumerate().find(|(i, c)| cells[..*i].contains(c)) {
-            bail!(
-                "{at}: the cell {} comes twice; give each limit and each links entry once",
-                crate::runner::cell_key(twice.1)
-            );
+            bail!("{at}: the cell {} comes twice; give each limit and each links entry once", twice.1.key());
         }
         let root = crate::paths::project_dir("services").ok().and_then(|p| p.parent().map(Path::to_path_buf));
         let listed = match (&file.quick.services, quick) {
@@ -256,7 +253,7 @@ mod tests {
     fn the_link_axis_multiplies_the_limits_cells() {
         let s = load("[limits]\ncpus = [0.5, 1]\n[network]\nlinks = [\"\", \"service-store=delay:2ms; client-service=delay:1ms\"]\n")
             .unwrap();
-        let keys: Vec<String> = s.cells.iter().map(crate::runner::cell_key).collect();
+        let keys: Vec<String> = s.cells.iter().map(crate::cell::AxisCell::key).collect();
         assert_eq!(
             keys,
             [
@@ -268,7 +265,7 @@ mod tests {
         );
         assert!(s.has_link_axis());
         assert!(!load("").unwrap().has_link_axis());
-        assert_eq!(crate::runner::cell_key(&load("").unwrap().cells[0]), "cpus=none memory=512M");
+        assert_eq!(load("").unwrap().cells[0].key(), "cpus=none memory=512M");
     }
 
     #[test]
@@ -278,8 +275,9 @@ mod tests {
         let body = "[limits]\ncpus = [0.25]\n[quick]\nruns = 1\n[quick.limits]\nmemory = [\"1G\"]\n";
         std::fs::write(&f, format!("title = \"t\"\nquestion = \"q\"\nservices = [\"a\"]\nprofile = \"quick\"\n{body}"))
             .unwrap();
-        let keys =
-            |quick| Study::load(&f, quick).unwrap().cells.iter().map(crate::runner::cell_key).collect::<Vec<String>>();
+        let keys = |quick| {
+            Study::load(&f, quick).unwrap().cells.iter().map(crate::cell::AxisCell::key).collect::<Vec<String>>()
+        };
         assert_eq!(keys(false), ["cpus=0.25 memory=512M"]);
         assert_eq!(keys(true), ["cpus=none memory=1G"]);
     }

@@ -1,9 +1,10 @@
 //! `svcbench up SERVICE`: the scenario's dependencies (data loaded) and the service under its limits, on
 //! loopback or the `--net` network, kept running until Ctrl-C and then torn down as a run is — so a user can
 //! point their own tools (a test suite, another load tool, a browser) at a service with its real store.
+use crate::alone::{self, Alone};
+use crate::cpus::cpu_split;
 use crate::options::{LimitsArgs, NetworkArgs};
-use crate::runner::alone::{self, Alone};
-use crate::runner::{cpu_split, load_services};
+use crate::runner::load_services;
 use crate::sandbox::CgroupChoice;
 use anyhow::{bail, Result};
 use std::path::PathBuf;
@@ -80,7 +81,7 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         what: "up",
         limits: &limits,
         loadgen_cpus: &gen,
-        cgroup: a.cgroup.into(),
+        cgroup: a.cgroup,
         work_dir: &work_dir,
         skip_build: a.no_build,
         for_load: true,

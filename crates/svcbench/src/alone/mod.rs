@@ -1,5 +1,9 @@
-//! One service on its own with its scenario's dependencies, outside a session: what `svcbench check` and
-//! `svcbench up` start (build, network, dependencies, the service under its limits, its readiness).
+//! One service on its own with its scenario's dependencies, outside a session: what `svcbench check`
+//! (check.rs) and `svcbench up` (up.rs) start — build, network, dependencies, the service under its limits,
+//! its readiness.
+pub mod check;
+pub mod up;
+
 use crate::deps::{DepContext, Dependencies};
 use crate::manifest::Service;
 use crate::network::{Hosts, Link, Network};
@@ -100,6 +104,6 @@ pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool)
             remote: elsewhere.as_ref(),
         },
     )?;
-    let startup = inst.wait_ready(svc, super::STARTUP_TIMEOUT, stop)?;
+    let startup = inst.wait_ready(svc, crate::runner::STARTUP_TIMEOUT, stop)?;
     Ok(Started { inst, _deps: deps, _remote: remote, network, placeholders, startup })
 }

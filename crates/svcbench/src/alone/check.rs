@@ -1,0 +1,47 @@
+//! `svcbench check`: one service built and started alone with its dependencies, its scenario's conformance
+//! checks run once, then stopped.
+use crate::sandbox::{CgroupChoice, Limits};
+use anyhow::{bail, Result};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// `svcbench check`: build, start, run the conformance checks, stop. Returns the results.
+pub fn check_service(
+    path: &std::path::Path,
+    scenario: Option<&str>,
+    skip_build: bool,
+    cgroup: CgroupChoice,
+    work_dir: &std::path::Path,
+    stop: Arc<AtomicBool>,
+) -> Result<Vec<crate::scenario::checks::CheckResult>> {
+    let (services, scenario) = crate::runner::load_services(&[path.to_path_buf()], scenario)?;
+    let svc = &services[0];
+    std::fs::create_dir_all(work_dir)?;
+    let work_dir = &std::path::absolute(work_dir)?;
+    let mut limits = Limits::default();
+    let gen = crate::cpus::cpu_split(&mut limits, None)?;
+    let how = super::Alone {
+        service_at: None,
+        what: "check",
+        limits: &limits,
+        loadgen_cpus: &gen,
+        cgroup,
+        work_dir,
+        skip_build,
+        for_load: false,
+        net: None,
+        given: &crate::deps::GivenDeps::default(),
+        store_at: None,
+        service_addr: None,
+    };
+    let mut started = super::start(svc, &scenario, &how, &stop)?;
+    let inst = &mut started.inst;
+    eprintln!("svcbench: {} answered after {:.1} ms", svc.name(), started.startup.as_secs_f64() * 1e3);
+    let Some(results) = crate::scenario::checks::run_checks_until(&inst.base_url(), &scenario.file.check, &stop) else {
+        inst.sandbox.stop(crate::runner::STOP_GRACE);
+        bail!("interrupted during the conformance checks");
+    };
+    inst.sandbox.stop(Duration::from_secs(15));
+    Ok(results)
+}

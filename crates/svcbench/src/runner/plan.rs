@@ -1,0 +1,91 @@
+//! What a session runs: its services (loaded and checked together) and the order of their runs.
+use crate::manifest::Service;
+use crate::scenario::Scenario;
+use anyhow::{bail, Result};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// One run to do: which service, under which limits, its index among that cell's runs.
+#[derive(Debug, Clone)]
+pub struct PlannedRun {
+    pub service: usize,
+    pub cell: usize,
+    pub run_index: u32,
+}
+
+/// Every run of a session, interleaved (A1 B1 A2 B2 …, the cells within each round), so that a drift of the
+/// machine over time spreads over every service and limit instead of landing on one. Runs already
+/// completed (a resumed study) are left out.
+pub fn plan(
+    services: &[String],
+    cells: &[String],
+    runs: u32,
+    completed: &BTreeMap<(String, String), u32>,
+) -> Vec<PlannedRun> {
+    let mut out = Vec::new();
+    for run_index in 1..=runs {
+        for (c, cell) in cells.iter().enumerate() {
+            for (s, svc) in services.iter().enumerate() {
+                if completed.get(&(svc.clone(), cell.clone())).copied().unwrap_or(0) >= run_index {
+                    continue;
+                }
+                out.push(PlannedRun { service: s, cell: c, run_index });
+            }
+        }
+    }
+    out
+}
+
+/// Loads the services and finds their (single) scenario.
+pub fn load_services(paths: &[PathBuf], scenario: Option<&str>) -> Result<(Vec<Service>, Scenario)> {
+    if paths.is_empty() {
+        bail!("no service given; pass service folders, e.g. services/hello/go-nethttp");
+    }
+    let mut services = Vec::new();
+    for p in paths {
+        services.extend(Service::load_spec(&p.to_string_lossy())?);
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for s in &services {
+        if !names.insert(s.name().to_string()) {
+            bail!("service name `{}` is given twice; names must be unique", s.name());
+        }
+    }
+    let wanted = scenario.map(String::from).unwrap_or_else(|| services[0].manifest.scenario.clone());
+    if scenario.is_none() {
+        if let Some(other) = services.iter().find(|s| s.manifest.scenario != wanted) {
+            bail!(
+                "services of different scenarios ({} is `{}`, {} is `{}`); run one scenario at a time",
+                services[0].name(),
+                wanted,
+                other.name(),
+                other.manifest.scenario
+            );
+        }
+    }
+    // A service folder outside the checkout still finds the bundled scenarios (SVCBENCH_HOME, or the checkout
+    // the binary was built in).
+    let bundled = crate::paths::project_dir("scenarios").ok();
+    let sc = Scenario::find(&wanted, &services[0].dir, bundled.as_deref())?;
+    Ok((services, sc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_interleave_by_round_and_skip_what_a_resumed_study_holds() {
+        let names = ["a".to_string(), "b".into()];
+        let cells = ["c1".to_string(), "c2".into()];
+        let order = |done: &BTreeMap<(String, String), u32>| -> Vec<(usize, usize, u32)> {
+            plan(&names, &cells, 2, done).iter().map(|p| (p.service, p.cell, p.run_index)).collect()
+        };
+        assert_eq!(
+            order(&BTreeMap::new()),
+            [(0, 0, 1), (1, 0, 1), (0, 1, 1), (1, 1, 1), (0, 0, 2), (1, 0, 2), (0, 1, 2), (1, 1, 2)]
+        );
+        let done = BTreeMap::from([(("a".to_string(), "c1".to_string()), 1), (("b".into(), "c2".into()), 2)]);
+        assert_eq!(order(&done), [(1, 0, 1), (0, 1, 1), (0, 0, 2), (1, 0, 2), (0, 1, 2)]);
+    }
+}

@@ -1,0 +1,112 @@
+//! The first phase of a session: everything is checked before anything is built or started — the
+//! services and their scenario, the profile, the CPU split, one measurement at a time on this machine,
+//! what a killed svcbench left behind, the limits this machine can apply, the other machines' answers.
+use super::RunOptions;
+use crate::cell::AxisCell;
+use crate::guard;
+use crate::manifest::Service;
+use crate::profile::Profile;
+use crate::scenario::Scenario;
+use anyhow::{bail, Result};
+use std::path::PathBuf;
+
+/// A session checked and ready to prepare; it holds the machine's lock until it ends.
+pub struct Preflight {
+    pub opts: RunOptions,
+    pub services: Vec<Service>,
+    pub scenario: Scenario,
+    pub profile: Profile,
+    pub cells: Vec<AxisCell>,
+    pub loadgen_cpus: Vec<usize>,
+    /// Where the store is: the session's work folder goes beside it.
+    pub results_dir: PathBuf,
+    /// Limits this machine could not apply (`--allow-unlimited`): every run is then unlimited.
+    pub unlimited: Vec<String>,
+    pub other_hosts: Vec<crate::host::OtherHost>,
+    pub _machine: guard::machine_lock::MachineLock,
+}
+
+pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
+    let (services, scenario) = super::plan::load_services(&opts.services, opts.scenario.as_deref())?;
+    opts.given_deps.check(&scenario.file.dependency, scenario.name())?;
+    let profile = load_profile(&opts, &scenario)?;
+    if opts.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    super::agents::check_split(&profile.steps, opts.generators)?;
+    // The quota check holds for the largest quota of the limits axis.
+    let widest = opts
+        .cell_specs()
+        .iter()
+        .filter_map(|c| c.limits.cpus)
+        .fold(opts.limits.cpus, |a, b| Some(a.map_or(b, |a: f64| a.max(b))));
+    let asked_cpus = std::mem::replace(&mut opts.limits.cpus, widest);
+    let loadgen_cpus = crate::cpus::cpu_split(&mut opts.limits, opts.loadgen_cpuset.as_deref())?;
+    opts.limits.cpus = asked_cpus;
+    let cells = opts.cell_specs();
+    let results_dir = opts.db.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    // One measurement at a time, then whatever a killed svcbench left behind, then the limits: all before
+    // anything is built or started.
+    let machine = guard::machine_lock::acquire("run", opts.wait_lock)?;
+    for line in guard::leftovers::clean(&results_dir) {
+        eprintln!("{line}");
+    }
+    let service_at = opts.hosts_plan.as_ref().and_then(|p| p.service_at.clone());
+    if service_at.is_some() {
+        crate::remote::service_client::check_services(&services)?;
+    }
+    // A service on another machine is limited there: its answers say what was held.
+    let unlimited = if service_at.is_none() { check_limits(&opts)? } else { Vec::new() };
+    // The other machines answer (ssh, and svcbench there) before anything is built; their facts are stored.
+    let other_hosts = match &opts.hosts_plan {
+        Some(plan) => crate::remote::ssh::other_hosts(plan, &scenario, &opts.given_deps)?,
+        None => Vec::new(),
+    };
+    Ok(Preflight {
+        opts,
+        services,
+        scenario,
+        profile,
+        cells,
+        loadgen_cpus,
+        results_dir,
+        unlimited,
+        other_hosts,
+        _machine: machine,
+    })
+}
+
+/// The profile as this session runs it: its steps' durations and mixes, every mix known to the scenario.
+fn load_profile(opts: &RunOptions, scenario: &Scenario) -> Result<Profile> {
+    let mut profile = Profile::find(&opts.profile, None)?;
+    if let Some(d) = opts.step_duration {
+        profile = profile.with_step_duration(d)?;
+    }
+    if opts.mix.is_none() && !scenario.file.step_mixes.is_empty() {
+        profile = profile.with_step_mixes(&scenario.file.step_mixes);
+    }
+    for s in &profile.steps {
+        scenario.mix(s.mix_name(opts.mix.as_deref()))?;
+    }
+    Ok(profile)
+}
+
+/// Refuses a session whose limits this machine cannot apply (a cgroup version not mounted, a controller
+/// missing, no write access): a sandbox is set up and read back before anything is built. With
+/// `--allow-unlimited` the session goes on and every run is recorded as unlimited.
+fn check_limits(opts: &RunOptions) -> Result<Vec<String>> {
+    let mut mismatches = Vec::new();
+    for limits in opts.cell_specs().into_iter().map(|c| c.limits) {
+        let name = format!("{}-preflight", std::process::id());
+        let sandbox = crate::sandbox::Sandbox::new(&name, &limits, opts.cgroup);
+        mismatches.extend(sandbox.limits_held(&limits).1);
+    }
+    if !mismatches.is_empty() && !opts.allow_unlimited {
+        bail!(
+            "the limits cannot be applied on this machine ({}): choose another --cgroup or fix the cgroup mount, or \
+             pass --allow-unlimited to measure without them (every run is then marked unlimited)",
+            mismatches.join("; ")
+        );
+    }
+    Ok(mismatches)
+}
