@@ -42,4 +42,4 @@ pub use report::{
 pub use request::{MixSpec, RequestMix, RequestSpec, RequestTemplate, ValueList, ValueOrder, ValuesSpec, DEFAULT_SEED};
 pub use run::run;
 pub use timeline::{LiveSnapshot, LiveStats};
-pub use validity::Flag;
+pub use validity::{Flag, FlagCode};

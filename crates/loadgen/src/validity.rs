@@ -32,29 +32,127 @@ pub const RATE_HELD_SHARE: f64 = 0.95;
 /// Largest acceptable 99th percentile of the open model's send lag, in ms.
 pub const SCHEDULE_LAG_P99_MS: f64 = 1.0;
 
-pub const GENERATOR_SATURATED: &str = "generator_saturated";
-pub const GENERATOR_CONTENDED: &str = "generator_contended";
-pub const CLIENT_RESOURCE_ERRORS: &str = "client_resource_errors";
-pub const RATE_NOT_HELD: &str = "rate_not_held";
-pub const SCHEDULE_LAG: &str = "schedule_lag";
-pub const STARVED_CONNECTIONS: &str = "starved_connections";
+/// Every validity code svcbench stores, the generator's and svcbench's own, each with the reader's words and
+/// what it tells a reader. Stored as its snake_case name; a code this build does not know reads as `Unknown`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlagCode {
+    GeneratorSaturated,
+    GeneratorContended,
+    ClientResourceErrors,
+    RateNotHeld,
+    ScheduleLag,
+    NotSustained,
+    StarvedConnections,
+    DependencySaturated,
+    MachineSpeed,
+    OomKilled,
+    Crashed,
+    Unlimited,
+    Incomplete,
+    LegacyClientSaturated,
+    #[serde(other)]
+    Unknown,
+}
+
+impl FlagCode {
+    pub const ALL: [FlagCode; 14] = [
+        FlagCode::GeneratorSaturated,
+        FlagCode::GeneratorContended,
+        FlagCode::ClientResourceErrors,
+        FlagCode::RateNotHeld,
+        FlagCode::ScheduleLag,
+        FlagCode::NotSustained,
+        FlagCode::StarvedConnections,
+        FlagCode::DependencySaturated,
+        FlagCode::MachineSpeed,
+        FlagCode::OomKilled,
+        FlagCode::Crashed,
+        FlagCode::Unlimited,
+        FlagCode::Incomplete,
+        FlagCode::LegacyClientSaturated,
+    ];
+
+    /// The code as stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlagCode::GeneratorSaturated => "generator_saturated",
+            FlagCode::GeneratorContended => "generator_contended",
+            FlagCode::ClientResourceErrors => "client_resource_errors",
+            FlagCode::RateNotHeld => "rate_not_held",
+            FlagCode::ScheduleLag => "schedule_lag",
+            FlagCode::NotSustained => "not_sustained",
+            FlagCode::StarvedConnections => "starved_connections",
+            FlagCode::DependencySaturated => "dependency_saturated",
+            FlagCode::MachineSpeed => "machine_speed",
+            FlagCode::OomKilled => "oom_killed",
+            FlagCode::Crashed => "crashed",
+            FlagCode::Unlimited => "unlimited",
+            FlagCode::Incomplete => "incomplete",
+            FlagCode::LegacyClientSaturated => "legacy_client_saturated",
+            FlagCode::Unknown => "unknown",
+        }
+    }
+
+    /// The code of a stored name (`Unknown` for a name this build does not know).
+    pub fn from_code(name: &str) -> FlagCode {
+        FlagCode::ALL.into_iter().find(|c| c.as_str() == name).unwrap_or(FlagCode::Unknown)
+    }
+
+    /// The reader's words, as the report prints them.
+    pub fn label(self) -> &'static str {
+        match self {
+            FlagCode::GeneratorSaturated => "load generator saturated",
+            FlagCode::GeneratorContended => "load generator lost CPU to other processes",
+            FlagCode::ClientResourceErrors => "load generator ran out of sockets or files",
+            FlagCode::RateNotHeld => "open-model rate not held",
+            FlagCode::ScheduleLag => "open-model schedule lag above 1 ms",
+            FlagCode::NotSustained => "not sustained (growing backlog)",
+            FlagCode::StarvedConnections => "starved connections",
+            FlagCode::DependencySaturated => "dependency saturated",
+            FlagCode::MachineSpeed => "machine speed drifted",
+            FlagCode::OomKilled => "service OOM-killed",
+            FlagCode::Crashed => "service crashed",
+            FlagCode::Unlimited => "limits not applied as asked",
+            FlagCode::Incomplete => "run not completed",
+            FlagCode::LegacyClientSaturated => "load generator saturated (older rule)",
+            FlagCode::Unknown => "flagged by a newer svcbench",
+        }
+    }
+
+    /// Whether the flag is the service's own failure rather than the measurement's.
+    pub fn is_service_failure(self) -> bool {
+        matches!(self, FlagCode::NotSustained | FlagCode::StarvedConnections | FlagCode::OomKilled | FlagCode::Crashed)
+    }
+
+    /// The open model's own flags that a failing service raises too: when it holds every connection, sends
+    /// wait for one (late) or are left unsent. Beside one of the service's failures they are its consequence.
+    pub fn is_backpressure(self) -> bool {
+        matches!(self, FlagCode::RateNotHeld | FlagCode::ScheduleLag)
+    }
+}
+
+impl std::fmt::Display for FlagCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// One reason to doubt a run's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Flag {
-    /// One of the codes above.
-    pub code: String,
+    pub code: FlagCode,
     /// One sentence with the numbers, for users.
     pub detail: String,
 }
 
 impl Flag {
-    pub fn new(code: &str, detail: impl Into<String>) -> Flag {
-        Flag { code: code.to_string(), detail: detail.into() }
+    pub fn new(code: FlagCode, detail: impl Into<String>) -> Flag {
+        Flag { code, detail: detail.into() }
     }
 }
 
-fn flag(code: &str, detail: String) -> Flag {
+fn flag(code: FlagCode, detail: String) -> Flag {
     Flag::new(code, detail)
 }
 
@@ -73,7 +171,7 @@ impl LoadReport {
             .collect();
         if let Some(&(i, s)) = busy.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
             flags.push(flag(
-                GENERATOR_SATURATED,
+                FlagCode::GeneratorSaturated,
                 format!(
                     "{} of {} generator workers were saturated (worker {i} on CPU {:.0}% of its time, above {:.0}%): the generator may have set the pace, not the service.",
                     busy.len(),
@@ -92,7 +190,7 @@ impl LoadReport {
             .collect();
         if let Some(&(i, s)) = waiting.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
             flags.push(flag(
-                GENERATOR_CONTENDED,
+                FlagCode::GeneratorContended,
                 format!(
                     "{} of {} generator workers waited for a CPU (worker {i} for {:.0}% of its time, above {:.0}%): another thread or process took the generator's CPU.",
                     waiting.len(),
@@ -105,7 +203,7 @@ impl LoadReport {
         let resource = self.errors.client_resource;
         if resource > 0 {
             flags.push(flag(
-                CLIENT_RESOURCE_ERRORS,
+                FlagCode::ClientResourceErrors,
                 format!(
                     "{resource} connection attempts failed on the client's own limits (file descriptors, local ports or memory), not on the service."
                 ),
@@ -115,7 +213,7 @@ impl LoadReport {
             let intended_rate = if self.duration_s > 0.0 { o.intended as f64 / self.duration_s } else { 0.0 };
             if o.unsent > 0 || o.achieved_rate < RATE_HELD_SHARE * intended_rate {
                 flags.push(flag(
-                    RATE_NOT_HELD,
+                    FlagCode::RateNotHeld,
                     format!(
                         "The open model sent {:.0} req/s of the intended {:.0} req/s and left {} of {} due requests unsent.",
                         o.achieved_rate, intended_rate, o.unsent, o.intended
@@ -131,7 +229,7 @@ impl LoadReport {
                     String::new()
                 };
                 flags.push(flag(
-                    SCHEDULE_LAG,
+                    FlagCode::ScheduleLag,
                     format!(
                         "The generator sent requests late (lag p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms; p99 above {SCHEDULE_LAG_P99_MS} ms): its lateness is counted in the latencies.{busy}",
                         o.lag_p50_ms, o.lag_p99_ms, o.lag_max_ms
@@ -142,7 +240,7 @@ impl LoadReport {
         let c = &self.connections;
         if c.starved > 0 {
             flags.push(flag(
-                STARVED_CONNECTIONS,
+                FlagCode::StarvedConnections,
                 format!(
                     "{} of {} connections got no answer in the whole step; oldest request waited {:.1} s.",
                     c.starved,
@@ -209,7 +307,7 @@ pub(crate) mod tests {
         r
     }
 
-    fn codes(r: &LoadReport) -> Vec<String> {
+    fn codes(r: &LoadReport) -> Vec<FlagCode> {
         r.flags().into_iter().map(|f| f.code).collect()
     }
 
@@ -224,7 +322,7 @@ pub(crate) mod tests {
         let mut r = healthy();
         r.workers[1].cpu_s = 9.5;
         let flags = r.flags();
-        assert_eq!(codes(&r), [GENERATOR_SATURATED]);
+        assert_eq!(codes(&r), [FlagCode::GeneratorSaturated]);
         assert!(flags[0].detail.contains("worker 1") && flags[0].detail.contains("95%"), "{}", flags[0].detail);
         // Polling for a due send is waiting, not work.
         r.workers[1].spin_s = 2.0;
@@ -236,7 +334,7 @@ pub(crate) mod tests {
         let mut r = healthy();
         r.workers[0].runqueue_wait_s = 1.5;
         let flags = r.flags();
-        assert_eq!(codes(&r), [GENERATOR_CONTENDED]);
+        assert_eq!(codes(&r), [FlagCode::GeneratorContended]);
         assert!(flags[0].detail.contains("15%"), "{}", flags[0].detail);
         r.workers[0].runqueue_wait_s = 0.9;
         assert!(r.flags().is_empty());
@@ -254,7 +352,7 @@ pub(crate) mod tests {
         starved.workers[1].runqueue_wait_s = 2.5;
         let merged = crate::report::merge_reports(&[agent(), starved]).unwrap();
         let flags = merged.flags();
-        assert_eq!(codes(&merged), [GENERATOR_CONTENDED]);
+        assert_eq!(codes(&merged), [FlagCode::GeneratorContended]);
         assert!(
             flags[0].detail.starts_with("1 of 4 generator workers") && flags[0].detail.contains("worker 3"),
             "{}",
@@ -269,7 +367,7 @@ pub(crate) mod tests {
         r.errors.client_resource = 3;
         r.requests_err = 3;
         let flags = r.flags();
-        assert_eq!(codes(&r), [CLIENT_RESOURCE_ERRORS]);
+        assert_eq!(codes(&r), [FlagCode::ClientResourceErrors]);
         assert!(flags[0].detail.starts_with("3 connection attempts"), "{}", flags[0].detail);
     }
 
@@ -277,13 +375,13 @@ pub(crate) mod tests {
     fn open_model_rate_not_held() {
         let mut r = open_healthy();
         r.open.as_mut().unwrap().achieved_rate = 9_000.0;
-        assert_eq!(codes(&r), [RATE_NOT_HELD]);
+        assert_eq!(codes(&r), [FlagCode::RateNotHeld]);
         let mut r = open_healthy();
         r.open.as_mut().unwrap().achieved_rate = 9_600.0;
         assert!(r.flags().is_empty());
         r.open.as_mut().unwrap().unsent = 1;
         let flags = r.flags();
-        assert_eq!(codes(&r), [RATE_NOT_HELD]);
+        assert_eq!(codes(&r), [FlagCode::RateNotHeld]);
         assert!(flags[0].detail.contains("1 of 100000"), "{}", flags[0].detail);
     }
 
@@ -292,7 +390,7 @@ pub(crate) mod tests {
         let mut r = open_healthy();
         r.open.as_mut().unwrap().lag_p99_ms = 1.5;
         let flags = r.flags();
-        assert_eq!(codes(&r), [SCHEDULE_LAG]);
+        assert_eq!(codes(&r), [FlagCode::ScheduleLag]);
         assert!(flags[0].detail.contains("p99 1.500 ms"), "{}", flags[0].detail);
         assert!(!flags[0].detail.contains("busy connection"), "{}", flags[0].detail);
         r.open.as_mut().unwrap().sent_late = 7;
@@ -310,7 +408,7 @@ pub(crate) mod tests {
         r.connections.used = 4;
         r.connections.oldest_unanswered_ms = 9_500.0;
         let flags = r.flags();
-        assert_eq!(codes(&r), [STARVED_CONNECTIONS]);
+        assert_eq!(codes(&r), [FlagCode::StarvedConnections]);
         assert_eq!(flags[0].detail, "2 of 4 connections got no answer in the whole step; oldest request waited 9.5 s.");
     }
 }

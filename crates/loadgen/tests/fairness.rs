@@ -60,7 +60,7 @@ fn a_worker_pool_pinned_to_keepalive_connections_starves_the_others() {
     assert!(c.stalled >= 2, "{c:?}");
     assert!(c.oldest_unanswered_ms >= 1500.0, "{c:?}");
     let flags = r.flags();
-    let starved = flags.iter().find(|f| f.code == "starved_connections").expect("flagged");
+    let starved = flags.iter().find(|f| f.code == loadgen::FlagCode::StarvedConnections).expect("flagged");
     assert!(starved.detail.starts_with("2 of 4 connections got no answer"), "{}", starved.detail);
 }
 
@@ -72,5 +72,5 @@ fn a_worker_pool_closing_after_each_answer_serves_everyone() {
     assert_eq!(c.starved, 0, "{c:?}");
     assert!(c.answers_min >= 1, "{c:?}");
     assert_eq!(c.stalled, 0, "{c:?}");
-    assert!(r.flags().iter().all(|f| f.code != "starved_connections"), "{:?}", r.flags());
+    assert!(r.flags().iter().all(|f| f.code != loadgen::FlagCode::StarvedConnections), "{:?}", r.flags());
 }

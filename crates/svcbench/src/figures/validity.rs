@@ -10,35 +10,8 @@ use serde::{Deserialize, Serialize};
 /// so its judgements are stored as they come.
 pub use loadgen::Flag;
 
-/// Every code, with what it tells a reader. Codes are stored; labels are what the report prints.
-pub const CODES: &[(&str, &str)] = &[
-    ("generator_saturated", "load generator saturated"),
-    ("generator_contended", "load generator lost CPU to other processes"),
-    ("client_resource_errors", "load generator ran out of sockets or files"),
-    ("rate_not_held", "open-model rate not held"),
-    ("schedule_lag", "open-model schedule lag above 1 ms"),
-    ("not_sustained", "not sustained (growing backlog)"),
-    ("starved_connections", "starved connections"),
-    ("dependency_saturated", "dependency saturated"),
-    ("machine_speed", "machine speed drifted"),
-    ("oom_killed", "service OOM-killed"),
-    ("crashed", "service crashed"),
-    ("unlimited", "limits not applied as asked"),
-    ("incomplete", "run not completed"),
-    ("legacy_client_saturated", "load generator saturated (older rule)"),
-];
-
-/// The codes that are the service's own failure rather than the measurement's.
-pub const SERVICE_FAILURES: &[&str] = &["not_sustained", "starved_connections", "oom_killed", "crashed"];
-
-/// The open model's own flags that a failing service raises too: when it holds every connection, sends
-/// wait for one (late) or are left unsent. Beside one of the service's failures they are its consequence.
-pub const BACKPRESSURE: &[&str] = &["rate_not_held", "schedule_lag"];
-
-/// The reader's words for a code.
-pub fn label(code: &str) -> &str {
-    CODES.iter().find(|(c, _)| *c == code).map(|(_, l)| *l).unwrap_or(code)
-}
+/// The codes: an enum with the reader's words (loadgen's, since the generator raises half of them).
+pub use loadgen::FlagCode;
 
 /// The flags of one step or run; valid when there are none.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -55,7 +28,7 @@ impl Validity {
     pub fn summary(&self) -> String {
         let mut labels: Vec<&str> = Vec::new();
         for f in &self.flags {
-            let l = label(&f.code);
+            let l = f.code.label();
             if !labels.contains(&l) {
                 labels.push(l);
             }
@@ -80,13 +53,11 @@ impl Validity {
     /// shows of the service (e.g. seed 004's X, "stopped answering") stands, though its figures are not
     /// quoted. True for a valid step.
     pub fn service_failures_only(&self) -> bool {
-        let failed = self.flags.iter().any(|f| SERVICE_FAILURES.contains(&f.code.as_str()));
-        self.flags
-            .iter()
-            .all(|f| SERVICE_FAILURES.contains(&f.code.as_str()) || (failed && BACKPRESSURE.contains(&f.code.as_str())))
+        let failed = self.flags.iter().any(|f| f.code.is_service_failure());
+        self.flags.iter().all(|f| f.code.is_service_failure() || (failed && f.code.is_backpressure()))
     }
 
-    pub fn has(&self, code: &str) -> bool {
+    pub fn has(&self, code: FlagCode) -> bool {
         self.flags.iter().any(|f| f.code == code)
     }
 }
@@ -120,7 +91,7 @@ pub fn dependency_flags(
     let mut out = Vec::new();
     if alone > super::SATURATED || together > super::SATURATED || (waited > 0.5 && !service_cpu_bound) {
         out.push(Flag::new(
-            "dependency_saturated",
+            FlagCode::DependencySaturated,
             format!(
                 "dependencies used {:.0} % of their {} CPU(s), {:.0} % together with the load generator, and \
                  waited {:.2} s per second for a CPU: the store, not the service, may be the bottleneck",
@@ -143,7 +114,7 @@ pub fn probe_flag(probe_ms: f64, session_median_ms: f64, tolerance: f64) -> Opti
     let drift = probe_ms / session_median_ms - 1.0;
     (drift.abs() > tolerance).then(|| {
         Flag::new(
-            "machine_speed",
+            FlagCode::MachineSpeed,
             format!(
                 "the machine-speed probe took {probe_ms:.2} ms against the session's median {session_median_ms:.2} ms \
                  ({:+.0} %, tolerance ±{:.0} %): the machine was not running at its usual speed",
@@ -154,7 +125,17 @@ pub fn probe_flag(probe_ms: f64, session_median_ms: f64, tolerance: f64) -> Opti
     })
 }
 
-/// The service ended during the step.
+/// The machine-speed flags of a session's steps, once every step ran: (step, flag) for each probe beyond
+/// `tolerance` of the session's median. A step flagged already is not flagged twice.
+pub fn speed_flags(probed: &[(i64, f64, Validity)], tolerance: f64) -> Vec<(i64, Flag)> {
+    let Some(median) = crate::figures::median(probed.iter().map(|p| p.1)) else { return Vec::new() };
+    probed
+        .iter()
+        .filter(|(_, _, v)| !v.has(FlagCode::MachineSpeed))
+        .filter_map(|(id, probe, _)| probe_flag(*probe, median, tolerance).map(|f| (*id, f)))
+        .collect()
+}
+
 /// Completions below this share of the offered rate are "behind".
 pub const SUSTAINED_SHARE: f64 = 0.95;
 /// Latency in the step's last third above this multiple of its first third is "rising".
@@ -175,13 +156,13 @@ pub fn sustain_flag(offered_rps: f64, completed_rps: f64, p50_by_second: &[f64])
     let (Some(first), Some(last)) = (first, last) else {
         // Nothing completed in a third of the step: behind and not answering is a backlog too.
         return Some(Flag::new(
-            "not_sustained",
+            FlagCode::NotSustained,
             format!("{completed_rps:.0} of {offered_rps:.0} req/s offered completed in the step, and a third of it saw no answer"),
         ));
     };
     (last > RISING * first).then(|| {
         Flag::new(
-            "not_sustained",
+            FlagCode::NotSustained,
             format!(
                 "{completed_rps:.0} of {offered_rps:.0} req/s offered completed in the step while p50 rose from \
                  {first:.1} to {last:.1} ms: a growing backlog, not a sustainable rate"
@@ -193,10 +174,13 @@ pub fn sustain_flag(offered_rps: f64, completed_rps: f64, p50_by_second: &[f64])
 pub fn service_end_flags(oom_killed: bool, crashed: bool) -> Vec<Flag> {
     let mut out = Vec::new();
     if oom_killed {
-        out.push(Flag::new("oom_killed", "the service was killed by the kernel at its memory cap during this step"));
+        out.push(Flag::new(
+            FlagCode::OomKilled,
+            "the service was killed by the kernel at its memory cap during this step",
+        ));
     }
     if crashed {
-        out.push(Flag::new("crashed", "the service exited during this step"));
+        out.push(Flag::new(FlagCode::Crashed, "the service exited during this step"));
     }
     out
 }
@@ -205,10 +189,10 @@ pub fn service_end_flags(oom_killed: bool, crashed: bool) -> Vec<Flag> {
 pub fn run_flags(status: &str, limit_mismatches: &[String]) -> Vec<Flag> {
     let mut out = Vec::new();
     if status != "completed" {
-        out.push(Flag::new("incomplete", format!("the run is {status}: it enters no median and no verdict")));
+        out.push(Flag::new(FlagCode::Incomplete, format!("the run is {status}: it enters no median and no verdict")));
     }
     for m in limit_mismatches {
-        out.push(Flag::new("unlimited", m.clone()));
+        out.push(Flag::new(FlagCode::Unlimited, m.clone()));
     }
     out
 }
@@ -217,10 +201,10 @@ pub fn run_flags(status: &str, limit_mismatches: &[String]) -> Vec<Flag> {
 pub fn legacy_step_flags(client_saturated: bool, dep_saturated: bool, oom_killed: bool, crashed: bool) -> Vec<Flag> {
     let mut out = Vec::new();
     if client_saturated {
-        out.push(Flag::new("legacy_client_saturated", "the load generator used over 90 % of its CPUs"));
+        out.push(Flag::new(FlagCode::LegacyClientSaturated, "the load generator used over 90 % of its CPUs"));
     }
     if dep_saturated {
-        out.push(Flag::new("dependency_saturated", "dependencies used over 90 % of their CPUs"));
+        out.push(Flag::new(FlagCode::DependencySaturated, "dependencies used over 90 % of their CPUs"));
     }
     out.extend(service_end_flags(oom_killed, crashed));
     out
@@ -254,7 +238,7 @@ mod tests {
         let busy = DependencyUsage { cpu_s: 8.8, wait_s: Some(0.1), cpus: 1 };
         let flags = dependency_flags(&busy, 0.5, 1, 10.0, false);
         assert_eq!(flags.len(), 1);
-        assert_eq!(flags[0].code, "dependency_saturated");
+        assert_eq!(flags[0].code, FlagCode::DependencySaturated);
         // Alone at 86 %, with the generator on the same CPU at 14 %: together saturated.
         let shared = DependencyUsage { cpu_s: 8.6, wait_s: None, cpus: 1 };
         assert_eq!(dependency_flags(&shared, 1.4, 1, 10.0, false).len(), 1);
@@ -273,9 +257,25 @@ mod tests {
     #[test]
     fn probe_drift_beyond_the_tolerance_is_flagged() {
         assert!(probe_flag(10.5, 10.0, 0.1).is_none());
-        assert_eq!(probe_flag(11.5, 10.0, 0.1).unwrap().code, "machine_speed");
-        assert_eq!(probe_flag(8.5, 10.0, 0.1).unwrap().code, "machine_speed");
+        assert_eq!(probe_flag(11.5, 10.0, 0.1).unwrap().code, FlagCode::MachineSpeed);
+        assert_eq!(probe_flag(8.5, 10.0, 0.1).unwrap().code, FlagCode::MachineSpeed);
         assert!(probe_flag(f64::NAN, 10.0, 0.1).is_none());
+    }
+
+    #[test]
+    fn speed_flags_judge_each_probe_against_the_sessions_median_once() {
+        let flagged = Validity { flags: vec![probe_flag(20.0, 10.0, 0.1).unwrap()] };
+        let probed = [
+            (1, 10.0, Validity::default()),
+            (2, 10.2, Validity::default()),
+            (3, 13.0, Validity::default()),
+            (4, 20.0, flagged),
+            (5, 9.9, Validity::default()),
+        ];
+        let steps: Vec<i64> = speed_flags(&probed, 0.1).iter().map(|(id, _)| *id).collect();
+        // Median 10.2: step 3 drifted 27 %; step 4 drifted too but carries the flag already.
+        assert_eq!(steps, [3]);
+        assert!(speed_flags(&[], 0.1).is_empty());
     }
 
     #[test]

@@ -99,7 +99,7 @@ pub fn clean(results_dir: &Path) -> Vec<String> {
             end_part(p);
         }
         let why = format!("svcbench (pid {}) ended without tearing down; cleaned up by pid {me} at {now}", lf.pid);
-        match crate::store::Store::open(&lf.store).and_then(|s| s.abort_session(lf.session, &why)) {
+        match crate::store::Store::open(&lf.store).and_then(|s| s.abort_session(lf.session, &why, &crate::figures::validity::run_flags("aborted", &[]))) {
             Ok(runs) => said.push(format!(
                 "svcbench: cleaned up after svcbench pid {} (killed mid-session): {} process group(s) ended, session {} \
                  and {runs} run(s) in {} marked aborted",

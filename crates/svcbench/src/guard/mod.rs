@@ -118,7 +118,7 @@ pub fn teardown_all(why: &str) {
     r.parts.clear();
     if let Some((path, store, session)) = r.lock.take() {
         if let Ok(s) = crate::store::Store::open(&store) {
-            let _ = s.abort_session(session, why);
+            let _ = s.abort_session(session, why, &crate::figures::validity::run_flags("aborted", &[]));
         }
         let _ = std::fs::remove_file(path);
     }

@@ -73,7 +73,8 @@ fn cell_steps<'a>(d: &'a Dataset, g: usize, col: &Column, value: &dyn Fn(&Step) 
 /// (a fresh-start level after a death, the steps measured before an interruption); an unlimited one does not.
 fn step_validity((run, step): RunStep) -> Validity {
     let mut v = step.validity();
-    v.flags.extend(run.validity().flags.into_iter().filter(|f| f.code == "unlimited"));
+    v.flags
+        .extend(run.validity().flags.into_iter().filter(|f| f.code == crate::figures::validity::FlagCode::Unlimited));
     v
 }
 
@@ -108,7 +109,7 @@ const NOT_VALID_NOTE: &str = "In parentheses: no run's step at that level was va
                               not a figure to quote.";
 
 fn median(steps: &[&Step], f: fn(&Step) -> Option<f64>) -> Option<f64> {
-    Spread::of(steps.iter().filter_map(|s| f(s))).map(|s| s.median)
+    crate::figures::median(steps.iter().filter_map(|s| f(s)))
 }
 
 /// Median average response time, or X when the median run had fewer than 90 % successes. X is the

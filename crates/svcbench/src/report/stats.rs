@@ -22,14 +22,10 @@ pub struct Spread {
 impl Spread {
     /// Median, min and max of the finite values; None when there are none.
     pub fn of(values: impl IntoIterator<Item = f64>) -> Option<Spread> {
-        let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(|a, b| a.total_cmp(b));
-        let n = v.len();
-        let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
-        Some(Spread { median, min: v[0], max: v[n - 1], n })
+        let v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
+        let median = crate::figures::median(v.iter().copied())?;
+        let (min, max) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+        Some(Spread { median, min, max, n: v.len() })
     }
 
     /// Like `of`, but with an even number of runs the median is the lower middle value, so it is a value

@@ -276,7 +276,7 @@ fn stage(s: &Option<String>) -> String {
 /// The limits the run's cgroup held, as read back after the service started.
 fn limits_held(r: &super::data::Run) -> Cell {
     let Some(v) = &r.cgroup_version else { return Cell::text("–") };
-    let unlimited = r.validity().has("unlimited");
+    let unlimited = r.validity().has(crate::figures::validity::FlagCode::Unlimited);
     let text = format!(
         "{v}: {}, {}, CPUs {}",
         r.applied_cpus.map(|c| format!("{c} CPUs")).unwrap_or_else(|| "no CPU quota".into()),

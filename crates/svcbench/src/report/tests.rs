@@ -242,7 +242,10 @@ fn level_tables_take_the_valid_steps_median_and_parenthesize_a_level_with_none()
     // A backlog that held every connection also left sends late and unsent: still the service's X (seed
     // 004's Spring MVC behind a 4 s dependency). The same lag and rate alone may be the generator's: (X).
     let flags = |codes: &[&str]| {
-        let flags = codes.iter().map(|c| Flag { code: c.to_string(), detail: c.to_string() }).collect();
+        let flags = codes
+            .iter()
+            .map(|c| Flag { code: crate::figures::validity::FlagCode::from_code(c), detail: c.to_string() })
+            .collect();
         f.store.raw().execute("UPDATE step SET flags = ?1 WHERE seq = 2", [Validity { flags }.to_json()]).unwrap();
     };
     flags(&["not_sustained", "rate_not_held", "schedule_lag"]);
@@ -660,7 +663,10 @@ fn sizing_judges_a_death_as_not_holding_and_needs_more_than_half_the_runs() {
     // A step at the rate flagged for the machine alone leaves its run unjudged; one the service starved is
     // judged and misses, and a tie does not hold.
     let flag = |code: &str| {
-        let flags = Validity { flags: vec![Flag { code: code.into(), detail: code.into() }] }.to_json();
+        let flags = Validity {
+            flags: vec![Flag { code: crate::figures::validity::FlagCode::from_code(code), detail: code.into() }],
+        }
+        .to_json();
         f.store.raw().execute("UPDATE step SET flags = ?2 WHERE run_id = ?1", params![runs[1], flags]).unwrap();
     };
     flag("machine_speed");

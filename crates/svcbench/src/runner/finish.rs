@@ -9,8 +9,15 @@ pub fn finish(ctx: &mut SessionCtx, network: Option<&Network>, summary: &Session
         eprintln!("svcbench: link {link}: {carried} packets carried, {dropped} dropped");
     }
     let tolerance = ctx.opts.probe_tolerance;
-    let slow = ctx.store.flag_machine_speed(ctx.session_id, tolerance)?;
-    if slow > 0 {
+    let probed = ctx.store.probed_steps(ctx.session_id)?;
+    let slow = crate::figures::validity::speed_flags(&probed, tolerance);
+    for (step, flag) in &slow {
+        let mut v = probed.iter().find(|p| p.0 == *step).map(|p| p.2.clone()).unwrap_or_default();
+        v.flags.push(flag.clone());
+        ctx.store.set_step_validity(*step, &v)?;
+    }
+    if !slow.is_empty() {
+        let slow = slow.len();
         eprintln!(
             "svcbench: {slow} step(s) ran while the machine-speed probe was more than {:.0} % off the session's \
              median: flagged, left out of the peaks",

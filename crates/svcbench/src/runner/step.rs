@@ -199,8 +199,8 @@ pub fn run_step(
     flags.extend(service_end_flags(oom_killed, crashed));
     row.oom_killed = oom_killed;
     row.crashed = crashed;
-    row.client_saturated = flags.iter().any(|f| f.code == loadgen::validity::GENERATOR_SATURATED);
-    row.dep_saturated = flags.iter().any(|f| f.code == "dependency_saturated");
+    row.client_saturated = flags.iter().any(|f| f.code == crate::figures::validity::FlagCode::GeneratorSaturated);
+    row.dep_saturated = flags.iter().any(|f| f.code == crate::figures::validity::FlagCode::DependencySaturated);
     let validity = Validity { flags };
     row.valid = Some(validity.valid());
     row.flags = Some(validity.to_json());

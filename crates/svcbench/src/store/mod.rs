@@ -91,14 +91,13 @@ impl Store {
         Ok(())
     }
 
-    /// Marks a session whose svcbench was killed, and its unfinished runs, `aborted` (guard/leftovers.rs).
-    /// Returns how many runs were marked.
-    pub fn abort_session(&self, session: i64, why: &str) -> Result<usize> {
-        let flags = crate::figures::validity::run_flags("aborted", &[]);
+    /// Marks a session whose svcbench was killed, and its unfinished runs, `aborted` with the flags given
+    /// (figures::validity::run_flags; guard/leftovers.rs). Returns how many runs were marked.
+    pub fn abort_session(&self, session: i64, why: &str, flags: &[Flag]) -> Result<usize> {
         let runs = self.conn.execute(
             "UPDATE run SET status = 'aborted', ended_at = ?2, error = ?3, valid = 0, flags = ?4
              WHERE session_id = ?1 AND status = 'running'",
-            params![session, now(), why, serde_json::to_string(&flags)?],
+            params![session, now(), why, serde_json::to_string(flags)?],
         )?;
         self.conn.execute(
             "UPDATE session SET status = 'aborted', ended_at = ?2 WHERE id = ?1 AND status = 'running'",
@@ -302,27 +301,27 @@ impl Store {
         Ok(step_id)
     }
 
-    /// Flags, at the end of a session, the steps whose machine-speed probe departs from the session's
-    /// median by more than its tolerance (the median is only known once every step ran).
-    pub fn flag_machine_speed(&self, session: i64, tolerance: f64) -> Result<usize> {
+    /// The steps of a session that timed the machine-speed probe: (step, probe ms, its flags so far).
+    pub fn probed_steps(&self, session: i64) -> Result<Vec<(i64, f64, crate::figures::Validity)>> {
         let mut st = self.conn.prepare(
             "SELECT s.id, s.probe_ms, s.flags FROM step s JOIN run r ON r.id = s.run_id
              WHERE r.session_id = ?1 AND s.probe_ms IS NOT NULL",
         )?;
         let rows: Vec<(i64, f64, Option<String>)> =
             st.query_map([session], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<rusqlite::Result<_>>()?;
-        let Some(median) = crate::figures::median(rows.iter().map(|r| r.1)) else { return Ok(0) };
-        let mut flagged = 0;
-        for (id, probe, flags) in rows {
-            let Some(flag) = crate::figures::validity::probe_flag(probe, median, tolerance) else { continue };
-            let mut v = crate::figures::Validity::from_json(flags.as_deref().unwrap_or("[]"));
-            if !v.has("machine_speed") {
-                v.flags.push(flag);
-            }
-            self.conn.execute("UPDATE step SET flags = ?2, valid = 0 WHERE id = ?1", params![id, v.to_json()])?;
-            flagged += 1;
-        }
-        Ok(flagged)
+        Ok(rows
+            .into_iter()
+            .map(|(id, probe, flags)| {
+                (id, probe, crate::figures::Validity::from_json(flags.as_deref().unwrap_or("[]")))
+            })
+            .collect())
+    }
+
+    /// Writes a step's flags as given (a step with flags is not valid).
+    pub fn set_step_validity(&self, step: i64, v: &crate::figures::Validity) -> Result<()> {
+        self.conn
+            .execute("UPDATE step SET flags = ?2, valid = ?3 WHERE id = ?1", params![step, v.to_json(), v.valid()])?;
+        Ok(())
     }
 }
 
@@ -423,7 +422,7 @@ mod tests {
         assert_eq!(back.len(), 1);
         assert_eq!(back[0].conn_starved, Some(4));
         assert_eq!(back[0].err_reset, Some(3));
-        assert!(back[0].validity().has("starved_connections"));
+        assert!(back[0].validity().has(crate::figures::validity::FlagCode::StarvedConnections));
         assert_eq!(back[0].errors_by_kind().iter().find(|(k, _)| *k == "reset").unwrap().1, 3);
     }
 }

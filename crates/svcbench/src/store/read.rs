@@ -158,7 +158,7 @@ impl Run {
     pub fn ended_by_the_service(&self) -> bool {
         self.status == "failed"
             && (self.oom_killed || self.crashed || self.stuck_at_memory_cap)
-            && !self.validity().has("unlimited")
+            && !self.validity().has(crate::figures::validity::FlagCode::Unlimited)
     }
 }
 
