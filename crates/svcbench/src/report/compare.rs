@@ -11,7 +11,7 @@ use super::data::{Dataset, Step};
 use super::quality::steps_by_position;
 use super::stats::{self, Change, LogTest, Spread, Untestable, MIN_RUNS, POWER};
 use super::summary::{run_figures, RunFigures};
-use super::table::{num, spread};
+use super::table::{num, spread, Cell, Row, Table};
 use anyhow::{bail, Result};
 use chrono::DateTime;
 use serde::Serialize;
@@ -552,12 +552,11 @@ fn ratio_text(r: f64) -> String {
     }
 }
 
-/// Runs, BASE, NEW, ratio, p, verdict and advice cells of a Markdown row.
-fn cells(l: &Line) -> String {
+/// Runs, BASE, NEW, ratio, p, verdict and advice cells of a row.
+fn cells(l: &Line) -> Vec<Cell> {
     let fmt =
         |x: &Option<Spread>| x.as_ref().map(|v| format!("{} {}", spread(v), l.unit)).unwrap_or_else(|| "–".into());
     let count = |x: &Option<Spread>| x.map_or("–".to_string(), |s| s.n.to_string());
-    let verdict = if l.regression_pct.is_some() { format!("**{}**", l.verdict) } else { l.verdict.clone() };
     let ratio = match (l.ratio, l.ci) {
         (Some(r), Some([lo, hi])) => format!("{}× [{}, {}]", ratio_text(r), ratio_text(lo), ratio_text(hi)),
         (Some(r), None) => format!("{}×", ratio_text(r)),
@@ -575,17 +574,62 @@ fn cells(l: &Line) -> String {
             format!("{} / {}", n(a.runs_for_5pct), n(a.runs_for_10pct))
         })
         .unwrap_or_else(|| "–".into());
-    format!(
-        "{} / {} | {} | {} | {} | {} | {} | {}",
-        count(&l.base),
-        count(&l.new),
-        fmt(&l.base),
-        fmt(&l.new),
-        ratio,
-        p,
+    let num = |t: String| Cell { text: t, class: "num", ..Cell::default() };
+    // A regression beyond --fail-on's threshold stands out (bold in Markdown).
+    let verdict = Cell {
+        text: l.verdict.clone(),
+        class: if l.regression_pct.is_some() { "fail" } else { "" },
+        ..Cell::default()
+    };
+    vec![
+        num(format!("{} / {}", count(&l.base), count(&l.new))),
+        num(fmt(&l.base)),
+        num(fmt(&l.new)),
+        num(ratio),
+        num(p),
         verdict,
-        advice
-    )
+        num(advice),
+    ]
+}
+
+/// The lines of one table: the whole-run metrics, or the per-step ones (with the step's column).
+fn lines_table(lines: &[&Line], per_step: bool, level: &str) -> Table {
+    let mut head: Vec<String> = vec!["service".into()];
+    if per_step {
+        head.push("step".into());
+    }
+    head.extend(
+        [
+            "metric",
+            "runs B / N",
+            "BASE median (min–max)",
+            "NEW median (min–max)",
+            &format!("NEW/BASE [{level} CI]"),
+            "p (Holm)",
+            "verdict",
+            "runs a side for 5 % / 10 %",
+        ]
+        .map(String::from),
+    );
+    let rows = lines
+        .iter()
+        .map(|l| {
+            let title = if per_step {
+                STEP_METRICS.iter().find(|m| m.key == l.metric).map(|m| m.title)
+            } else {
+                METRICS.iter().find(|m| m.key == l.metric).map(|m| m.title)
+            };
+            let title = title.unwrap_or(l.metric);
+            let mut cells = vec![Cell::text(l.service.clone())];
+            if per_step {
+                cells.push(Cell::text(l.step.clone().unwrap_or_default()));
+            }
+            cells.push(Cell::text(format!("{title} (`{}`)", l.metric)));
+            cells.extend(self::cells(l));
+            Row { cells, data: Vec::new() }
+        })
+        .collect();
+    Table { id: "compare".into(), head, rows, ..Table::default() }
 }
 
 fn side(d: &Dataset) -> String {
@@ -634,30 +678,16 @@ pub fn markdown(base: &Dataset, new: &Dataset, c: &Comparison, failed: &[String]
         let _ = writeln!(s, "- left out (did not complete): {}", left_out_text(o));
     }
     let level = format!("{:.0} %", (1.0 - c.alpha) * 100.0);
-    let head = format!(
-        "runs B / N | BASE median (min–max) | NEW median (min–max) | NEW/BASE [{level} CI] | p (Holm) | verdict | \
-         runs a side for 5 % / 10 %"
-    );
-    let _ = writeln!(s, "\n| service | metric | {head} |");
-    let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|---|--:|");
-    for l in lines.iter().filter(|l| l.step.is_none()) {
-        let title = METRICS.iter().find(|m| m.key == l.metric).map(|m| m.title).unwrap_or(l.metric);
-        let _ = writeln!(s, "| {} | {} (`{}`) | {} |", l.service, title, l.metric, cells(l));
-    }
-    if lines.iter().any(|l| l.step.is_some()) {
-        let _ = writeln!(s, "\n### Per step\n");
-        let _ = writeln!(s, "| service | step | metric | {head} |");
-        let _ = writeln!(s, "|---|---|---|--:|--:|--:|--:|--:|---|--:|");
-        for l in lines.iter().filter(|l| l.step.is_some()) {
-            let title = STEP_METRICS.iter().find(|m| m.key == l.metric).map(|m| m.title).unwrap_or(l.metric);
-            let step = l.step.as_deref().unwrap_or("");
-            let _ = writeln!(s, "| {} | {} | {} (`{}`) | {} |", l.service, step, title, l.metric, cells(l));
-        }
+    let whole: Vec<&Line> = lines.iter().filter(|l| l.step.is_none()).collect();
+    let _ = write!(s, "\n{}", super::markdown::table(&lines_table(&whole, false, &level)));
+    let per_step: Vec<&Line> = lines.iter().filter(|l| l.step.is_some()).collect();
+    if !per_step.is_empty() {
+        let _ = write!(s, "\n### Per step\n\n{}", super::markdown::table(&lines_table(&per_step, true, &level)));
     }
     let count = |w: &[&str]| lines.iter().filter(|l| w.contains(&l.verdict.as_str())).count();
     let _ = writeln!(
         s,
-        "\n{} better, {} worse, {} within noise, {} with too few runs. Verdicts: Welch's t-test on the logs of the \
+        "{} better, {} worse, {} within noise, {} with too few runs. Verdicts: Welch's t-test on the logs of the \
          per-run values (NEW/BASE is the ratio of geometric means), Holm–Bonferroni over the {} lines tested at \
          family-wise α = {}; fewer than {MIN_RUNS} completed runs a side is too few (docs/report.md).",
         count(&["faster", "smaller"]),
