@@ -1,9 +1,9 @@
-//! Validity: the reasons a step or a run may not be quoted. A figure is quoted (peak req/s, medians,
-//! verdicts, README tables) only from valid steps of completed runs; every flag is stored with its step or
-//! run and shown wherever the figure is. The generator's own judgements (headroom, open-model fidelity,
-//! starved connections) come from loadgen (`LoadReport::flags`); this module adds what only svcbench
-//! judges: dependencies, the machine's speed, open-model sustainability, the service's end, the limits
-//! and the run.
+//! Validity: the reasons a step or a run may not be quoted. A figure is quoted (peak req/s, medians, verdicts,
+//! README tables) only from valid steps of counted runs (completed, or ended by the service under its limits:
+//! store::read::Run::enters_figures); every flag is stored with its step or run and shown wherever the figure
+//! is. The generator's own judgements (headroom, open-model fidelity, starved connections) come from loadgen
+//! (`LoadReport::flags`); this module adds what only svcbench judges: dependencies, the machine's speed,
+//! open-model sustainability, the service's end, the limits and the run.
 use serde::{Deserialize, Serialize};
 
 /// One reason a figure is not clean: a stable code and a sentence with the numbers. The generator's type,

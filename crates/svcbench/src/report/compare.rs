@@ -161,7 +161,7 @@ pub struct Line {
     pub step: Option<String>,
     pub metric: &'static str,
     pub unit: &'static str,
-    /// Median and range over the completed runs of each side.
+    /// Median and range over the counted runs of each side (completed, or ended by the service under its limits).
     pub base: Option<Spread>,
     pub new: Option<Spread>,
     /// NEW/BASE, the ratio of the geometric means over runs (also where there are too few runs to test).
@@ -254,7 +254,7 @@ fn pairs(base: &Dataset, new: &Dataset) -> Vec<(String, Option<usize>, Option<us
         .collect()
 }
 
-/// One line's values before the family is known: a metric over each side's completed runs.
+/// One line's values before the family is known: a metric over each side's counted runs.
 #[derive(Debug, Clone)]
 pub struct Values {
     pub service: String,
@@ -478,8 +478,8 @@ fn setting_warnings(base: &Dataset, new: &Dataset) -> Vec<String> {
     out
 }
 
-/// Compares the completed runs of BASE and NEW: every service both sides name, every metric in `metrics`
-/// (all when empty), with verdicts at family-wise `alpha`.
+/// Compares the counted runs of BASE and NEW (store::read::Run::enters_figures): every service both sides name,
+/// every metric in `metrics` (all when empty), with verdicts at family-wise `alpha`.
 pub fn compare(base: &Dataset, new: &Dataset, alpha: f64, metrics: &[String]) -> Comparison {
     let wanted = |key: &str| metrics.is_empty() || metrics.iter().any(|m| m == key);
     // The price cancels out in ratios; any value will do.
@@ -689,7 +689,7 @@ pub fn markdown(base: &Dataset, new: &Dataset, c: &Comparison, failed: &[String]
         s,
         "{} better, {} worse, {} within noise, {} with too few runs. Verdicts: Welch's t-test on the logs of the \
          per-run values (NEW/BASE is the ratio of geometric means), Holm–Bonferroni over the {} lines tested at \
-         family-wise α = {}; fewer than {MIN_RUNS} completed runs a side is too few (docs/report.md).",
+         family-wise α = {}; fewer than {MIN_RUNS} counted runs a side is too few (docs/report.md).",
         count(&["faster", "smaller"]),
         count(&["slower", "larger"]),
         count(&["within noise"]),
