@@ -14,6 +14,9 @@ pub mod run_loop;
 pub mod step;
 pub mod warmup;
 
+#[cfg(test)]
+mod session_tests;
+
 pub use plan::{load_services, plan, PlannedRun};
 
 use crate::cell::AxisCell;
