@@ -17,7 +17,7 @@ impl Upstream {
     pub fn start(options: &toml::Table, ctx: &DepContext) -> Result<Upstream> {
         reject_unknown("upstream", options, &["kind", "delay_ms"])?;
         let delay = opt_u64(options, "delay_ms", 1000)?;
-        let port = crate::net::free_port()?;
+        let port = crate::readiness::free_port()?;
         let exe = std::env::current_exe()?;
         let limits = Limits { cpuset: ctx.cpuset.clone(), ..Limits::default() };
         let mut sandbox = Sandbox::new(&format!("{}-upstream", ctx.session_tag), &limits, ctx.cgroup);
@@ -35,7 +35,7 @@ impl Upstream {
             log,
         )?;
         let up = Upstream { sandbox, addr, cpus };
-        crate::net::wait_http(addr, "/_svcbench/calls", Duration::from_secs(10)).with_context(|| {
+        crate::readiness::wait_http(addr, "/_svcbench/calls", Duration::from_secs(10)).with_context(|| {
             format!("the mock upstream did not answer on {addr}; see {}", ctx.work_dir.join("upstream.log").display())
         })?;
         Ok(up)

@@ -11,12 +11,12 @@ mod html;
 mod levels;
 mod markdown;
 mod quality;
+mod sections;
 mod sizing;
 mod stats;
 pub mod study;
 mod summary;
 mod table;
-mod tables;
 #[cfg(test)]
 mod tests;
 
@@ -112,18 +112,18 @@ pub struct Report {
 }
 
 fn build(d: data::Dataset, vcpu_hour_price: f64) -> Report {
-    let (summary, _) = tables::summary(&d, vcpu_hour_price);
+    let (summary, _) = sections::summary(&d, vcpu_hour_price);
     let mut quality = vec![quality::validity(&d)];
     quality.extend(quality::errors(&d));
     quality.extend(quality::schedule(&d));
     Report {
         quality,
         generated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        setup: tables::setup(&d),
+        setup: sections::setup(&d),
         summary,
-        services: tables::services(&d),
-        conformance: tables::conformance(&d),
-        runs: tables::runs(&d),
+        services: sections::services(&d),
+        conformance: sections::conformance(&d),
+        runs: sections::runs(&d),
         levels: levels::tables(&d),
         charts: charts::charts(&d),
         study: None,
@@ -160,7 +160,7 @@ pub fn run_report(a: &ReportArgs) -> Result<i32> {
         ReportFormat::Html => html::render(&r),
         ReportFormat::Markdown => markdown::render(&r),
         ReportFormat::Json => {
-            let (_, sums) = tables::summary(&r.data, a.vcpu_hour_price);
+            let (_, sums) = sections::summary(&r.data, a.vcpu_hour_price);
             serde_json::to_string_pretty(&serde_json::json!({
                 "source": r.data.source,
                 "filter": r.data.filter,

@@ -178,7 +178,7 @@ fn round_table(d: &Dataset, sums: &[GroupSummary], groups: &[usize], cell: Optio
                 Cell::header(grp.service.base_name.clone()),
                 Cell::text(grp.service.variant.clone().unwrap_or_else(|| "(base)".into())),
                 Cell::text(format!("{} {}", grp.service.framework, grp.service.framework_version).trim().to_string()),
-                super::tables::runs_cell(s),
+                super::sections::runs_cell(s),
                 Cell::spread("peak_rps", s.peak_rps),
                 Cell::text(at.unwrap_or_else(|| "–".into())),
                 Cell::spread("cpu_us_per_req", s.cpu_us_per_req),

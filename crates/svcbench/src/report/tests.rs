@@ -433,7 +433,7 @@ fn a_store_saturated_step_is_left_out_of_the_peak_and_the_reason_shown() {
     f.store.raw().execute("UPDATE step SET flags = '[]', valid = 1 WHERE seq != 2", []).unwrap();
     f.store.raw().execute("UPDATE step SET flags = ?1, valid = 0 WHERE seq = 2", [flags]).unwrap();
     let d = f.load(&[], false);
-    let (summary, sums) = tables::summary(&d, 0.0275);
+    let (summary, sums) = sections::summary(&d, 0.0275);
     assert_eq!(sums[0].peak_rps.unwrap().median, 1800.0, "the peak is the highest valid step");
     assert_eq!(sums[0].steps_left_out, ["1 × dependency saturated"]);
     assert!(cell_texts(&summary, 0).contains(&"1 × dependency saturated".to_string()));
@@ -445,7 +445,7 @@ fn a_store_saturated_step_is_left_out_of_the_peak_and_the_reason_shown() {
     // --include-invalid puts it back, still flagged.
     let mut all = d;
     all.include_invalid = true;
-    let (_, sums) = tables::summary(&all, 0.0275);
+    let (_, sums) = sections::summary(&all, 0.0275);
     assert_eq!(sums[0].peak_rps.unwrap().median, 5500.0);
     assert!(quality::validity(&all).note.contains("--include-invalid"));
 }
@@ -463,7 +463,7 @@ fn an_interrupted_run_is_not_in_the_median_nor_in_a_verdict() {
         }
     }
     let d = f.load(&[], false);
-    let (_, sums) = tables::summary(&d, 0.0275);
+    let (_, sums) = sections::summary(&d, 0.0275);
     let peak = sums[0].peak_rps.unwrap();
     assert_eq!((peak.n, peak.max), (2, 1100.0), "the interrupted run's 9,000 req/s is not counted");
     assert_eq!(sums[0].runs_left_out.len(), 1);
@@ -510,7 +510,7 @@ fn a_run_the_service_ended_counts_with_its_valid_steps_before_the_end() {
         .unwrap();
     f.store.raw().execute("UPDATE run SET status = 'failed', oom_killed = 1 WHERE id = ?1", [runs[2]]).unwrap();
     let d = f.load(&[], false);
-    let (summary, sums) = tables::summary(&d, 0.0275);
+    let (summary, sums) = sections::summary(&d, 0.0275);
     let peak = sums[0].peak_rps.unwrap();
     assert_eq!((peak.n, peak.min, peak.max), (3, 197.0, 299.0), "its 197 req/s at 200 counts, its 150 at 300 not");
     assert_eq!((sums[0].runs, sums[0].ended_by_the_service, sums[0].oom_kills), (3, 1, 1));
@@ -526,7 +526,7 @@ fn a_run_the_service_ended_counts_with_its_valid_steps_before_the_end() {
         Validity { flags: crate::figures::validity::run_flags("failed", &["no memory cap was applied".to_string()]) }
             .to_json();
     f.store.raw().execute("UPDATE run SET flags = ?2 WHERE id = ?1", params![runs[2], unlimited]).unwrap();
-    let (_, sums) = tables::summary(&f.load(&[], false), 0.0275);
+    let (_, sums) = sections::summary(&f.load(&[], false), 0.0275);
     assert_eq!((sums[0].runs, sums[0].ended_by_the_service, sums[0].runs_left_out.len()), (2, 0, 1));
 }
 

@@ -3,7 +3,7 @@
 //! the service itself: a run command that could not be executed (126, 127) refuses nothing, and a service
 //! that answers its readiness path before exiting did start.
 use crate::manifest::Service;
-use crate::net::{wait_ready, Readiness};
+use crate::readiness::{wait_ready, Readiness};
 use crate::service::instance::{Instance, StartSpec};
 use anyhow::Result;
 use std::sync::atomic::AtomicBool;

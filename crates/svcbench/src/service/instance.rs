@@ -1,8 +1,8 @@
 //! One started service: its sandbox, port and log, from spawn to readiness (the startup time) to stop.
 use super::service_sandbox::{ServiceSandbox, StartsElsewhere};
 use crate::manifest::{fill_placeholders, Service};
-use crate::net::{wait_ready, Readiness};
 use crate::network::Host;
+use crate::readiness::{wait_ready, Readiness};
 use crate::sandbox::{CgroupChoice, Limits, Sandbox};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -63,7 +63,7 @@ impl Instance {
         if let Some(remote) = spec.remote {
             return remote.clone().start(svc, spec);
         }
-        let port = crate::net::free_port()?;
+        let port = crate::readiness::free_port()?;
         let mut values = spec.dep_placeholders.clone();
         values.insert("port".into(), port.to_string());
         // The address to listen on: loopback, or the service's own address under --net.

@@ -46,7 +46,7 @@ impl OpenSearchDependency {
         let opts = OpenSearchOptions {
             version: text("version").unwrap_or_else(|| "3.6.0".into()),
             heap_mb: opt_u64(options, "heap_mb", 512)? as u32,
-            port: crate::net::free_port()?,
+            port: crate::readiness::free_port()?,
             bind: ctx.host.addr,
             cache_dir: std::env::var("SVCBENCH_CACHE")
                 .map(PathBuf::from)

@@ -1,4 +1,4 @@
-//! Small HTTP helpers: a free port, and the readiness poll that times a service's startup (on loopback, or
+//! Readiness over HTTP: a free port, and the poll that times a service's startup (on loopback, or
 //! at a part's address on the `--net` network).
 use anyhow::{bail, Result};
 use std::io::{Read, Write};
