@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context, Result};
 
 use crate::config::{split_url, LoadConfig, Model, Pacing, RateRamp, StatusSet};
+use crate::models::{LoadModel, Open};
 use crate::request::{RequestMix, RequestTemplate, ValueList, ValueOrder};
 use crate::{histogram, limits, printer};
 
@@ -252,13 +253,16 @@ impl LoadArgs {
                     }
                     ramp.steps = Some(steps);
                 }
-                Model::Open { rate: ramp, max_connections: self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS) }
+                Model::Open(Open {
+                    rate: ramp,
+                    max_connections: self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
+                })
             }
             None => {
                 if self.rate_steps.is_some() || self.max_connections.is_some() || self.pacing.is_some() {
                     bail!("--rate-steps, --max-connections and --pacing are for the open model: add --rate R");
                 }
-                Model::Closed { connections: self.connections.unwrap_or(DEFAULT_CONNECTIONS) }
+                Model::closed(self.connections.unwrap_or(DEFAULT_CONNECTIONS))
             }
         };
         let mut config = LoadConfig::new(target, mix, model);
@@ -289,11 +293,7 @@ impl LoadArgs {
             config.threads = t;
         }
         // Report the thread count that will actually run.
-        let pool = match &config.model {
-            Model::Closed { connections } => *connections,
-            Model::Open { max_connections, .. } => *max_connections,
-        };
-        config.threads = config.threads.min(pool.max(1));
+        config.threads = config.threads.min(config.model.pool().max(1));
         config.validate()?;
         Ok(config)
     }
@@ -365,13 +365,13 @@ mod tests {
     #[test]
     fn closed_and_open_flags() {
         let c = config(&["http://127.0.0.1:8080/x", "-c", "64", "-d", "2s", "-t", "2"]).unwrap();
-        assert_eq!(c.model, Model::Closed { connections: 64 });
+        assert_eq!(c.model, Model::closed(64));
         assert_eq!((c.duration, c.threads), (Duration::from_secs(2), 2));
         assert_eq!(c.mix.templates[0].path, "/x");
         let c = config(&["http://h:1/", "--rate", "100:500", "--rate-steps", "4", "--max-connections", "50"]).unwrap();
         assert_eq!(
             c.model,
-            Model::Open { rate: RateRamp { start: 100.0, end: 500.0, steps: Some(4) }, max_connections: 50 }
+            Model::Open(Open { rate: RateRamp { start: 100.0, end: 500.0, steps: Some(4) }, max_connections: 50 })
         );
     }
 

@@ -2,6 +2,7 @@
 //! step and any saturation flag). assets/report.js turns them into Apache ECharts options; no plotting
 //! math happens here beyond choosing the load axis and accumulating the "bang for the buck" curve.
 use super::data::{Dataset, Run, Step};
+use loadgen::{LoadAxis as Measure, LoadModel};
 use serde::Serialize;
 
 /// Tableau 10: distinct hues that stay apart for common colour-vision deficiencies.
@@ -92,12 +93,11 @@ fn flag(s: &Step) -> Option<String> {
     (!v.valid()).then(|| v.summary())
 }
 
-/// The x axis of step charts for one load model.
+/// The x axis of step charts for the steps counted in one measure (connections or offered rate).
 enum LoadAxis {
-    /// Closed model, each run's connections strictly increase: a true log2 axis.
-    Connections,
-    /// Open model: offered requests/s.
-    Rate,
+    /// Each run's load strictly increases (and, for a rate, varies): the model's own axis (log2 for
+    /// connections, linear for a rate).
+    Load(Measure),
     /// The steps differ by the upstream's delay (seed 004's slow dependency).
     UpstreamDelay,
     /// Repeated levels (warm-up steps at 1 connection, three "attempts"): one position per step,
@@ -106,7 +106,7 @@ enum LoadAxis {
 }
 
 impl LoadAxis {
-    fn choose(runs: &[(&Run, Vec<&Step>)], open: bool) -> LoadAxis {
+    fn choose(runs: &[(&Run, Vec<&Step>)], measure: Measure) -> LoadAxis {
         let strictly_increasing = |f: &dyn Fn(&Step) -> Option<f64>| {
             runs.iter().all(|(_, steps)| {
                 let xs: Vec<Option<f64>> = steps.iter().map(|s| f(s)).collect();
@@ -119,14 +119,12 @@ impl LoadAxis {
             v.dedup();
             v.len() > 1
         };
-        let conn = |s: &Step| s.connections.map(|c| c as f64);
-        let rate = |s: &Step| s.rate;
+        let load = |s: &Step| s.load().map(|m| m.load());
         let delay = |s: &Step| s.upstream_delay_ms.map(|d| d as f64);
-        if !open && strictly_increasing(&conn) {
-            return LoadAxis::Connections;
-        }
-        if open && varies(&rate) && strictly_increasing(&rate) {
-            return LoadAxis::Rate;
+        // A single rate is no axis (nothing to compare); a single connection count still is.
+        let enough = measure == Measure::Connections || varies(&load);
+        if enough && strictly_increasing(&load) {
+            return LoadAxis::Load(measure);
         }
         if varies(&delay) && strictly_increasing(&delay) {
             return LoadAxis::UpstreamDelay;
@@ -135,11 +133,7 @@ impl LoadAxis {
         for (_, steps) in runs {
             for s in steps {
                 if !cats.iter().any(|(seq, _)| *seq == s.seq) {
-                    let load = match (s.connections, s.rate) {
-                        (Some(c), _) if !s.is_open() => c.to_string(),
-                        (_, Some(r)) => format!("{r}/s"),
-                        _ => s.label.clone(),
-                    };
+                    let load = s.load().map_or_else(|| s.label.clone(), |m| m.load_text());
                     cats.push((s.seq, load));
                 }
             }
@@ -148,13 +142,12 @@ impl LoadAxis {
         LoadAxis::Steps(cats)
     }
 
-    fn axis(&self, open: bool) -> Axis {
+    fn axis(&self, measure: Measure) -> Axis {
         match self {
-            LoadAxis::Connections => Axis::new("connections", "log2", ""),
-            LoadAxis::Rate => Axis::new("offered rate", "linear", "req/s"),
+            LoadAxis::Load(m) => Axis::new(m.name(), m.scale(), m.unit()),
             LoadAxis::UpstreamDelay => Axis::new("upstream delay", "linear", "ms"),
             LoadAxis::Steps(cats) => Axis {
-                name: if open { "step (offered rate)".into() } else { "step (connections)".into() },
+                name: format!("step ({})", measure.name()),
                 scale: "category",
                 unit: String::new(),
                 categories: cats.iter().map(|(_, l)| l.clone()).collect(),
@@ -164,8 +157,7 @@ impl LoadAxis {
 
     fn x(&self, s: &Step) -> Option<f64> {
         match self {
-            LoadAxis::Connections => s.connections.map(|c| c as f64),
-            LoadAxis::Rate => s.rate,
+            LoadAxis::Load(_) => s.load().map(|m| m.load()),
             LoadAxis::UpstreamDelay => s.upstream_delay_ms.map(|d| d as f64),
             LoadAxis::Steps(cats) => cats.iter().position(|(seq, _)| *seq == s.seq).map(|i| i as f64),
         }
@@ -328,19 +320,19 @@ const OPEN_METRICS: &[StepMetric] = &[
 pub fn charts(d: &Dataset) -> Vec<Chart> {
     let mut out = vec![startup_chart(d)];
     out.extend(errors_chart(d));
-    for open in [false, true] {
+    for (measure, metrics) in [(Measure::Connections, CLOSED_METRICS), (Measure::OfferedRate, OPEN_METRICS)] {
         let runs: Vec<(&Run, Vec<&Step>)> = d
             .groups
             .iter()
             .enumerate()
             .flat_map(|(g, _)| d.group_runs(g))
-            .map(|r| (r, r.steps.iter().filter(|s| s.is_open() == open).collect::<Vec<_>>()))
+            .map(|r| (r, r.steps.iter().filter(|s| s.load().map(|m| m.axis()) == Some(measure)).collect::<Vec<_>>()))
             .collect();
         if runs.iter().all(|(_, s)| s.is_empty()) {
             continue;
         }
-        let axis = LoadAxis::choose(&runs, open);
-        for m in if open { OPEN_METRICS } else { CLOSED_METRICS } {
+        let axis = LoadAxis::choose(&runs, measure);
+        for m in metrics {
             let series = runs
                 .iter()
                 // A run without steps of this model (another session's profile) has no line here.
@@ -369,7 +361,7 @@ pub fn charts(d: &Dataset) -> Vec<Chart> {
                 title: m.title.into(),
                 note: m.note.into(),
                 kind: "line",
-                x: axis.axis(open),
+                x: axis.axis(measure),
                 y: Axis::new(m.unit, if m.log { "log" } else { "linear" }, m.unit),
                 series,
             });

@@ -2,6 +2,7 @@
 //! Compare uses the same per-run figures, so the report and the verdicts can never disagree.
 use super::data::{Dataset, Run, Step};
 use super::stats::Spread;
+use loadgen::LoadModel;
 use serde::Serialize;
 
 /// One run's figures. None where the run did not get that far (e.g. no step finished).
@@ -38,7 +39,7 @@ pub fn run_figures(run: &Run, vcpu_hour_price: f64, include_invalid: bool) -> Ru
         .flatten();
     RunFigures {
         peak_rps: peak.map(|s| s.success_rps),
-        peak_at: peak.and_then(|s| if s.is_open() { s.rate } else { s.connections.map(|c| c as f64) }),
+        peak_at: peak.and_then(|s| s.load()).map(|m| m.load()),
         p50_at_peak_ms: peak.and_then(|s| s.p50),
         p99_at_peak_ms: peak.and_then(|s| s.p99),
         cpu_us_per_req: cpu_s_per_req.map(|c| c * 1e6),
@@ -115,7 +116,10 @@ pub fn group_summaries(d: &Dataset, vcpu_hour_price: f64) -> Vec<GroupSummary> {
                 steps_left_out,
                 peak_rps: spread(|f| f.peak_rps),
                 peak_at: Spread::of_observed(figs.iter().filter_map(|f| f.peak_at)),
-                peak_at_rate: runs.iter().flat_map(|r| &r.steps).all(|s| s.is_open())
+                peak_at_rate: runs
+                    .iter()
+                    .flat_map(|r| &r.steps)
+                    .all(|s| s.load().is_some_and(|m| m.axis() == loadgen::LoadAxis::OfferedRate))
                     && runs.iter().any(|r| !r.steps.is_empty()),
                 cpu_us_per_req: spread(|f| f.cpu_us_per_req),
                 cost_per_billion: spread(|f| f.cost_per_billion),
