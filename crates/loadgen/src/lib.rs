@@ -14,7 +14,7 @@
 //!
 //! Layout: `config` (what to run), `request` + `template` (what to send), `client` (connections
 //! and the per-thread event loop), `http` (response parsing), `models` (one module per load model: closed, open),
-//! `stats` + `timeline` + `histogram` (what is measured), `report` (the result and merging),
+//! `stats` + `timeline` + `histogram` (what is measured), `knee` (a step read second by second), `report` (the result and merging),
 //! `printer` and `cli` (the `svcbench load` command), `validity` (flags saying when a figure
 //! measured the generator rather than the service).
 
@@ -23,6 +23,7 @@ mod client;
 mod config;
 pub mod histogram;
 pub mod http;
+pub mod knee;
 pub mod limits;
 pub mod models;
 pub mod printer;

@@ -115,6 +115,9 @@ impl LoadModel for Closed {
         // Like wrk, it stops at once.
         Duration::ZERO
     }
+    fn offered_per_second(&self, _duration_s: f64) -> Option<Vec<f64>> {
+        None
+    }
 }
 
 /// Pause before reconnecting after a failed connect, so that a dead port does not turn the

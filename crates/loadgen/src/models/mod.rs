@@ -108,6 +108,9 @@ pub trait LoadModel {
     fn pacing(&self, pacing: Pacing) -> Option<Pacing>;
     /// How long the run waits, after its window, for answers to requests sent in it.
     fn drain(&self, request_timeout: Duration) -> Duration;
+    /// The rate offered in each whole second of a `duration_s` step, for a model whose rate changes
+    /// within the step (read second by second: [`crate::knee`]); None where one figure is the step's.
+    fn offered_per_second(&self, duration_s: f64) -> Option<Vec<f64>>;
 }
 
 impl Model {
@@ -221,6 +224,9 @@ impl LoadModel for Model {
     }
     fn drain(&self, request_timeout: Duration) -> Duration {
         self.get().drain(request_timeout)
+    }
+    fn offered_per_second(&self, duration_s: f64) -> Option<Vec<f64>> {
+        self.get().offered_per_second(duration_s)
     }
 }
 

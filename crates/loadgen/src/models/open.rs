@@ -184,6 +184,10 @@ impl LoadModel for Open {
         // Every due request counts: answers to those sent before the deadline are awaited.
         request_timeout
     }
+    fn offered_per_second(&self, _duration_s: f64) -> Option<Vec<f64>> {
+        // A step at one rate (or the `A:B` ramp, charted by its start rate as before) is one figure.
+        None
+    }
 }
 
 /// The connection cap of a scheduled model: at least one, within one machine's ports.

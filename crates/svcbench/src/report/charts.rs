@@ -2,6 +2,8 @@
 //! step and any saturation flag). assets/report.js turns them into Apache ECharts options; no plotting
 //! math happens here beyond choosing the load axis and accumulating the "bang for the buck" curve.
 use super::data::{Dataset, Run, Step};
+use super::seconds;
+use loadgen::knee::Slice;
 use loadgen::{LoadAxis as Measure, LoadModel};
 use serde::Serialize;
 
@@ -367,8 +369,83 @@ pub fn charts(d: &Dataset) -> Vec<Chart> {
             });
         }
     }
+    out.extend(per_second_charts(d));
     out.push(bang_for_the_buck(d));
     out
+}
+
+/// A figure of one second of a step read second by second.
+struct SecondMetric {
+    id: &'static str,
+    title: &'static str,
+    note: &'static str,
+    unit: &'static str,
+    log: bool,
+    value: fn(&Slice) -> Option<f64>,
+}
+
+const SECOND_METRICS: &[SecondMetric] = &[
+    SecondMetric {
+        id: "ramp-success",
+        title: "Success per second vs offered rate (ramp steps)",
+        note: "Each second of a step whose rate rises within it: its successful answers as a share of the requests \
+               offered in that second, against the rate offered in it. The knee (summary) is the rate of the last \
+               second before the first one below 99 % or with its p99 over the limit.",
+        unit: "%",
+        log: false,
+        value: |s| Some(s.success * 100.0),
+    },
+    SecondMetric {
+        id: "ramp-p99",
+        title: "p99 latency per second vs offered rate (ramp steps)",
+        note: "Each second of a step whose rate rises within it: the p99 of the successful answers in that second \
+               (latency from the intended send time), against the rate offered in it.",
+        unit: "ms",
+        log: true,
+        value: |s| Some(s.p99_ms).filter(|p| *p > 0.0),
+    },
+];
+
+/// Steps whose model reads them second by second (a ramp): one line per run and step, a point per second.
+fn per_second_charts(d: &Dataset) -> Vec<Chart> {
+    let lines: Vec<(&Run, &Step, Vec<Slice>)> = all_runs(d)
+        .into_iter()
+        .flat_map(|r| r.steps.iter().filter_map(move |s| Some((r, s, seconds::slices(s)?))))
+        .collect();
+    if lines.is_empty() {
+        return Vec::new();
+    }
+    SECOND_METRICS
+        .iter()
+        .map(|m| Chart {
+            id: m.id.into(),
+            title: m.title.into(),
+            note: m.note.into(),
+            kind: "line",
+            x: Axis::new(Measure::OfferedRate.name(), Measure::OfferedRate.scale(), Measure::OfferedRate.unit()),
+            y: Axis::new(m.unit, if m.log { "log" } else { "linear" }, m.unit),
+            series: lines
+                .iter()
+                .map(|(run, step, slices)| Series {
+                    group: d.groups[run.group].name.clone(),
+                    run: format!("{} #{} {}", run.label, step.seq, step.label),
+                    color: group_color(d, run.group),
+                    points: slices
+                        .iter()
+                        .filter_map(|sl| {
+                            let y = (m.value)(sl)?;
+                            Some(Point {
+                                x: sl.offered,
+                                y,
+                                step: format!("{}, second {}", step.label, sl.second + 1),
+                                flag: flag(step),
+                            })
+                        })
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 fn all_runs(d: &Dataset) -> Vec<&Run> {
