@@ -8,6 +8,7 @@
 
 pub(crate) mod closed;
 pub(crate) mod open;
+pub(crate) mod ramp;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,12 +22,14 @@ use crate::report::{LoadReport, OpenStats};
 
 pub use closed::Closed;
 pub use open::Open;
+pub use ramp::Ramp;
 
 /// How load is offered: one variant per model module.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Model {
     Closed(Closed),
     Open(Open),
+    Ramp(Ramp),
 }
 
 /// What a step's load is counted in: the x axis of its charts and the unit of its load value.
@@ -124,6 +127,7 @@ impl Model {
         match self {
             Model::Closed(m) => m,
             Model::Open(m) => m,
+            Model::Ramp(m) => m,
         }
     }
 
@@ -164,6 +168,7 @@ impl Model {
         match self {
             Model::Closed(m) => Box::new(m.driver(run)),
             Model::Open(m) => Box::new(m.driver(run)),
+            Model::Ramp(m) => Box::new(m.driver(run)),
         }
     }
 
@@ -171,7 +176,7 @@ impl Model {
     pub(crate) fn budget(&self, max_requests: Option<u64>) -> Option<Arc<Budget>> {
         match self {
             Model::Closed(_) => max_requests.map(|max| Arc::new(Budget::new(max))),
-            Model::Open(_) => None,
+            Model::Open(_) | Model::Ramp(_) => None,
         }
     }
 }
@@ -245,7 +250,7 @@ struct Kind {
 }
 
 /// Every model, in the order messages list them.
-const KINDS: &[Kind] = &[closed::KIND, open::KIND];
+const KINDS: &[Kind] = &[closed::KIND, open::KIND, ramp::KIND];
 
 /// What a worker's driver is given: the run's shape and this worker's place in it.
 pub(crate) struct RunShare {
