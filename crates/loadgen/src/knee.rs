@@ -14,8 +14,9 @@ pub struct Slice {
     pub second: u64,
     /// Requests due in this second (its offered rate, req/s).
     pub offered: f64,
-    /// Successful answers in this second, as a share of those offered (answers to the previous second's
-    /// requests land here too, so it can pass 1 a little).
+    /// Successful answers in this second, as a share of the answers in it (0 when none came). Answers, not
+    /// requests offered: a request sent late in one second is answered in the next, and a service that
+    /// answers nothing is a miss anyway.
     pub success: f64,
     /// p99 of the successful answers in this second (ms; 0 when there were none).
     pub p99_ms: f64,
@@ -24,7 +25,7 @@ pub struct Slice {
 /// The objectives a second must meet to count below the knee.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Objectives {
-    /// Least share of the offered requests answered successfully.
+    /// Least share of a second's answers that succeed.
     pub min_success: f64,
     /// Largest p99 (ms); None: [`P99_FACTOR`] times the first second's, at least [`P99_FLOOR_MS`].
     pub max_p99_ms: Option<f64>,
@@ -53,11 +54,11 @@ pub fn slices(model: &Model, duration_s: f64, timeline: &[SecondStats]) -> Optio
             .enumerate()
             .map(|(i, &offered)| {
                 let s = timeline.iter().find(|s| s.second == i as u64);
-                let ok = s.map_or(0, |s| s.ok) as f64;
+                let (ok, answers) = s.map_or((0, 0), |s| (s.ok, s.ok + s.errors));
                 Slice {
                     second: i as u64,
                     offered,
-                    success: if offered > 0.0 { ok / offered } else { 0.0 },
+                    success: if answers > 0 { ok as f64 / answers as f64 } else { 0.0 },
                     p99_ms: s.map_or(0.0, |s| s.p99_ms),
                 }
             })

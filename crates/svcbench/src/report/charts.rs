@@ -388,8 +388,8 @@ const SECOND_METRICS: &[SecondMetric] = &[
     SecondMetric {
         id: "ramp-success",
         title: "Success per second vs offered rate (ramp steps)",
-        note: "Each second of a step whose rate rises within it: its successful answers as a share of the requests \
-               offered in that second, against the rate offered in it. The knee (summary) is the rate of the last \
+        note: "Each second of a step whose rate rises within it: its successful answers as a share of its answers, \
+               against the rate offered in that second (0 when nothing was answered). The knee (summary) is the rate of the last \
                second before the first one below 99 % or with its p99 over the limit.",
         unit: "%",
         log: false,

@@ -11,8 +11,8 @@ pub fn slices(s: &Step) -> Option<Vec<Slice>> {
 }
 
 /// The highest offered rate at which the step still met the default objectives (loadgen::knee: at least
-/// 99 % of the offered requests answered successfully, p99 within 10× the first second's and at most 10 ms
-/// when that is less).
+/// 99 % of each second's answers successful, with p99 within 10× the first second's, the limit never below
+/// 10 ms).
 pub fn knee(s: &Step) -> Option<f64> {
     loadgen::knee::knee(&slices(s)?, &Objectives::default())
 }

@@ -182,8 +182,8 @@ pub fn summary(d: &Dataset, vcpu_hour_price: f64) -> (Table, Vec<GroupSummary>) 
         t.head.insert(5, "knee (offered req/s)".into());
         t.note.push_str(
             " The knee is the highest offered rate at which a ramp step still met its objectives, second by second: \
-             at least 99 % of the offered requests answered successfully and p99 within 10× the first second's \
-             (10 ms when that is less); its run's highest knee, median over the runs.",
+             at least 99 % of each second's answers successful, p99 within 10× the first second's (the limit never \
+             below 10 ms), and some answer in every second; each run's highest knee, median over the runs.",
         );
     }
     for s in &sums {
