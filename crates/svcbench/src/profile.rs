@@ -275,6 +275,17 @@ mod tests {
     }
 
     #[test]
+    fn a_ramp_step_reads_and_plans() {
+        let p = load("name='r'\n[[step]]\nramp=[1000,20000]\nduration='20s'\nmax_connections=500\n").unwrap();
+        assert_eq!(p.steps.len(), 1);
+        let ramp = loadgen::models::Ramp { from: 1000.0, to: 20000.0, max_connections: 500 };
+        assert_eq!(p.steps[0].load, loadgen::Model::Ramp(ramp));
+        assert_eq!((p.steps[0].label(), p.total_duration()), ("ramp=1000→20000/s".into(), Duration::from_secs(20)));
+        let e = load("name='r'\n[[step]]\nramp=[1000]\nduration='1s'\n").unwrap_err().to_string();
+        assert!(e.contains("step 1") && e.contains("[from, to]") && !e.contains('\n'), "{e}");
+    }
+
+    #[test]
     fn upstream_delays_expand_and_label() {
         let p = load("name='u'\n[[step]]\nrate=100\nupstream_delay_ms=[1000,2000]\nduration='1s'\n").unwrap();
         assert_eq!(p.steps.len(), 2);
