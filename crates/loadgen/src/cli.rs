@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context, Result};
 
 use crate::config::{split_url, LoadConfig, Model, Pacing, RateRamp, StatusSet};
+use crate::models::{LoadModel, Open, Ramp};
 use crate::request::{RequestMix, RequestTemplate, ValueList, ValueOrder};
 use crate::{histogram, limits, printer};
 
@@ -15,7 +16,8 @@ const AFTER_HELP: &str = "\
 Closed model (default): -c connections each keep one request in flight, like wrk.
 Open model: --rate R (or --rate A:B to ramp) sends requests at fixed times whatever the
 server does, like wrk2; latency counts from the intended send time, and requests that had to
-wait for a connection are reported as sent late.
+wait for a connection are reported as sent late. --ramp FROM..TO is the open model with its
+rate rising linearly over the run (like k6's ramping-arrival-rate), to find where it breaks.
 
 Path, header values and body may hold {name} (a value from --values name=FILE, one value per
 line) and {unique} (a number never used before in the run).
@@ -48,6 +50,10 @@ pub struct LoadArgs {
     /// Open model: requests per second, constant (1000) or ramped over the run (100:2000)
     #[arg(long, value_name = "R|A:B")]
     pub rate: Option<String>,
+
+    /// Open model whose rate rises linearly over the run: FROM..TO requests per second
+    #[arg(long, value_name = "FROM..TO", conflicts_with_all = ["rate", "connections", "rate_steps"])]
+    pub ramp: Option<String>,
 
     /// Ramp the rate in N equal steps instead of linearly
     #[arg(long, value_name = "N")]
@@ -237,8 +243,12 @@ impl LoadArgs {
             mix.seed = seed;
         }
 
-        let model = match &self.rate {
-            Some(rate) => {
+        let model = match (&self.rate, &self.ramp) {
+            (_, Some(ramp)) => {
+                let cap = self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
+                Model::Ramp(Ramp::parse(ramp, cap).map_err(|e| anyhow::anyhow!("--ramp: {e:#}"))?)
+            }
+            (Some(rate), None) => {
                 if self.connections.is_some() {
                     bail!("-c sets the closed model's connections; with --rate cap connections with --max-connections");
                 }
@@ -252,13 +262,16 @@ impl LoadArgs {
                     }
                     ramp.steps = Some(steps);
                 }
-                Model::Open { rate: ramp, max_connections: self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS) }
+                Model::Open(Open {
+                    rate: ramp,
+                    max_connections: self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
+                })
             }
-            None => {
+            (None, None) => {
                 if self.rate_steps.is_some() || self.max_connections.is_some() || self.pacing.is_some() {
                     bail!("--rate-steps, --max-connections and --pacing are for the open model: add --rate R");
                 }
-                Model::Closed { connections: self.connections.unwrap_or(DEFAULT_CONNECTIONS) }
+                Model::closed(self.connections.unwrap_or(DEFAULT_CONNECTIONS))
             }
         };
         let mut config = LoadConfig::new(target, mix, model);
@@ -289,11 +302,7 @@ impl LoadArgs {
             config.threads = t;
         }
         // Report the thread count that will actually run.
-        let pool = match &config.model {
-            Model::Closed { connections } => *connections,
-            Model::Open { max_connections, .. } => *max_connections,
-        };
-        config.threads = config.threads.min(pool.max(1));
+        config.threads = config.threads.min(config.model.pool().max(1));
         config.validate()?;
         Ok(config)
     }
@@ -365,14 +374,23 @@ mod tests {
     #[test]
     fn closed_and_open_flags() {
         let c = config(&["http://127.0.0.1:8080/x", "-c", "64", "-d", "2s", "-t", "2"]).unwrap();
-        assert_eq!(c.model, Model::Closed { connections: 64 });
+        assert_eq!(c.model, Model::closed(64));
         assert_eq!((c.duration, c.threads), (Duration::from_secs(2), 2));
         assert_eq!(c.mix.templates[0].path, "/x");
         let c = config(&["http://h:1/", "--rate", "100:500", "--rate-steps", "4", "--max-connections", "50"]).unwrap();
         assert_eq!(
             c.model,
-            Model::Open { rate: RateRamp { start: 100.0, end: 500.0, steps: Some(4) }, max_connections: 50 }
+            Model::Open(Open { rate: RateRamp { start: 100.0, end: 500.0, steps: Some(4) }, max_connections: 50 })
         );
+    }
+
+    #[test]
+    fn a_ramp_is_the_open_model_rising_over_the_run() {
+        let c = config(&["http://h:1/", "--ramp", "1000..20000", "-d", "20s", "--max-connections", "64"]).unwrap();
+        assert_eq!(c.model, Model::Ramp(Ramp { from: 1000.0, to: 20000.0, max_connections: 64 }));
+        let err = |argv: &[&str]| format!("{:#}", config(argv).unwrap_err());
+        assert!(err(&["http://h:1/", "--ramp", "1000:2000"]).contains("FROM..TO"));
+        assert!(err(&["http://h:1/", "--ramp", "1..2", "--rate", "5"]).contains("--rate"));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use serde::{Deserialize, Serialize};
 
+use crate::models::LoadModel;
 use crate::request::RequestMix;
 
 /// The server under load: plain HTTP/1.1 over TCP.
@@ -163,16 +164,7 @@ impl std::fmt::Display for RateRamp {
     }
 }
 
-/// How load is offered.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Model {
-    /// Like wrk: each connection keeps one request in flight, sending the next as soon as the
-    /// previous answer arrives. Latency is measured from the actual send.
-    Closed { connections: usize },
-    /// Like wrk2 / Gatling / k6's constant-arrival-rate: requests are due at fixed times whatever
-    /// the server does; latency is measured from the intended send time.
-    Open { rate: RateRamp, max_connections: usize },
-}
+pub use crate::models::Model;
 
 /// Which response statuses count as success (the others are `status` errors).
 #[derive(Clone, PartialEq, Eq)]
@@ -352,26 +344,7 @@ impl LoadConfig {
         if self.connect_timeout.is_zero() || self.request_timeout.is_zero() {
             bail!("timeouts must be positive (e.g. 2s)");
         }
-        match &self.model {
-            Model::Closed { connections: 0 } => {
-                bail!("connections is 0: use at least 1 connection")
-            }
-            Model::Closed { connections } | Model::Open { max_connections: connections, .. }
-                if *connections > MAX_CONNECTIONS =>
-            {
-                bail!("{connections} connections: one machine has at most {MAX_CONNECTIONS} local ports to one target")
-            }
-            Model::Open { max_connections: 0, .. } => bail!("max connections is 0: allow at least 1 connection"),
-            Model::Open { rate, .. } => {
-                if !(rate.start >= 0.0 && rate.end >= 0.0) || (rate.start == 0.0 && rate.end == 0.0) {
-                    bail!("rate {rate} is not positive: give requests per second, e.g. 1000");
-                }
-                if rate.steps == Some(0) {
-                    bail!("rate steps is 0: use at least 1 step, or leave it out for a linear ramp");
-                }
-            }
-            _ => {}
-        }
+        self.model.validate()?;
         if let Some(cpus) = &self.cpu_affinity {
             if cpus.is_empty() {
                 bail!("CPU affinity list is empty: name at least one CPU, or leave it out");
@@ -405,7 +378,7 @@ mod tests {
         assert!(RateRamp::parse("10:2e7").is_err());
         assert!(RateRamp::parse("1000").is_ok());
         let target = Target::parse("http://127.0.0.1:9").unwrap();
-        let c = LoadConfig::new(target, RequestMix::single("GET", "/"), Model::Closed { connections: 100_000_000 });
+        let c = LoadConfig::new(target, RequestMix::single("GET", "/"), Model::closed(100_000_000));
         assert!(c.validate().unwrap_err().to_string().contains("local ports"));
     }
 

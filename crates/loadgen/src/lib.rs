@@ -5,7 +5,7 @@
 //! ```no_run
 //! use loadgen::{LoadConfig, Model, RequestMix, Target};
 //! let target = Target::parse("http://127.0.0.1:8080")?;
-//! let mut config = LoadConfig::new(target, RequestMix::single("GET", "/"), Model::Closed { connections: 64 });
+//! let mut config = LoadConfig::new(target, RequestMix::single("GET", "/"), Model::closed(64));
 //! config.duration = std::time::Duration::from_secs(5);
 //! let report = loadgen::run(&config, None)?;
 //! println!("{:.0} req/s, p99 {:.2} ms", report.success_rps(), report.latency.p99);
@@ -13,8 +13,8 @@
 //! ```
 //!
 //! Layout: `config` (what to run), `request` + `template` (what to send), `client` (connections
-//! and the per-thread event loop), `http` (response parsing), `models` (closed and open),
-//! `stats` + `timeline` + `histogram` (what is measured), `report` (the result and merging),
+//! and the per-thread event loop), `http` (response parsing), `models` (one module per load model: closed, open),
+//! `stats` + `timeline` + `histogram` (what is measured), `knee` (a step read second by second), `report` (the result and merging),
 //! `printer` and `cli` (the `svcbench load` command), `validity` (flags saying when a figure
 //! measured the generator rather than the service).
 
@@ -23,8 +23,9 @@ mod client;
 mod config;
 pub mod histogram;
 pub mod http;
+pub mod knee;
 pub mod limits;
-mod models;
+pub mod models;
 pub mod printer;
 mod report;
 mod request;
@@ -34,8 +35,9 @@ mod template;
 mod timeline;
 pub mod validity;
 
-pub use config::{share, split_url, LoadConfig, Model, Pacing, RateRamp, StatusSet, Target};
+pub use config::{share, split_url, LoadConfig, Pacing, RateRamp, StatusSet, Target};
 pub use hdrhistogram::Histogram;
+pub use models::{Closed, LoadAxis, LoadModel, Model, Open, StoredLoad};
 pub use report::{
     merge_reports, ConnectionStats, ErrorCounts, LoadReport, OpenStats, Percentiles, SecondStats, WorkerUsage,
 };

@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use crate::config::{LoadConfig, Model};
+use crate::config::LoadConfig;
+use crate::models::LoadModel;
 use crate::report::LoadReport;
 
 /// `12.34ms`, `850.00us`, `1.20s`.
@@ -40,17 +41,7 @@ pub fn header(config: &LoadConfig, url: &str) -> String {
     let duration = humantime::format_duration(config.duration);
     let mut s = format!("Running {duration} test @ {url}\n");
     let threads = config.threads;
-    match &config.model {
-        Model::Closed { connections } => {
-            let _ = writeln!(s, "  {threads} threads and {connections} connections (closed model)");
-        }
-        Model::Open { rate, max_connections } => {
-            let _ = writeln!(
-                s,
-                "  {threads} threads, {rate}, up to {max_connections} connections (open model: latency from the intended send time)"
-            );
-        }
-    }
+    let _ = writeln!(s, "  {threads} threads{}", config.model.describe());
     if let Some(n) = config.max_requests {
         let _ = writeln!(s, "  stopping after {n} requests");
     }

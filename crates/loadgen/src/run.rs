@@ -6,12 +6,10 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 
 use crate::client::worker::{run_loop, Clock, Core, WindowEnd, STALLED_AFTER};
-use crate::config::{share, LoadConfig, Model};
+use crate::config::LoadConfig;
 use crate::histogram::{encode, new_latency_histogram, percentiles};
 use crate::limits;
-use crate::models::closed::ClosedDriver;
-use crate::models::open::{OpenDriver, Schedule};
-use crate::models::{Budget, Driver, OpenResult};
+use crate::models::{LoadModel, OpenResult, RunShare};
 use crate::report::{ConnectionStats, ErrorCounts, LoadReport, OpenStats, WorkerUsage};
 use crate::stats::Recorder;
 use crate::template::RequestFactory;
@@ -34,20 +32,14 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
     let addr = config.target.resolve()?;
     // Best effort: without it, large connection counts fail with "too many open files".
     let _ = limits::raise_nofile_limit();
-    let pool = match &config.model {
-        Model::Closed { connections } => *connections,
-        Model::Open { max_connections, .. } => *max_connections,
-    };
+    let pool = config.model.pool();
     // Never more threads than connections: a worker without connections would idle.
     let workers = config.threads.min(pool).max(1);
     // Compile once up front so template errors surface before any thread starts.
     RequestFactory::new(&config.mix, &config.target.host_header(), config.keepalive, 0, workers)?;
 
     let timeline = Arc::new(Timeline::new(workers, live.clone()));
-    let budget = match (&config.model, config.max_requests) {
-        (Model::Closed { .. }, Some(max)) => Some(Arc::new(Budget::new(max))),
-        _ => None,
-    };
+    let budget = config.model.budget(config.max_requests);
     if let Some(at) = config.start_at {
         // Agents on several hosts start together; a time already past starts at once.
         let wait = at.duration_since(std::time::SystemTime::now()).unwrap_or_default();
@@ -74,12 +66,9 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
     let clock = Clock {
         deadline: start + config.duration,
         stop: config.stop.clone(),
-        // The open model counts every due request: answers to those sent before the deadline
+        // A scheduled model counts every due request: answers to those sent before the deadline
         // are awaited (a timeout bounds them); the closed model, like wrk, stops at once.
-        drain: match config.model {
-            Model::Open { .. } => config.request_timeout,
-            Model::Closed { .. } => Duration::ZERO,
-        },
+        drain: config.model.drain(config.request_timeout),
     };
 
     let results: Vec<Result<WorkerResult>> = std::thread::scope(|scope| {
@@ -113,21 +102,18 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
                             config.connect_timeout,
                             config.request_timeout,
                             config.keepalive,
-                            matches!(config.model, Model::Open { .. }).then_some(config.pacing),
+                            config.model.pacing(config.pacing),
                         )?;
-                        let mut driver: Box<dyn Driver> = match &config.model {
-                            Model::Closed { connections } => {
-                                Box::new(ClosedDriver::new(share(*connections, workers, i), budget))
-                            }
-                            Model::Open { rate, max_connections } => Box::new(OpenDriver::new(
-                                Schedule::new(*rate, config.duration),
-                                start,
-                                first_worker + i,
-                                all_workers,
-                                share(*max_connections, workers, i),
-                                config.max_requests,
-                            )),
-                        };
+                        let mut driver = config.model.driver(&RunShare {
+                            start,
+                            duration: config.duration,
+                            thread: i,
+                            threads: workers,
+                            worker: first_worker + i,
+                            workers: all_workers,
+                            max_requests: config.max_requests,
+                            budget,
+                        });
                         let end = run_loop(&mut core, driver.as_mut(), clock)?;
                         let open = driver.open_result(end.at);
                         // Closing the sockets is part of the run's CPU time.

@@ -210,32 +210,8 @@ impl LoadReport {
             ));
         }
         if let Some(o) = &self.open {
-            let intended_rate = if self.duration_s > 0.0 { o.intended as f64 / self.duration_s } else { 0.0 };
-            if o.unsent > 0 || o.achieved_rate < RATE_HELD_SHARE * intended_rate {
-                flags.push(flag(
-                    FlagCode::RateNotHeld,
-                    format!(
-                        "The open model sent {:.0} req/s of the intended {:.0} req/s and left {} of {} due requests unsent.",
-                        o.achieved_rate, intended_rate, o.unsent, o.intended
-                    ),
-                ));
-            }
-            if o.lag_p99_ms > SCHEDULE_LAG_P99_MS {
-                // Sends that waited for a busy connection are late because of the service; say
-                // how many, so users can tell that from a generator that woke up late.
-                let busy = if o.sent_late > 0 {
-                    format!(" {} of the sends waited for a busy connection (the service's backpressure).", o.sent_late)
-                } else {
-                    String::new()
-                };
-                flags.push(flag(
-                    FlagCode::ScheduleLag,
-                    format!(
-                        "The generator sent requests late (lag p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms; p99 above {SCHEDULE_LAG_P99_MS} ms): its lateness is counted in the latencies.{busy}",
-                        o.lag_p50_ms, o.lag_p99_ms, o.lag_max_ms
-                    ),
-                ));
-            }
+            // The scheduled models' own flags.
+            flags.extend(crate::models::open::flags(o, self.duration_s));
         }
         let c = &self.connections;
         if c.starved > 0 {

@@ -29,7 +29,7 @@ fn request_count_ends_the_run() {
     let mut open = LoadConfig::new(
         server.target(),
         RequestMix::single("GET", "/"),
-        Model::Open { rate: RateRamp::constant(1000.0), max_connections: 8 },
+        Model::Open(loadgen::Open { rate: RateRamp::constant(1000.0), max_connections: 8 }),
     );
     open.max_requests = Some(300);
     open.threads = 2;
@@ -122,7 +122,7 @@ fn templates_and_values_reach_the_server() {
         ],
         seed: 11,
     };
-    let mut config = LoadConfig::new(server.target(), mix, Model::Closed { connections: 1 });
+    let mut config = LoadConfig::new(server.target(), mix, Model::closed(1));
     config.threads = 1;
     config.max_requests = Some(400);
     let r = loadgen::run(&config, None).unwrap();
@@ -197,7 +197,7 @@ fn two_agents_send_the_schedule_once_with_no_unique_number_twice() {
                 let mut config = LoadConfig::new(
                     server.target(),
                     mix.clone(),
-                    Model::Open { rate: RateRamp::constant(400.0), max_connections: 16 },
+                    Model::Open(loadgen::Open { rate: RateRamp::constant(400.0), max_connections: 16 }),
                 );
                 config.duration = Duration::from_secs(1);
                 config.threads = 2;

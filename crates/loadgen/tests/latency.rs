@@ -114,7 +114,7 @@ fn open_model_keeps_the_rate() {
     let mut config = LoadConfig::new(
         server.target(),
         RequestMix::single("GET", "/"),
-        Model::Open { rate: RateRamp::constant(500.0), max_connections: 1000 },
+        Model::Open(loadgen::Open { rate: RateRamp::constant(500.0), max_connections: 1000 }),
     );
     config.duration = Duration::from_secs(2);
     config.threads = 2;
@@ -144,7 +144,10 @@ fn open_model_ramps_in_steps() {
     let mut config = LoadConfig::new(
         server.target(),
         RequestMix::single("GET", "/"),
-        Model::Open { rate: RateRamp { start: 100.0, end: 300.0, steps: Some(3) }, max_connections: 100 },
+        Model::Open(loadgen::Open {
+            rate: RateRamp { start: 100.0, end: 300.0, steps: Some(3) },
+            max_connections: 100,
+        }),
     );
     config.duration = Duration::from_secs(3);
     config.threads = 1;

@@ -1,6 +1,8 @@
-//! Load profiles (`profiles/<name>.toml`): lists of load steps, closed model (connections) or open model
-//! (arrival rate). Users add their own files; `--profile` takes a name or a path.
-use anyhow::{bail, Context, Result};
+//! Load profiles (`profiles/<name>.toml`): lists of load steps, each with its load model's keys (read by
+//! loadgen's models: `connections`, `rate`, `rate_range`, …) and the keys every step has. Users add their
+//! own files; `--profile` takes a name or a path.
+use anyhow::{bail, Result};
+use loadgen::LoadModel;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,18 +22,12 @@ struct ProfileFile {
     step: Vec<StepFile>,
 }
 
+/// A step: the keys every step has, and its load's (the model's own, which refuses keys it does not know).
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct StepFile {
-    #[serde(default)]
-    connections: Option<OneOrList<usize>>,
-    #[serde(default)]
-    rate: Option<RateSpec>,
-    /// `[from, to, step]` requests/s: one open-model step per rate.
-    #[serde(default)]
-    rate_range: Option<[f64; 3]>,
-    #[serde(default)]
-    max_connections: Option<usize>,
+    /// The load model's keys (`connections`, `rate`, `max_connections`, …).
+    #[serde(flatten)]
+    load: toml::Table,
     duration: String,
     #[serde(default = "one")]
     repeat: usize,
@@ -73,23 +69,9 @@ impl<T: Clone> OneOrList<T> {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-enum RateSpec {
-    Number(f64),
-    Text(String),
-    List(Vec<f64>),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum StepLoad {
-    Closed { connections: usize },
-    Open { start: f64, end: f64, max_connections: usize },
-}
-
 #[derive(Debug, Clone)]
 pub struct Step {
-    pub load: StepLoad,
+    pub load: loadgen::Model,
     pub duration: Duration,
     pub mix: Option<String>,
     pub upstream_delay_ms: Option<u64>,
@@ -106,11 +88,7 @@ impl Step {
 
     /// A short label for progress lines and the store: `c=64`, `r=200/s`, `r=100→1000/s`.
     pub fn label(&self) -> String {
-        let base = match &self.load {
-            StepLoad::Closed { connections } => format!("c={connections}"),
-            StepLoad::Open { start, end, .. } if start == end => format!("r={start}/s"),
-            StepLoad::Open { start, end, .. } => format!("r={start}→{end}/s"),
-        };
+        let base = self.load.label();
         let base = match (self.upstream_delay_ms, &self.mix) {
             (Some(d), _) => format!("{base} delay={d}ms"),
             (None, Some(m)) => format!("{base} mix={m}"),
@@ -169,9 +147,6 @@ impl Profile {
     }
 
     pub fn load(path: &Path) -> Result<Profile> {
-        /// A step longer than a day is a typo, not a benchmark.
-        /// More connections than one machine's ports.
-        const MAX_CONNECTIONS: usize = 65_000;
         let f: ProfileFile = crate::toml_file::read(path)?;
         let at = |msg: String| anyhow::anyhow!("{}: {msg}", path.display());
         let mut steps = Vec::new();
@@ -182,49 +157,18 @@ impl Profile {
             if duration.is_zero() || duration > MAX_STEP {
                 return Err(at(format!("step {n}: duration {:?} must be above 0 and at most a day", s.duration)));
             }
-            let max_connections = s.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
-            if max_connections == 0 || max_connections > MAX_CONNECTIONS {
-                return Err(at(format!(
-                    "step {n}: max_connections = {max_connections}: must be between 1 and {MAX_CONNECTIONS}"
-                )));
+            let mut load = s.load.clone();
+            if let Some(p) = s.pacing {
+                // Read above; given to the model too, which says whether it paces its sends.
+                load.insert("pacing".into(), p.name().into());
             }
-            let mut loads = Vec::new();
-            match (&s.connections, &s.rate, &s.rate_range) {
-                (Some(c), None, None) => {
-                    for c in c.to_vec() {
-                        if c == 0 || c > MAX_CONNECTIONS {
-                            return Err(at(format!(
-                                "step {n}: connections = {c}: must be between 1 and {MAX_CONNECTIONS}"
-                            )));
-                        }
-                        loads.push(StepLoad::Closed { connections: c });
-                    }
-                }
-                (None, Some(r), None) => {
-                    for (start, end) in parse_rates(r).map_err(|e| at(format!("step {n}: {e}")))? {
-                        loads.push(StepLoad::Open { start, end, max_connections });
-                    }
-                }
-                (None, None, Some([from, to, by])) => {
-                    if !(*from > 0.0 && *by > 0.0 && to >= from) {
-                        return Err(at(format!("step {n}: rate_range must be [from > 0, to >= from, step > 0]")));
-                    }
-                    let mut r = *from;
-                    while r <= *to + 1e-9 {
-                        loads.push(StepLoad::Open { start: r, end: r, max_connections });
-                        r += by;
-                    }
-                }
-                _ => return Err(at(format!("step {n}: give exactly one of `connections`, `rate` or `rate_range`"))),
-            }
+            let loads = loadgen::Model::from_step(&load, DEFAULT_MAX_CONNECTIONS)
+                .map_err(|e| at(format!("step {n}: {e:#}")))?;
             let delays: Vec<Option<u64>> = match &s.upstream_delay_ms {
                 Some(d) => d.to_vec().into_iter().map(Some).collect(),
                 None => vec![None],
             };
             let keepalives = s.keepalive.as_ref().map_or(vec![true], OneOrList::to_vec);
-            if s.pacing.is_some() && loads.iter().all(|l| matches!(l, StepLoad::Closed { .. })) {
-                return Err(at(format!("step {n}: pacing is for open-model steps (rate or rate_range)")));
-            }
             for _ in 0..s.repeat {
                 for load in &loads {
                     for d in &delays {
@@ -300,26 +244,6 @@ impl Profile {
     }
 }
 
-fn parse_rates(r: &RateSpec) -> Result<Vec<(f64, f64)>> {
-    let check = |x: f64| {
-        if x > 0.0 && x <= 1e7 {
-            Ok(x)
-        } else {
-            bail!("rate must be above 0 and at most 10,000,000 requests/s, got {x}")
-        }
-    };
-    match r {
-        RateSpec::Number(x) => Ok(vec![(check(*x)?, *x)]),
-        RateSpec::List(v) => v.iter().map(|x| check(*x).map(|x| (x, x))).collect(),
-        RateSpec::Text(t) => {
-            let (a, b) = t.split_once(':').context("rate text must be \"FROM:TO\" (a ramp), e.g. \"100:1000\"")?;
-            let a: f64 = a.trim().parse().with_context(|| format!("rate {t:?}: {a:?} is not a number"))?;
-            let b: f64 = b.trim().parse().with_context(|| format!("rate {t:?}: {b:?} is not a number"))?;
-            Ok(vec![(check(a)?, check(b)?)])
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -335,7 +259,7 @@ mod tests {
     fn seed_shape_expands() {
         let p = load("name='s'\n[[step]]\nconnections=1\nduration='10s'\nrepeat=5\n[[step]]\nconnections=[2,4,8]\nduration='10s'\n").unwrap();
         assert_eq!(p.steps.len(), 8);
-        assert_eq!(p.steps[5].load, StepLoad::Closed { connections: 2 });
+        assert_eq!(p.steps[5].load, loadgen::Model::closed(2));
         assert_eq!(p.total_duration(), Duration::from_secs(80));
     }
 
@@ -346,8 +270,19 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.steps.len(), 4);
-        assert!(matches!(p.steps[2].load, StepLoad::Open { start, .. } if start == 300.0));
-        assert!(matches!(p.steps[3].load, StepLoad::Open { start, end, .. } if start == 10.0 && end == 20.0));
+        assert!(matches!(p.steps[2].load, loadgen::Model::Open(o) if o.rate.start == 300.0));
+        assert!(matches!(p.steps[3].load, loadgen::Model::Open(o) if o.rate.start == 10.0 && o.rate.end == 20.0));
+    }
+
+    #[test]
+    fn a_ramp_step_reads_and_plans() {
+        let p = load("name='r'\n[[step]]\nramp=[1000,20000]\nduration='20s'\nmax_connections=500\n").unwrap();
+        assert_eq!(p.steps.len(), 1);
+        let ramp = loadgen::models::Ramp { from: 1000.0, to: 20000.0, max_connections: 500 };
+        assert_eq!(p.steps[0].load, loadgen::Model::Ramp(ramp));
+        assert_eq!((p.steps[0].label(), p.total_duration()), ("ramp=1000→20000/s".into(), Duration::from_secs(20)));
+        let e = load("name='r'\n[[step]]\nramp=[1000]\nduration='1s'\n").unwrap_err().to_string();
+        assert!(e.contains("step 1") && e.contains("[from, to]") && !e.contains('\n'), "{e}");
     }
 
     #[test]

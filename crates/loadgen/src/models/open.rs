@@ -2,16 +2,236 @@
 //! times whatever the server does. Latency counts from the intended send time, so a stalled
 //! server shows in the percentiles (coordinated omission corrected). A due request with no idle
 //! connection opens one, up to the cap; at the cap it waits, counted as sent late.
+//!
+//! Profile step: `rate = 1000`, `rate = [100, 200]` (one step each), `rate = "100:1000"` (a
+//! ramp within the step), `rate_range = [from, to, by]`; with `max_connections` and `pacing`.
+//! Agents: each is given the whole rate and sends its own share of one schedule. Success: of
+//! the requests due, sent or not. Its own flags: `rate_not_held` and `schedule_lag`.
 
 use std::time::{Duration, Instant};
 
+use anyhow::{bail, Context, Result};
 use hdrhistogram::Histogram;
 
-use super::{Driver, OpenResult};
+use super::{keys, Driver, Kind, LoadAxis, LoadModel, Model, OpenResult, RunShare, StoredLoad};
 use crate::client::connection::{Failure, State};
 use crate::client::worker::Core;
-use crate::config::RateRamp;
-use crate::report::OpenStats;
+use crate::config::{share, Pacing, RateRamp, MAX_CONNECTIONS, MAX_RATE};
+use crate::report::{LoadReport, OpenStats};
+use crate::validity::{Flag, FlagCode, RATE_HELD_SHARE, SCHEDULE_LAG_P99_MS};
+
+/// Requests per second (constant, or ramped over the run), with a cap on connections.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Open {
+    pub rate: RateRamp,
+    pub max_connections: usize,
+}
+
+pub(super) const KIND: Kind = Kind {
+    name: "open",
+    family: "open-model",
+    triggers: &["rate", "rate_range"],
+    options: &["max_connections", "pacing"],
+    from_step,
+    from_stored,
+};
+
+/// A step's `max_connections`, or the default, within one machine's ports.
+pub(super) fn max_connections(step: &toml::Table, default: usize) -> Result<usize> {
+    let m = match step.get("max_connections") {
+        Some(v) => keys::count("max_connections", v)?,
+        None => default as i64,
+    };
+    if m < 1 || m > MAX_CONNECTIONS as i64 {
+        bail!("max_connections = {m}: must be between 1 and {MAX_CONNECTIONS}");
+    }
+    Ok(m as usize)
+}
+
+/// A step's rate in requests per second, within what one machine can send.
+pub(super) fn rate(key: &str, v: &toml::Value) -> Result<f64> {
+    let x = keys::number(key, v)?;
+    if x > 0.0 && x <= MAX_RATE {
+        Ok(x)
+    } else {
+        bail!("{key} must be above 0 and at most 10,000,000 requests/s, got {x}")
+    }
+}
+
+fn from_step(step: &toml::Table, default_max_connections: usize) -> Result<Vec<Model>> {
+    let max_connections = max_connections(step, default_max_connections)?;
+    let open = |start, end| Model::Open(Open { rate: RateRamp { start, end, steps: None }, max_connections });
+    if let Some([from, to, by]) =
+        step.get("rate_range").map(|v| keys::numbers("rate_range", v, "[from, to, step]")).transpose()?
+    {
+        if !(from > 0.0 && by > 0.0 && to >= from) {
+            bail!("rate_range must be [from > 0, to >= from, step > 0]");
+        }
+        let mut loads = Vec::new();
+        let mut r = from;
+        while r <= to + 1e-9 {
+            loads.push(open(r, r));
+            r += by;
+        }
+        return Ok(loads);
+    }
+    match &step["rate"] {
+        toml::Value::String(t) => {
+            let (a, b) = t.split_once(':').context("rate text must be \"FROM:TO\" (a ramp), e.g. \"100:1000\"")?;
+            let num = |x: &str| -> Result<toml::Value> {
+                let v: f64 = x.trim().parse().with_context(|| format!("rate {t:?}: {x:?} is not a number"))?;
+                Ok(toml::Value::Float(v))
+            };
+            Ok(vec![open(rate("rate", &num(a)?)?, rate("rate", &num(b)?)?)])
+        }
+        v => Ok(keys::list("rate", v, rate)?.into_iter().map(|r| open(r, r)).collect()),
+    }
+}
+
+fn from_stored(s: &StoredLoad) -> Option<Model> {
+    let start = s.rate?;
+    let rate = RateRamp { start, end: s.rate_end.unwrap_or(start), steps: None };
+    Some(Model::Open(Open { rate, max_connections: 0 }))
+}
+
+impl Open {
+    pub(super) fn driver(&self, run: &RunShare) -> OpenDriver {
+        OpenDriver::new(
+            Schedule::new(self.rate, run.duration),
+            run.start,
+            run.worker,
+            run.workers,
+            share(self.max_connections, run.threads, run.thread),
+            run.max_requests,
+        )
+    }
+}
+
+impl LoadModel for Open {
+    fn name(&self) -> &'static str {
+        "open"
+    }
+    fn label(&self) -> String {
+        let RateRamp { start, end, .. } = self.rate;
+        if start == end {
+            format!("r={start}/s")
+        } else {
+            format!("r={start}→{end}/s")
+        }
+    }
+    fn load(&self) -> f64 {
+        self.rate.start
+    }
+    fn load_text(&self) -> String {
+        format!("{}/s", self.rate.start)
+    }
+    fn axis(&self) -> LoadAxis {
+        LoadAxis::OfferedRate
+    }
+    fn describe(&self) -> String {
+        format!(
+            ", {}, up to {} connections (open model: latency from the intended send time)",
+            self.rate, self.max_connections
+        )
+    }
+    fn pool(&self) -> usize {
+        self.max_connections
+    }
+    fn stored(&self) -> StoredLoad {
+        StoredLoad { model: "open", connections: None, rate: Some(self.rate.start), rate_end: Some(self.rate.end) }
+    }
+    fn validate(&self) -> Result<()> {
+        validate_cap(self.max_connections)?;
+        let rate = &self.rate;
+        if !(rate.start >= 0.0 && rate.end >= 0.0) || (rate.start == 0.0 && rate.end == 0.0) {
+            bail!("rate {rate} is not positive: give requests per second, e.g. 1000");
+        }
+        if rate.steps == Some(0) {
+            bail!("rate steps is 0: use at least 1 step, or leave it out for a linear ramp");
+        }
+        Ok(())
+    }
+    fn check_agents(&self, _agents: usize) -> Result<()> {
+        Ok(())
+    }
+    fn agent_threads(&self, threads: usize, _agents: usize) -> usize {
+        threads
+    }
+    fn agent_args(&self, agents: usize, i: usize, threads: usize, pacing: Pacing) -> Vec<String> {
+        // The whole rate: agent i sends its own share of one schedule.
+        let r = self.rate;
+        let rate = if r.is_constant() { r.start.to_string() } else { format!("{}:{}", r.start, r.end) };
+        let cap = share(self.max_connections, agents, i).max(threads);
+        vec![
+            "--rate".into(),
+            rate,
+            "--pacing".into(),
+            pacing.name().into(),
+            "--max-connections".into(),
+            cap.to_string(),
+        ]
+    }
+    fn offered(&self, report: &LoadReport) -> Option<u64> {
+        report.open.as_ref().map(|o| o.intended)
+    }
+    fn held_rate(&self, report: &LoadReport) -> Option<f64> {
+        report.open.as_ref().map(|o| o.intended as f64 / report.duration_s.max(1e-9))
+    }
+    fn pacing(&self, pacing: Pacing) -> Option<Pacing> {
+        Some(pacing)
+    }
+    fn drain(&self, request_timeout: Duration) -> Duration {
+        // Every due request counts: answers to those sent before the deadline are awaited.
+        request_timeout
+    }
+    fn offered_per_second(&self, _duration_s: f64) -> Option<Vec<f64>> {
+        // A step at one rate (or the `A:B` ramp, charted by its start rate as before) is one figure.
+        None
+    }
+}
+
+/// The connection cap of a scheduled model: at least one, within one machine's ports.
+pub(super) fn validate_cap(max_connections: usize) -> Result<()> {
+    if max_connections > MAX_CONNECTIONS {
+        bail!("{max_connections} connections: one machine has at most {MAX_CONNECTIONS} local ports to one target")
+    }
+    if max_connections == 0 {
+        bail!("max connections is 0: allow at least 1 connection")
+    }
+    Ok(())
+}
+
+/// The flags of a run on a schedule: was the rate held, and did the generator send on time.
+pub(crate) fn flags(o: &OpenStats, duration_s: f64) -> Vec<Flag> {
+    let mut flags = Vec::new();
+    let intended_rate = if duration_s > 0.0 { o.intended as f64 / duration_s } else { 0.0 };
+    if o.unsent > 0 || o.achieved_rate < RATE_HELD_SHARE * intended_rate {
+        flags.push(Flag::new(
+            FlagCode::RateNotHeld,
+            format!(
+                "The open model sent {:.0} req/s of the intended {:.0} req/s and left {} of {} due requests unsent.",
+                o.achieved_rate, intended_rate, o.unsent, o.intended
+            ),
+        ));
+    }
+    if o.lag_p99_ms > SCHEDULE_LAG_P99_MS {
+        // Sends that waited for a busy connection are late because of the service; say
+        // how many, so users can tell that from a generator that woke up late.
+        let busy = if o.sent_late > 0 {
+            format!(" {} of the sends waited for a busy connection (the service's backpressure).", o.sent_late)
+        } else {
+            String::new()
+        };
+        flags.push(Flag::new(
+            FlagCode::ScheduleLag,
+            format!(
+                "The generator sent requests late (lag p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms; p99 above {SCHEDULE_LAG_P99_MS} ms): its lateness is counted in the latencies.{busy}",
+                o.lag_p50_ms, o.lag_p99_ms, o.lag_max_ms
+            ),
+        ));
+    }
+    flags
+}
 
 /// The run's global arrival schedule: request k (0-based) is due at `time_of(k)` seconds.
 #[derive(Debug, Clone, Copy)]
@@ -383,6 +603,34 @@ mod tests {
         assert_eq!(s.due_by(3.0), 600);
         assert!((s.time_of(100).unwrap() - 1.0).abs() < 1e-9);
         assert!((s.time_of(350).unwrap() - 2.0 - 50.0 / 300.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_whole_rate_goes_to_every_agent_and_the_start_rate_is_the_load() {
+        let m = Open { rate: RateRamp { start: 100.0, end: 300.0, steps: None }, max_connections: 10 };
+        assert_eq!((m.load(), m.load_text(), m.label()), (100.0, "100/s".to_string(), "r=100→300/s".to_string()));
+        let a = m.agent_args(3, 0, 2, Pacing::Spin);
+        assert_eq!(a, ["--rate", "100:300", "--pacing", "spin", "--max-connections", "4"]);
+        assert_eq!(m.agent_args(3, 2, 4, Pacing::Timer)[5], "4", "never fewer connections than threads");
+        assert_eq!(m.agent_threads(4, 3), 4);
+        assert_eq!(Model::from_stored(m.name(), m.stored()), Some(Model::Open(Open { max_connections: 0, ..m })));
+    }
+
+    #[test]
+    fn steps_read_rates_ranges_and_ramps() {
+        let step = |text: &str| Model::from_step(&toml::from_str(text).unwrap(), 7);
+        let rates: Vec<String> = step("rate = [100, 200.5]").unwrap().iter().map(|m| m.label()).collect();
+        assert_eq!(rates, ["r=100/s", "r=200.5/s"]);
+        assert_eq!(step("rate_range = [50, 150, 50]").unwrap().len(), 3);
+        assert_eq!(step("rate = \"10:20\"\nmax_connections = 3").unwrap()[0].label(), "r=10→20/s");
+        assert_eq!(step("rate = 1").unwrap()[0].pool(), 7);
+        let err = |text: &str| step(text).unwrap_err().to_string();
+        assert!(err("rate = 0").contains("above 0"));
+        assert!(err("rate_range = [5, 1, 1]").contains("to >= from"));
+        assert!(err("rate = 1\nmax_connections = 0").contains("max_connections = 0"));
+        assert!(err("rate = 1\nrate_range = [1, 2, 1]").contains("exactly one of"));
+        assert!(err("connections = 1\npacing = 'spin'").contains("pacing is for open-model steps"));
+        assert!(err("rate = 1\nrepat = 2").contains("unknown key `repat`"));
     }
 
     #[test]

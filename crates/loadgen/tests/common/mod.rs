@@ -161,7 +161,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// A closed-model config with test-friendly timeouts.
 pub fn closed(target: Target, connections: usize, duration_ms: u64) -> LoadConfig {
-    let mut c = LoadConfig::new(target, RequestMix::single("GET", "/"), Model::Closed { connections });
+    let mut c = LoadConfig::new(target, RequestMix::single("GET", "/"), Model::closed(connections));
     c.duration = Duration::from_millis(duration_ms);
     c.threads = 1;
     c.connect_timeout = Duration::from_millis(500);
@@ -174,7 +174,7 @@ pub fn open_model(target: Target, rate: f64, max_connections: usize, duration: D
     let mut c = LoadConfig::new(
         target,
         RequestMix::single("GET", "/"),
-        Model::Open { rate: loadgen::RateRamp::constant(rate), max_connections },
+        Model::Open(loadgen::Open { rate: loadgen::RateRamp::constant(rate), max_connections }),
     );
     c.duration = duration;
     c.threads = 1;

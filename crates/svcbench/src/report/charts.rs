@@ -2,6 +2,9 @@
 //! step and any saturation flag). assets/report.js turns them into Apache ECharts options; no plotting
 //! math happens here beyond choosing the load axis and accumulating the "bang for the buck" curve.
 use super::data::{Dataset, Run, Step};
+use super::seconds;
+use loadgen::knee::Slice;
+use loadgen::{LoadAxis as Measure, LoadModel};
 use serde::Serialize;
 
 /// Tableau 10: distinct hues that stay apart for common colour-vision deficiencies.
@@ -92,12 +95,11 @@ fn flag(s: &Step) -> Option<String> {
     (!v.valid()).then(|| v.summary())
 }
 
-/// The x axis of step charts for one load model.
+/// The x axis of step charts for the steps counted in one measure (connections or offered rate).
 enum LoadAxis {
-    /// Closed model, each run's connections strictly increase: a true log2 axis.
-    Connections,
-    /// Open model: offered requests/s.
-    Rate,
+    /// Each run's load strictly increases (and, for a rate, varies): the model's own axis (log2 for
+    /// connections, linear for a rate).
+    Load(Measure),
     /// The steps differ by the upstream's delay (seed 004's slow dependency).
     UpstreamDelay,
     /// Repeated levels (warm-up steps at 1 connection, three "attempts"): one position per step,
@@ -106,7 +108,7 @@ enum LoadAxis {
 }
 
 impl LoadAxis {
-    fn choose(runs: &[(&Run, Vec<&Step>)], open: bool) -> LoadAxis {
+    fn choose(runs: &[(&Run, Vec<&Step>)], measure: Measure) -> LoadAxis {
         let strictly_increasing = |f: &dyn Fn(&Step) -> Option<f64>| {
             runs.iter().all(|(_, steps)| {
                 let xs: Vec<Option<f64>> = steps.iter().map(|s| f(s)).collect();
@@ -119,14 +121,12 @@ impl LoadAxis {
             v.dedup();
             v.len() > 1
         };
-        let conn = |s: &Step| s.connections.map(|c| c as f64);
-        let rate = |s: &Step| s.rate;
+        let load = |s: &Step| s.load().map(|m| m.load());
         let delay = |s: &Step| s.upstream_delay_ms.map(|d| d as f64);
-        if !open && strictly_increasing(&conn) {
-            return LoadAxis::Connections;
-        }
-        if open && varies(&rate) && strictly_increasing(&rate) {
-            return LoadAxis::Rate;
+        // A single rate is no axis (nothing to compare); a single connection count still is.
+        let enough = measure == Measure::Connections || varies(&load);
+        if enough && strictly_increasing(&load) {
+            return LoadAxis::Load(measure);
         }
         if varies(&delay) && strictly_increasing(&delay) {
             return LoadAxis::UpstreamDelay;
@@ -135,11 +135,7 @@ impl LoadAxis {
         for (_, steps) in runs {
             for s in steps {
                 if !cats.iter().any(|(seq, _)| *seq == s.seq) {
-                    let load = match (s.connections, s.rate) {
-                        (Some(c), _) if !s.is_open() => c.to_string(),
-                        (_, Some(r)) => format!("{r}/s"),
-                        _ => s.label.clone(),
-                    };
+                    let load = s.load().map_or_else(|| s.label.clone(), |m| m.load_text());
                     cats.push((s.seq, load));
                 }
             }
@@ -148,13 +144,12 @@ impl LoadAxis {
         LoadAxis::Steps(cats)
     }
 
-    fn axis(&self, open: bool) -> Axis {
+    fn axis(&self, measure: Measure) -> Axis {
         match self {
-            LoadAxis::Connections => Axis::new("connections", "log2", ""),
-            LoadAxis::Rate => Axis::new("offered rate", "linear", "req/s"),
+            LoadAxis::Load(m) => Axis::new(m.name(), m.scale(), m.unit()),
             LoadAxis::UpstreamDelay => Axis::new("upstream delay", "linear", "ms"),
             LoadAxis::Steps(cats) => Axis {
-                name: if open { "step (offered rate)".into() } else { "step (connections)".into() },
+                name: format!("step ({})", measure.name()),
                 scale: "category",
                 unit: String::new(),
                 categories: cats.iter().map(|(_, l)| l.clone()).collect(),
@@ -164,8 +159,7 @@ impl LoadAxis {
 
     fn x(&self, s: &Step) -> Option<f64> {
         match self {
-            LoadAxis::Connections => s.connections.map(|c| c as f64),
-            LoadAxis::Rate => s.rate,
+            LoadAxis::Load(_) => s.load().map(|m| m.load()),
             LoadAxis::UpstreamDelay => s.upstream_delay_ms.map(|d| d as f64),
             LoadAxis::Steps(cats) => cats.iter().position(|(seq, _)| *seq == s.seq).map(|i| i as f64),
         }
@@ -328,19 +322,19 @@ const OPEN_METRICS: &[StepMetric] = &[
 pub fn charts(d: &Dataset) -> Vec<Chart> {
     let mut out = vec![startup_chart(d)];
     out.extend(errors_chart(d));
-    for open in [false, true] {
+    for (measure, metrics) in [(Measure::Connections, CLOSED_METRICS), (Measure::OfferedRate, OPEN_METRICS)] {
         let runs: Vec<(&Run, Vec<&Step>)> = d
             .groups
             .iter()
             .enumerate()
             .flat_map(|(g, _)| d.group_runs(g))
-            .map(|r| (r, r.steps.iter().filter(|s| s.is_open() == open).collect::<Vec<_>>()))
+            .map(|r| (r, r.steps.iter().filter(|s| s.load().map(|m| m.axis()) == Some(measure)).collect::<Vec<_>>()))
             .collect();
         if runs.iter().all(|(_, s)| s.is_empty()) {
             continue;
         }
-        let axis = LoadAxis::choose(&runs, open);
-        for m in if open { OPEN_METRICS } else { CLOSED_METRICS } {
+        let axis = LoadAxis::choose(&runs, measure);
+        for m in metrics {
             let series = runs
                 .iter()
                 // A run without steps of this model (another session's profile) has no line here.
@@ -369,14 +363,89 @@ pub fn charts(d: &Dataset) -> Vec<Chart> {
                 title: m.title.into(),
                 note: m.note.into(),
                 kind: "line",
-                x: axis.axis(open),
+                x: axis.axis(measure),
                 y: Axis::new(m.unit, if m.log { "log" } else { "linear" }, m.unit),
                 series,
             });
         }
     }
+    out.extend(per_second_charts(d));
     out.push(bang_for_the_buck(d));
     out
+}
+
+/// A figure of one second of a step read second by second.
+struct SecondMetric {
+    id: &'static str,
+    title: &'static str,
+    note: &'static str,
+    unit: &'static str,
+    log: bool,
+    value: fn(&Slice) -> Option<f64>,
+}
+
+const SECOND_METRICS: &[SecondMetric] = &[
+    SecondMetric {
+        id: "ramp-success",
+        title: "Success per second vs offered rate (ramp steps)",
+        note: "Each second of a step whose rate rises within it: its successful answers as a share of its answers, \
+               against the rate offered in that second (0 when nothing was answered). The knee (summary) is the rate of the last \
+               second before the first one below 99 % or with its p99 over the limit.",
+        unit: "%",
+        log: false,
+        value: |s| Some(s.success * 100.0),
+    },
+    SecondMetric {
+        id: "ramp-p99",
+        title: "p99 latency per second vs offered rate (ramp steps)",
+        note: "Each second of a step whose rate rises within it: the p99 of the successful answers in that second \
+               (latency from the intended send time), against the rate offered in it.",
+        unit: "ms",
+        log: true,
+        value: |s| Some(s.p99_ms).filter(|p| *p > 0.0),
+    },
+];
+
+/// Steps whose model reads them second by second (a ramp): one line per run and step, a point per second.
+fn per_second_charts(d: &Dataset) -> Vec<Chart> {
+    let lines: Vec<(&Run, &Step, Vec<Slice>)> = all_runs(d)
+        .into_iter()
+        .flat_map(|r| r.steps.iter().filter_map(move |s| Some((r, s, seconds::slices(s)?))))
+        .collect();
+    if lines.is_empty() {
+        return Vec::new();
+    }
+    SECOND_METRICS
+        .iter()
+        .map(|m| Chart {
+            id: m.id.into(),
+            title: m.title.into(),
+            note: m.note.into(),
+            kind: "line",
+            x: Axis::new(Measure::OfferedRate.name(), Measure::OfferedRate.scale(), Measure::OfferedRate.unit()),
+            y: Axis::new(m.unit, if m.log { "log" } else { "linear" }, m.unit),
+            series: lines
+                .iter()
+                .map(|(run, step, slices)| Series {
+                    group: d.groups[run.group].name.clone(),
+                    run: format!("{} #{} {}", run.label, step.seq, step.label),
+                    color: group_color(d, run.group),
+                    points: slices
+                        .iter()
+                        .filter_map(|sl| {
+                            let y = (m.value)(sl)?;
+                            Some(Point {
+                                x: sl.offered,
+                                y,
+                                step: format!("{}, second {}", step.label, sl.second + 1),
+                                flag: flag(step),
+                            })
+                        })
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 fn all_runs(d: &Dataset) -> Vec<&Run> {

@@ -14,6 +14,7 @@ use super::data::{Dataset, Run, Step};
 use super::stats::Spread;
 use super::table::{num, Cell, Row, Table};
 use crate::figures::validity::Validity;
+use loadgen::LoadModel;
 
 /// The share of requests below which seed 004 wrote X ("stopped answering").
 pub const ANSWERING: f64 = 0.9;
@@ -208,7 +209,10 @@ pub fn tables(d: &Dataset) -> Vec<Table> {
         out.push(t);
     }
 
-    let rate = |s: &Step| s.rate.filter(|_| s.is_open()).map(|r| format!("{} req/s", num(r)));
+    let rate = |s: &Step| {
+        let m = s.load().filter(|m| m.axis() == loadgen::LoadAxis::OfferedRate)?;
+        Some(format!("{} req/s", num(m.load())))
+    };
     let cols = columns(d, &rate);
     if !cols.is_empty() {
         let x_note = "Medians over runs. X: fewer than 90 % of the offered requests succeeded (the service stopped answering); blank: not reached.";

@@ -11,6 +11,7 @@ mod html;
 mod levels;
 mod markdown;
 mod quality;
+mod seconds;
 mod sections;
 mod sizing;
 mod stats;

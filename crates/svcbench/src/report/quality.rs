@@ -137,10 +137,16 @@ pub fn errors(d: &Dataset) -> Option<Table> {
     Some(t)
 }
 
+/// A step whose load is an offered rate: it ran on a schedule.
+fn offered_rate(s: &Step) -> bool {
+    use loadgen::LoadModel;
+    s.load().is_some_and(|m| m.axis() == loadgen::LoadAxis::OfferedRate)
+}
+
 /// Whether the open model kept its schedule: offered vs achieved rate, requests late or unsent, and the
 /// generator's own lag (which, unlike lateness from busy connections, is not the service's doing).
 pub fn schedule(d: &Dataset) -> Option<Table> {
-    if !d.runs.iter().flat_map(|r| &r.steps).any(|s| s.is_open()) {
+    if !d.runs.iter().flat_map(|r| &r.steps).any(offered_rate) {
         return None;
     }
     let mut t = Table {
@@ -170,7 +176,7 @@ pub fn schedule(d: &Dataset) -> Option<Table> {
     };
     for (g, grp) in d.groups.iter().enumerate() {
         for (seq, label, steps) in steps_by_position(d, g) {
-            if !steps.iter().any(|s| s.is_open()) {
+            if !steps.iter().any(|s| offered_rate(s)) {
                 continue;
             }
             let m = |f: fn(&Step) -> Option<f64>| Cell::num(median(&steps, f));

@@ -176,6 +176,16 @@ pub fn summary(d: &Dataset, vcpu_hour_price: f64) -> (Table, Vec<GroupSummary>) 
         .to_vec(),
         rows: Vec::new(),
     };
+    // Only where a step was read second by second (a ramp): other reports keep their columns.
+    let knees = sums.iter().any(|s| s.knee_rps.is_some());
+    if knees {
+        t.head.insert(5, "knee (offered req/s)".into());
+        t.note.push_str(
+            " The knee is the highest offered rate at which a ramp step still met its objectives, second by second: \
+             at least 99 % of each second's answers successful, p99 within 10× the first second's (the limit never \
+             below 10 ms), and some answer in every second; each run's highest knee, median over the runs.",
+        );
+    }
     for s in &sums {
         let runs = runs_cell(s);
         let left_out = if s.steps_left_out.is_empty() {
@@ -187,7 +197,7 @@ pub fn summary(d: &Dataset, vcpu_hour_price: f64) -> (Table, Vec<GroupSummary>) 
             .class(if s.graceful < s.stopped { "fail" } else { "" })
             .data("metric", "graceful")
             .data("value", s.graceful.to_string());
-        t.rows.push(Row {
+        let mut row = Row {
             cells: vec![
                 Cell::header(s.name.clone()),
                 runs.data("metric", "runs").data("value", s.runs.to_string()),
@@ -209,7 +219,11 @@ pub fn summary(d: &Dataset, vcpu_hour_price: f64) -> (Table, Vec<GroupSummary>) 
                 graceful,
             ],
             data: vec![("service".into(), s.name.clone())],
-        });
+        };
+        if knees {
+            row.cells.insert(5, Cell::spread("knee_rps", s.knee_rps));
+        }
+        t.rows.push(row);
     }
     (t, sums)
 }

@@ -7,6 +7,7 @@ use super::charts::{self, Axis, Chart, Point, Series};
 use super::data::{Dataset, Run, Step};
 use super::table::{num, Cell, Row, Table};
 use crate::study::file::Slo;
+use loadgen::{LoadAxis, LoadModel};
 
 /// What one run says of the SLO.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -17,19 +18,18 @@ enum Verdict {
     Missed(Option<f64>),
 }
 
-/// Whether the rate is reached: offered rate in the open model, answered req/s in the closed one.
+/// Whether the rate is reached: the offered rate where the load is one, else the answered req/s.
 fn reaches(s: &Step, slo: &Slo) -> bool {
-    if s.is_open() {
-        s.rate.unwrap_or(0.0) >= slo.at_rps * 0.99
-    } else {
-        s.success_rps >= slo.at_rps
+    match s.load().map(|m| (m.axis(), m.load())) {
+        Some((LoadAxis::OfferedRate, rate)) => rate >= slo.at_rps * 0.99,
+        _ => s.success_rps >= slo.at_rps,
     }
 }
 
 /// One run's verdict at its lowest step reaching the rate whose measurement held (a valid step, or one
 /// flagged only for the service's own failures); None when its steps at the rate were all unsound.
 fn judge_run(run: &Run, slo: &Slo, include_invalid: bool) -> Option<Verdict> {
-    let load = |s: &Step| if s.is_open() { s.rate.unwrap_or(0.0) } else { s.connections.unwrap_or(0) as f64 };
+    let load = |s: &Step| s.load().map_or(0.0, |m| m.load());
     let judged = run
         .steps
         .iter()

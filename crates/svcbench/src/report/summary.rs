@@ -2,6 +2,7 @@
 //! Compare uses the same per-run figures, so the report and the verdicts can never disagree.
 use super::data::{Dataset, Run, Step};
 use super::stats::Spread;
+use loadgen::LoadModel;
 use serde::Serialize;
 
 /// One run's figures. None where the run did not get that far (e.g. no step finished).
@@ -11,6 +12,10 @@ pub struct RunFigures {
     pub peak_rps: Option<f64>,
     /// Connections (closed model) or offered req/s (open model) of that step.
     pub peak_at: Option<f64>,
+    /// The highest knee of its steps read second by second (a ramp): the offered req/s up to which the
+    /// objectives held (report/seconds.rs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub knee_rps: Option<f64>,
     /// p50 and p99 latency (ms) of that step.
     pub p50_at_peak_ms: Option<f64>,
     pub p99_at_peak_ms: Option<f64>,
@@ -38,7 +43,15 @@ pub fn run_figures(run: &Run, vcpu_hour_price: f64, include_invalid: bool) -> Ru
         .flatten();
     RunFigures {
         peak_rps: peak.map(|s| s.success_rps),
-        peak_at: peak.and_then(|s| if s.is_open() { s.rate } else { s.connections.map(|c| c as f64) }),
+        peak_at: peak.and_then(|s| s.load()).map(|m| m.load()),
+        // A ramp is meant to pass the service's capacity: flags the service's failures raise do not
+        // take its knee away.
+        knee_rps: run
+            .steps
+            .iter()
+            .filter(|s| include_invalid || s.validity().service_failures_only())
+            .filter_map(super::seconds::knee)
+            .reduce(f64::max),
         p50_at_peak_ms: peak.and_then(|s| s.p50),
         p99_at_peak_ms: peak.and_then(|s| s.p99),
         cpu_us_per_req: cpu_s_per_req.map(|c| c * 1e6),
@@ -85,6 +98,9 @@ pub struct GroupSummary {
     pub steps_left_out: Vec<String>,
     pub peak_rps: Option<Spread>,
     pub peak_at: Option<Spread>,
+    /// Median knee over the runs with one (steps read second by second).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub knee_rps: Option<Spread>,
     /// Whether peak_at is in offered req/s (open model) rather than connections.
     pub peak_at_rate: bool,
     pub cpu_us_per_req: Option<Spread>,
@@ -115,7 +131,11 @@ pub fn group_summaries(d: &Dataset, vcpu_hour_price: f64) -> Vec<GroupSummary> {
                 steps_left_out,
                 peak_rps: spread(|f| f.peak_rps),
                 peak_at: Spread::of_observed(figs.iter().filter_map(|f| f.peak_at)),
-                peak_at_rate: runs.iter().flat_map(|r| &r.steps).all(|s| s.is_open())
+                knee_rps: Spread::of_observed(figs.iter().filter_map(|f| f.knee_rps)),
+                peak_at_rate: runs
+                    .iter()
+                    .flat_map(|r| &r.steps)
+                    .all(|s| s.load().is_some_and(|m| m.axis() == loadgen::LoadAxis::OfferedRate))
                     && runs.iter().any(|r| !r.steps.is_empty()),
                 cpu_us_per_req: spread(|f| f.cpu_us_per_req),
                 cost_per_billion: spread(|f| f.cost_per_billion),

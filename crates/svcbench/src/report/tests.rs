@@ -674,3 +674,58 @@ fn sizing_judges_a_death_as_not_holding_and_needs_more_than_half_the_runs() {
     flag("starved_connections");
     assert_eq!(sizing(&f), ["✗ 3 ms · 1/2", "none of these"]);
 }
+
+#[test]
+fn a_ramp_step_is_charted_per_second_against_its_offered_rate_with_its_knee_in_the_summary() {
+    let f = store();
+    let s = f.session("hello", None);
+    f.service(s, "go");
+    // 100 → 1,000 req/s over 10 s: second i offers 145 + 90 i. Every answer succeeds with a 2 ms p99 up to
+    // second 4 (505 req/s offered); from second 5 on, half of them fail.
+    let timeline: Vec<String> = (0..10)
+        .map(|i| {
+            let offered = 145 + 90 * i;
+            let errors = if i < 5 { 0 } else { offered / 2 };
+            format!(r#"{{"second":{i},"ok":{},"errors":{errors},"p50_ms":1.0,"p99_ms":2.0}}"#, offered - errors)
+        })
+        .collect();
+    for i in 1..=2 {
+        let r = f.run(s, "go", i, 2.0, 2000);
+        f.step(r, 1, "ramp", None, Some(100.0), "default", None, 400.0, 4000, Some(5500), 1.0);
+        f.store
+            .raw()
+            .execute(
+                "UPDATE step SET rate_end = 1000, duration_s = 10, label = 'ramp=100→1000/s', timeline = ?1 WHERE run_id = ?2",
+                params![format!("[{}]", timeline.join(",")), r],
+            )
+            .unwrap();
+    }
+    let d = f.load(&[], false);
+    let charts = charts::charts(&d);
+    let success = charts.iter().find(|c| c.id == "ramp-success").expect("a per-second success chart");
+    assert_eq!((success.x.name.as_str(), success.x.unit.as_str()), ("offered rate", "req/s"));
+    assert_eq!(success.series.len(), 2, "a line per run");
+    let points: Vec<(f64, f64)> = success.series[0].points.iter().map(|p| (p.x, p.y)).collect();
+    assert_eq!(points.len(), 10);
+    assert_eq!((points[0], points[4]), ((145.0, 100.0), (505.0, 100.0)));
+    assert!((points[9].0 - 955.0).abs() < 1e-9 && (points[9].1 - 50.0).abs() < 1.0, "{points:?}");
+    let p99 = charts.iter().find(|c| c.id == "ramp-p99").expect("a per-second p99 chart");
+    assert!(p99.series[0].points.iter().all(|p| p.y == 2.0));
+
+    let (summary, sums) = sections::summary(&d, 0.0275);
+    assert_eq!(sums[0].knee_rps.map(|k| k.median), Some(505.0));
+    let col = summary.head.iter().position(|h| h == "knee (offered req/s)").expect("a knee column");
+    assert_eq!(cell_texts(&summary, 0)[col], "505");
+    assert!(summary.note.contains("knee"));
+
+    // A report without ramp steps keeps its columns and charts.
+    let f = store();
+    let s = f.session("hello", None);
+    f.service(s, "go");
+    let r = f.run(s, "go", 1, 2.0, 2000);
+    f.step(r, 1, "open", None, Some(100.0), "default", None, 100.0, 1000, Some(1000), 1.0);
+    let d = f.load(&[], false);
+    assert!(charts::charts(&d).iter().all(|c| !c.id.starts_with("ramp-")));
+    let (summary, sums) = sections::summary(&d, 0.0275);
+    assert!(sums[0].knee_rps.is_none() && !summary.head.iter().any(|h| h.contains("knee")));
+}

@@ -15,7 +15,7 @@ use crate::network::Host;
 use crate::remote::hosts_file::Place;
 use crate::sandbox::process::shell_quote;
 use anyhow::{bail, Context, Result};
-use loadgen::{share, LoadConfig, LoadReport, MixSpec, Model};
+use loadgen::{LoadConfig, LoadModel, LoadReport, MixSpec};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -42,14 +42,7 @@ pub struct AgentStep<'a> {
 /// still open one, and the step would run more connections than its profile asks for.
 pub fn check_split(steps: &[crate::profile::Step], agents: usize) -> Result<()> {
     for s in steps {
-        if let crate::profile::StepLoad::Closed { connections } = s.load {
-            if agents > 1 && connections < agents {
-                bail!(
-                    "profile step {}: {connections} connection(s) cannot be shared among {agents} generator agents; give at least one per agent, or fewer agents",
-                    s.label()
-                );
-            }
-        }
+        s.load.check_agents(agents).map_err(|e| anyhow::anyhow!("profile step {}: {e}", s.label()))?;
     }
     Ok(())
 }
@@ -192,10 +185,7 @@ fn agent_args(
     // Every agent runs the same number of threads, so that their shares of the `{unique}` numbers (and of
     // the open model's schedule) never overlap: in the closed model no more than the smallest agent's
     // connections allow (`svcbench load` runs no thread without a connection).
-    let threads = match &c.model {
-        Model::Closed { connections } => c.threads.min(connections / n).max(1),
-        Model::Open { .. } => c.threads,
-    };
+    let threads = c.model.agent_threads(c.threads, n);
     a.extend(["-t".into(), threads.to_string()]);
     match (&c.cpu_affinity, remote) {
         (Some(cpus), Remote::No) => {
@@ -204,15 +194,8 @@ fn agent_args(
         (_, Remote::Yes) => a.push("--exit-with-stdin".into()),
         (None, Remote::No) => {}
     }
-    match &c.model {
-        Model::Closed { connections } => a.extend(["-c".into(), share(*connections, n, i).to_string()]),
-        Model::Open { rate, max_connections } => {
-            // The whole rate: agent i sends its own share of one schedule.
-            let rate = if rate.is_constant() { rate.start.to_string() } else { format!("{}:{}", rate.start, rate.end) };
-            a.extend(["--rate".into(), rate, "--pacing".into(), c.pacing.name().into()]);
-            a.extend(["--max-connections".into(), share(*max_connections, n, i).max(c.threads).to_string()]);
-        }
-    }
+    // The model's share of the load for agent i.
+    a.extend(c.model.agent_args(n, i, c.threads, c.pacing));
     if !c.keepalive {
         a.push("--no-keepalive".into());
     }
@@ -271,6 +254,7 @@ fn last_line(log: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use loadgen::Model;
 
     #[test]
     fn shell_quoting_keeps_every_argument_whole() {
@@ -284,7 +268,7 @@ mod tests {
     fn an_agent_elsewhere_is_not_pinned_here_and_ends_with_its_connection() {
         let mix = loadgen::RequestMix { templates: vec![], values: vec![], seed: 1 };
         let target = loadgen::Target { host: "h".into(), port: 1 };
-        let mut c = LoadConfig::new(target, mix, Model::Closed { connections: 4 });
+        let mut c = LoadConfig::new(target, mix, Model::closed(4));
         c.cpu_affinity = Some(vec![0]);
         let at = SystemTime::UNIX_EPOCH;
         let here = agent_args(&c, "http://h:1/", Path::new("m.toml"), (0, 2), at, Remote::No);
@@ -300,7 +284,7 @@ mod tests {
         let target = loadgen::Target { host: "h".into(), port: 1 };
         // 3 connections, 2 threads, 2 agents: 2 and 1 connections, so one thread each, or the second
         // agent would number its requests as if it had one thread and the first two.
-        let mut c = LoadConfig::new(target, mix, Model::Closed { connections: 3 });
+        let mut c = LoadConfig::new(target, mix, Model::closed(3));
         c.threads = 2;
         let at = SystemTime::UNIX_EPOCH;
         for (i, conns) in [(0, "2"), (1, "1")] {
@@ -308,7 +292,7 @@ mod tests {
             assert!(a.windows(2).any(|w| w == ["-t", "1"]) && a.windows(2).any(|w| w == ["-c", conns]), "{a:?}");
         }
         let step = |connections| crate::profile::Step {
-            load: crate::profile::StepLoad::Closed { connections },
+            load: Model::closed(connections),
             duration: Duration::from_secs(1),
             mix: None,
             upstream_delay_ms: None,

@@ -4,10 +4,11 @@ use super::progress::Progress;
 use super::SessionCtx;
 use crate::figures::validity::{dependency_flags, service_end_flags, DependencyUsage};
 use crate::figures::{Flag, Validity};
-use crate::profile::{Step, StepLoad};
+use crate::profile::Step;
 use crate::sandbox::sampler::{summarize, Sample, Sampler};
 use crate::store::StepRow;
 use anyhow::{Context, Result};
+use loadgen::LoadModel;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -62,13 +63,7 @@ pub fn run_step(
             );
         }
     }
-    let model = match step.load {
-        StepLoad::Closed { connections } => loadgen::Model::Closed { connections },
-        StepLoad::Open { start, end, max_connections } => {
-            loadgen::Model::Open { rate: loadgen::RateRamp { start, end, steps: None }, max_connections }
-        }
-    };
-    let mut cfg = loadgen::LoadConfig::new(inst.target(), mix, model);
+    let mut cfg = loadgen::LoadConfig::new(inst.target(), mix, step.load.clone());
     cfg.duration = step.duration;
     cfg.keepalive = step.keepalive;
     cfg.pacing = step.pacing;
@@ -173,8 +168,7 @@ pub fn run_step(
     // The generator's own judgements first (headroom, open-model fidelity, starved connections), then
     // what only svcbench sees.
     let mut flags: Vec<Flag> = report.flags();
-    if let Some(o) = &report.open {
-        let offered = o.intended as f64 / report.duration_s.max(1e-9);
+    if let Some(offered) = step.load.held_rate(&report) {
         let p50s: Vec<f64> = report.timeline.iter().map(|s| s.p50_ms).collect();
         flags.extend(crate::figures::validity::sustain_flag(offered, row.success_rps, &p50s));
     }
@@ -248,25 +242,17 @@ fn step_row(seq: u32, step: &Step, mix: &str, r: &loadgen::LoadReport, a: &Aroun
         ok,
         errors: r.requests_err,
         stalled: r.connections.stalled,
-        intended: open.map(|o| o.intended),
+        intended: step.load.offered(r),
     };
+    let load = step.load.stored();
     let conn = &r.connections;
     StepRow {
         seq: seq as i64,
         label: step.label(),
-        model: if matches!(step.load, StepLoad::Closed { .. }) { "closed" } else { "open" }.into(),
-        connections: match step.load {
-            StepLoad::Closed { connections } => Some(connections as i64),
-            _ => None,
-        },
-        rate: match step.load {
-            StepLoad::Open { start, .. } => Some(start),
-            _ => None,
-        },
-        rate_end: match step.load {
-            StepLoad::Open { end, .. } => Some(end),
-            _ => None,
-        },
+        model: load.model.into(),
+        connections: load.connections.map(|c| c as i64),
+        rate: load.rate,
+        rate_end: load.rate_end,
         mix: mix.to_string(),
         upstream_delay_ms: step.upstream_delay_ms.map(|d| d as i64),
         duration_s: r.duration_s,

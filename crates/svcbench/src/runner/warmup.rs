@@ -53,11 +53,7 @@ pub fn warm_up(
     let t0 = Instant::now();
     let mut windows = Vec::new();
     while !stop.load(Ordering::Relaxed) && t0.elapsed() < max && !settled(&windows, spec.tolerance) {
-        let mut cfg = loadgen::LoadConfig::new(
-            inst.target(),
-            mix.clone(),
-            loadgen::Model::Closed { connections: spec.connections },
-        );
+        let mut cfg = loadgen::LoadConfig::new(inst.target(), mix.clone(), loadgen::Model::closed(spec.connections));
         cfg.duration = window;
         cfg.threads = from.cpus.len().max(1);
         cfg.cpu_affinity = Some(from.cpus.to_vec());

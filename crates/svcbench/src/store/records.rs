@@ -126,8 +126,18 @@ impl StepRow {
         })
     }
 
-    pub fn is_open(&self) -> bool {
-        self.model == "open"
+    /// The load model the step ran, with its numbers (loadgen's models read them back); None for a model
+    /// this build does not know.
+    pub fn load(&self) -> Option<loadgen::Model> {
+        loadgen::Model::from_stored(
+            &self.model,
+            loadgen::StoredLoad {
+                connections: self.connections.map(|c| c.max(0) as usize),
+                rate: self.rate,
+                rate_end: self.rate_end,
+                ..Default::default()
+            },
+        )
     }
 
     /// Failed requests by kind, the kinds kept apart where the store has them.
