@@ -279,3 +279,23 @@ pub fn clean(results_dir: &Path) -> Vec<String> {
     }
     said
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_groups_under_svcbench_s_parents_named_after_the_owner_are_its_own() {
+        let Some(parent) = cgroup_parents().into_iter().next() else {
+            eprintln!("skipped: no cgroup hierarchy mounted");
+            return;
+        };
+        assert!(own_cgroup(&parent.join("4242-7-steady"), 4242));
+        assert!(!own_cgroup(&parent.join("4243-7-steady"), 4242), "another svcbench's group");
+        assert!(!own_cgroup(&parent.join("4242-7-steady/child"), 4242), "not a direct child");
+        assert!(!own_cgroup(&parent.join("../4242-7-steady"), 4242), "climbs out with ..");
+        assert!(!own_cgroup(&parent.parent().unwrap().join("4242-7-steady"), 4242), "beside svcbench's parent");
+        assert!(!own_cgroup(Path::new("/tmp/svcbench/4242-7-steady"), 4242), "not in a cgroup hierarchy");
+        assert!(!own_cgroup(Path::new("svcbench/4242-7-steady"), 4242), "relative");
+    }
+}
