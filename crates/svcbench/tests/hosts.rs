@@ -3,7 +3,7 @@
 //! throw-away host key and a throw-away user key; svcbench on the far side is this same binary.
 mod common;
 use common::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
@@ -108,10 +108,14 @@ fn a_generator_on_another_host_is_driven_over_ssh_and_its_figures_come_home() {
     let tmp = tempfile::tempdir().unwrap();
     let host = ssh_host(tmp.path());
     let hosts = tmp.path().join("hosts.toml");
-    let bin = bin();
+    // svcbench on the far side, its arguments written down: where the step's mix was put there.
+    let (wrapper, calls) = (tmp.path().join("svcbench-there"), tmp.path().join("calls"));
+    let script = format!("#!/bin/sh\necho \"$@\" >> {}\nexec {} \"$@\"\n", calls.display(), bin().display());
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     std::fs::write(
         &hosts,
-        format!("[service]\naddress = \"{}\"\n\n[[generator]]\n{}", host.here, host.entry(bin.to_str().unwrap())),
+        format!("[service]\naddress = \"{}\"\n\n[[generator]]\n{}", host.here, host.entry(wrapper.to_str().unwrap())),
     )
     .unwrap();
     let prof = tmp.path().join("c2.toml");
@@ -120,6 +124,16 @@ fn a_generator_on_another_host_is_driven_over_ssh_and_its_figures_come_home() {
     let out = run_fixtures(tmp.path(), &["steady"], &prof, &dbp, &["--hosts", hosts.to_str().unwrap()]);
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
+    // The mix was read from a folder of its own made by mktemp there (the far side shares this /tmp), gone now.
+    let calls = std::fs::read_to_string(&calls).unwrap();
+    let mixes: Vec<PathBuf> =
+        calls.lines().filter_map(|l| l.split(' ').skip_while(|a| *a != "--mix").nth(1)).map(PathBuf::from).collect();
+    assert!(!mixes.is_empty(), "no agent ran there: {calls}");
+    for mix in &mixes {
+        let folder = mix.parent().unwrap();
+        assert!(folder.file_name().unwrap().to_string_lossy().starts_with("svcbench-mix."), "{calls}");
+        assert!(!folder.exists(), "the agent's mix folder {} was left behind", folder.display());
+    }
     // The agent logged in over ssh with the test's key, from this machine's end of the link.
     let sshd_log = std::fs::read_to_string(tmp.path().join("sshd.log")).unwrap();
     assert!(sshd_log.contains(&format!("Accepted publickey for root from {}", host.here)), "{sshd_log}");

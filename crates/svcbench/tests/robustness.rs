@@ -1,5 +1,5 @@
 //! svcbench under hostile endings: SIGKILL mid-step (the next run cleans up and marks the session aborted), a
-//! second Ctrl-C 50 ms after the first, two measurements at once, a refusal check that must not be fooled,
+//! lock file naming what is not the session's (left alone, the file called untrusted), a second Ctrl-C 50 ms after the first, two measurements at once, a refusal check that must not be fooled,
 //! a service that runs out of memory while starting, during the checks, or sits at its cap, and an svcbench in
 //! another pid namespace that must take none of this one's parts for leftovers.
 mod common;
@@ -31,6 +31,7 @@ fn sigkill_mid_step_is_cleaned_up_by_the_next_run() {
     let pid = child.id();
     wait_for_load(&dbp);
     std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(lock_files(tmp.path()).len(), 1, "the session keeps its lock file in the sessions folder");
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     child.wait().unwrap();
     // Killed before it could tear down: its groups are still there, its session still `running`.
@@ -47,8 +48,67 @@ fn sigkill_mid_step_is_cleaned_up_by_the_next_run() {
     assert_eq!(text_of(&c, "SELECT status FROM run WHERE session_id = 1"), "aborted");
     assert!(text_of(&c, "SELECT flags FROM run WHERE session_id = 1").contains("incomplete"));
     assert_eq!(text_of(&c, "SELECT status FROM session WHERE id = 2"), "completed");
-    assert!(!tmp.path().join("work/s-session-1/svcbench.lock").exists());
+    assert!(!said.contains("untrusted"), "{said}");
+    assert_eq!(lock_files(tmp.path()), Vec::<PathBuf>::new());
     assert_no_leftovers("fixtures/testservice.py");
+}
+
+/// Field 22 of /proc/<pid>/stat: the start time a lock file records.
+fn start_ticks(pid: u32) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    text[text.rfind(')').unwrap() + 2..].split_whitespace().nth(19).unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_lock_file_of_a_dead_owner_ends_and_removes_nothing_it_cannot_verify() {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::DirBuilder::new().mode(0o700).create(sessions_dir(tmp.path())).unwrap();
+    // An unrelated process group (after a reboot, a daemon's may carry the recorded number), and a dead owner.
+    let mut sleep = Background(std::process::Command::new("setsid").args(["sleep", "60"]).spawn().unwrap());
+    let group = sleep.id();
+    let t0 = Instant::now();
+    while std::fs::read_to_string(format!("/proc/{group}/comm")).unwrap_or_default().trim() != "sleep" {
+        assert!(t0.elapsed() < Duration::from_secs(5), "setsid sleep did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let owner = gone.id();
+    gone.wait().unwrap();
+    // Folders outside svcbench's cgroup parents, named as the owner's groups would be: one listing the sleep
+    // as its processes, one empty.
+    let listing = tmp.path().join(format!("{owner}-1-steady"));
+    let empty = tmp.path().join(format!("{owner}-1-upstream"));
+    std::fs::create_dir(&listing).unwrap();
+    std::fs::create_dir(&empty).unwrap();
+    std::fs::write(listing.join("cgroup.procs"), format!("{group}\n")).unwrap();
+    let lock = sessions_dir(tmp.path()).join(format!("{owner}-1.lock"));
+    let record = serde_json::json!({
+        "owner": { "pid": owner, "start_ticks": 1, "exe": bin(), "pid_ns": std::fs::metadata("/proc/self/ns/pid").unwrap().ino() },
+        "store": tmp.path().join("gone.db"),
+        "session": 1,
+        "parts": [{ "name": format!("{owner}-1-steady"), "pgid": group, "cgroups": [listing, empty],
+                    "leader_start_ticks": start_ticks(group) + 1 }],
+    });
+    std::fs::write(&lock, record.to_string()).unwrap();
+
+    let (dbp, short) = (tmp.path().join("s.db"), profile(tmp.path(), 1));
+    let steady = fixture("steady");
+    let mut next = spawn_svcbench(tmp.path(), "next", &run_args(steady.to_str().unwrap(), &short, &dbp));
+    assert!(wait_exit(&mut next, Duration::from_secs(60)).success(), "{}", stderr_of(tmp.path(), "next"));
+    let said = stderr_of(tmp.path(), "next");
+    assert_eq!(sleep.try_wait().unwrap(), None, "the unrelated sleep was ended: {said}");
+    assert!(listing.join("cgroup.procs").exists() && empty.is_dir(), "a folder it named was removed: {said}");
+    let warning = said.lines().find(|l| l.contains(&lock.display().to_string())).unwrap_or_default();
+    assert!(warning.contains("untrusted") && warning.contains(&format!("process group {group}")), "{said}");
+    assert!(
+        warning.contains(&listing.display().to_string()) && warning.contains(&empty.display().to_string()),
+        "{said}"
+    );
+    assert_eq!(lock_files(tmp.path()), Vec::<PathBuf>::new(), "the file is dealt with once");
+    assert_eq!(text_of(&db(&dbp), "SELECT status FROM session"), "completed");
+    unsafe { libc::kill(group as i32, libc::SIGKILL) };
+    sleep.wait().unwrap();
 }
 
 #[test]
@@ -67,7 +127,7 @@ fn a_second_sigint_50ms_after_the_first_still_tears_down() {
     assert_no_leftovers("fixtures/testservice.py");
     let c = db(&dbp);
     assert_eq!(text_of(&c, "SELECT status FROM session"), "aborted");
-    assert!(!tmp.path().join("work/s-session-1/svcbench.lock").exists());
+    assert_eq!(lock_files(tmp.path()), Vec::<PathBuf>::new());
 }
 
 #[test]

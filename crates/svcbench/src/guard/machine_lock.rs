@@ -5,6 +5,7 @@ use anyhow::{bail, Context, Result};
 use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 /// The lock file: `SVCBENCH_LOCK_FILE`, else /run/svcbench/measure.lock (/tmp when /run is not writable).
@@ -38,10 +39,19 @@ pub fn acquire(what: &str, wait: bool) -> Result<MachineLock> {
     }
     // flock needs no write access: a user who cannot write the file (root created it) still takes the lock,
     // only without naming itself in it.
-    let opened = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&p);
-    let (mut f, writable) = match opened {
+    // Never through a symlink: in the shared temp folder (no /run) another user could plant one.
+    let open = |write: bool| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(write)
+            .create(write)
+            .truncate(false)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&p)
+    };
+    let (mut f, writable) = match open(true) {
         Ok(f) => (f, true),
-        Err(_) => (File::open(&p).with_context(|| format!("cannot open the measurement lock {}", p.display()))?, false),
+        Err(_) => (open(false).with_context(|| format!("cannot open the measurement lock {}", p.display()))?, false),
     };
     if !try_flock(&f, false) {
         let mut holder = String::new();

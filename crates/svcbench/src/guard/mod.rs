@@ -1,14 +1,19 @@
 //! Nothing left behind, one measurement at a time. svcbench starts services and dependencies in their own
 //! process groups and cgroups; this module keeps a live registry of them so that whatever ends svcbench —
 //! the end of a session, an error, a second Ctrl-C — they end too, and writes that registry to a lock file
-//! in the work folder so that when svcbench itself is killed (SIGKILL, OOM, power) the next svcbench finds
-//! and ends them (leftovers.rs). The machine-wide lock (machine_lock.rs) keeps two measurements from
-//! sharing the CPUs; signals.rs turns Ctrl-C into an orderly stop, and a second one into a teardown.
+//! in a folder only svcbench's user can write (lock_dir.rs), so that when svcbench itself is killed
+//! (SIGKILL, OOM, power) the next svcbench finds and ends them (leftovers.rs), after checking that each
+//! still is what was recorded (identity.rs). The machine-wide lock (machine_lock.rs) keeps two
+//! measurements from sharing the CPUs; signals.rs turns Ctrl-C into an orderly stop, and a second one into
+//! a teardown.
+pub mod identity;
 pub mod leftovers;
+pub mod lock_dir;
 pub mod machine_lock;
 pub mod quiet_cpus;
 pub mod signals;
 
+use identity::Identity;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -21,22 +26,29 @@ pub struct Part {
     pub cgroups: Vec<PathBuf>,
 }
 
-/// What the lock file of a work folder says.
+/// A part as its lock file records it: with its group leader's start time, so that a later svcbench ends
+/// the group only while its leader is still that process.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LockFile {
-    pub pid: i32,
-    /// The owner's start time (/proc/<pid>/stat, clock ticks since boot): a reused pid is not the owner.
-    pub start_ticks: u64,
-    pub store: PathBuf,
-    pub session: i64,
-    pub parts: Vec<Part>,
+pub struct RecordedPart {
+    #[serde(flatten)]
+    pub part: Part,
+    pub leader_start_ticks: u64,
 }
 
-pub const LOCK_NAME: &str = "svcbench.lock";
+/// What a session's lock file says.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LockFile {
+    /// The svcbench that wrote it: while it runs, nothing it names is touched.
+    pub owner: Identity,
+    pub store: PathBuf,
+    pub session: i64,
+    pub parts: Vec<RecordedPart>,
+}
 
 #[derive(Default)]
 struct Registry {
-    parts: Vec<Part>,
+    parts: Vec<RecordedPart>,
+    /// The lock file, the store and the session.
     lock: Option<(PathBuf, PathBuf, i64)>,
 }
 
@@ -46,42 +58,32 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
     REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// This process's start time, in clock ticks since boot.
-pub fn start_ticks(pid: i32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &text[text.rfind(')')? + 2..];
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
-
-/// Whether `pid` is still the process that wrote a lock file (not dead, not a reused pid).
-pub fn owner_alive(pid: i32, ticks: u64) -> bool {
-    start_ticks(pid).is_some_and(|t| t == ticks)
-}
-
 fn write_lock(r: &Registry) {
     let Some((path, store, session)) = &r.lock else { return };
-    let me = std::process::id() as i32;
-    let lf = LockFile {
-        pid: me,
-        start_ticks: start_ticks(me).unwrap_or(0),
-        store: store.clone(),
-        session: *session,
-        parts: r.parts.clone(),
-    };
+    let lf = LockFile { owner: Identity::me(), store: store.clone(), session: *session, parts: r.parts.clone() };
     if let Ok(text) = serde_json::to_string_pretty(&lf) {
         // Written whole, then renamed: a reader never sees half a file.
-        let tmp = path.with_extension("lock.tmp");
+        let tmp = path.with_extension("tmp");
         if std::fs::write(&tmp, text).is_ok() {
             let _ = std::fs::rename(&tmp, path);
         }
     }
 }
 
-/// Starts keeping the work folder's lock file for `session` of `store`.
-pub fn open_lock(work_dir: &Path, store: &Path, session: i64) {
+/// Starts keeping a lock file for `session` of `store`. Without a folder for it, a killed svcbench's
+/// parts are still found by their cgroups' names; that is said once.
+pub fn open_lock(store: &Path, session: i64) {
+    let dir = match lock_dir::sessions_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("svcbench: WARNING: no lock file for this session ({e:#}): if svcbench is killed, the next one finds its leftovers by their cgroups only");
+            return;
+        }
+    };
+    let me = Identity::me();
     let mut r = registry();
     let store = std::path::absolute(store).unwrap_or_else(|_| store.to_path_buf());
-    r.lock = Some((work_dir.join(LOCK_NAME), store, session));
+    r.lock = Some((dir.join(format!("{}-{}.lock", me.pid, me.start_ticks)), store, session));
     write_lock(&r);
 }
 
@@ -94,15 +96,16 @@ pub fn close_lock() {
 }
 
 pub fn register(part: Part) {
+    let leader_start_ticks = identity::start_ticks(part.pgid).unwrap_or(0);
     let mut r = registry();
-    r.parts.retain(|p| p.name != part.name);
-    r.parts.push(part);
+    r.parts.retain(|p| p.part.name != part.name);
+    r.parts.push(RecordedPart { part, leader_start_ticks });
     write_lock(&r);
 }
 
 pub fn unregister(name: &str) {
     let mut r = registry();
-    r.parts.retain(|p| p.name != name);
+    r.parts.retain(|p| p.part.name != name);
     write_lock(&r);
 }
 
@@ -111,7 +114,7 @@ pub fn unregister(name: &str) {
 pub fn teardown_all(why: &str) {
     let parts = registry().parts.clone();
     for p in &parts {
-        leftovers::end_part(p);
+        leftovers::end_part(&p.part);
     }
     crate::network::remove_mine();
     let mut r = registry();

@@ -62,15 +62,12 @@ pub fn run(step: &AgentStep, places: &[AgentAt], stops: &[&AtomicBool]) -> Resul
         .with_context(|| format!("cannot write {}", mix_path.display()))?;
     let exe = std::env::current_exe().context("cannot find svcbench's own executable for the agents")?;
     let n = places.len();
-    // Copies to other machines first, so that the agreed start is not spent on them.
+    // Copies to other machines first, so that the agreed start is not spent on them. Each goes into a
+    // private folder there, removed when `remote_mix` drops unless its agent's script already did.
     let mut remote_mix = Vec::new();
-    for (i, at) in places.iter().enumerate() {
+    for at in places {
         remote_mix.push(match at {
-            AgentAt::Ssh(place) => Some(upload(
-                place,
-                &mix_path,
-                &format!("svcbench-agent-{}-{}-{}.toml", std::process::id(), step.seq, i + 1),
-            )?),
+            AgentAt::Ssh(place) => Some(upload(place, &mix_path)?),
             AgentAt::Here(_) => None,
         });
     }
@@ -85,12 +82,12 @@ pub fn run(step: &AgentStep, places: &[AgentAt], stops: &[&AtomicBool]) -> Resul
         );
         let child = match (at, &remote_mix[i]) {
             (AgentAt::Ssh(place @ Place::Ssh { svcbench, .. }), Some(remote)) => {
-                let args = agent_args(step.config, &step.url, Path::new(remote), (i, n), start_at, Remote::Yes);
+                let args = agent_args(step.config, &step.url, &remote.file(), (i, n), start_at, Remote::Yes);
                 let script = format!(
-                    "{} {}; rc=$?; rm -f {}; exit $rc",
+                    "{} {}; rc=$?; {}; exit $rc",
                     shell_quote(svcbench),
                     args.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" "),
-                    shell_quote(remote)
+                    remove_command(&remote.dir)
                 );
                 crate::sandbox::process::spawn_program(
                     Path::new("ssh"),
@@ -142,6 +139,13 @@ pub fn run(step: &AgentStep, places: &[AgentAt], stops: &[&AtomicBool]) -> Resul
         if status[i].is_none() {
             let _ = child.kill();
             let _ = child.wait();
+        }
+    }
+    for (mix, status) in remote_mix.iter_mut().zip(&status) {
+        // ssh ends with the script's code once the script ran to its end (its removal included); 255 is
+        // ssh's own failure.
+        if let (Some(mix), Some(code)) = (mix, status.and_then(|s| s.code())) {
+            mix.removed = code != 255;
         }
     }
     let mut reports = Vec::new();
@@ -225,19 +229,54 @@ fn mix_file(mix: &MixSpec, dir: &Path) -> Result<String> {
     toml::to_string(&mix).context("cannot write the step's mix for the agents")
 }
 
-/// Copies the mix file to `place` as /tmp/`name`; returns the remote path.
-fn upload(place: &Place, mix: &Path, name: &str) -> Result<String> {
-    let remote = format!("/tmp/{name}");
+/// A step's mix on another machine: a private folder there (`mktemp -d`, mode 0700) holding `mix.toml`,
+/// removed over ssh when dropped unless the agent's own script removed it.
+struct RemoteMix {
+    place: Place,
+    dir: String,
+    removed: bool,
+}
+
+impl RemoteMix {
+    fn file(&self) -> PathBuf {
+        Path::new(&self.dir).join("mix.toml")
+    }
+}
+
+impl Drop for RemoteMix {
+    fn drop(&mut self) {
+        if !self.removed {
+            let _ = std::process::Command::new("ssh")
+                .args(self.place.ssh_args(&remove_command(&self.dir)))
+                .stdin(std::process::Stdio::null())
+                .output();
+        }
+    }
+}
+
+/// The remote command that makes a private folder with a random name, copies its input into `mix.toml`
+/// there and prints the folder; a failed copy leaves nothing behind.
+const UPLOAD_COMMAND: &str = "umask 077; d=$(mktemp -d \"${TMPDIR:-/tmp}/svcbench-mix.XXXXXXXXXX\") || exit 1; \
+     if cat > \"$d/mix.toml\"; then printf '%s\\n' \"$d\"; else rm -rf -- \"$d\"; exit 1; fi";
+
+/// The remote command that removes an uploaded mix's folder.
+fn remove_command(dir: &str) -> String {
+    format!("rm -rf -- {}", shell_quote(dir))
+}
+
+/// Copies the mix file to a private folder on `place`.
+fn upload(place: &Place, mix: &Path) -> Result<RemoteMix> {
     let out = std::process::Command::new("ssh")
-        .args(place.ssh_args(&format!("cat > {}", shell_quote(&remote))))
+        .args(place.ssh_args(UPLOAD_COMMAND))
         .stdin(std::fs::File::open(mix)?)
         .output()
         .context("cannot run ssh (install OpenSSH's client) for a generator on another host")?;
-    if !out.status.success() {
+    let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || !dir.starts_with('/') || dir.contains('\n') {
         let err = String::from_utf8_lossy(&out.stderr).trim().replace('\n', " ");
         bail!("generator host {}: cannot copy the step's mix there: {err}", place.describe());
     }
-    Ok(remote)
+    Ok(RemoteMix { place: place.clone(), dir, removed: false })
 }
 
 /// The last non-empty line of an agent's log (its error), for messages.
@@ -255,6 +294,26 @@ fn last_line(log: &Path) -> String {
 mod tests {
     use super::*;
     use loadgen::Model;
+
+    #[test]
+    fn a_remote_mix_goes_into_a_private_folder_of_its_own_and_is_removed_whole() {
+        assert!(!UPLOAD_COMMAND.contains("/tmp/svcbench-agent"), "a predictable path: {UPLOAD_COMMAND}");
+        assert!(UPLOAD_COMMAND.starts_with("umask 077;") && UPLOAD_COMMAND.contains("mktemp -d"));
+        assert!(UPLOAD_COMMAND.contains("cat > \"$d/mix.toml\""), "{UPLOAD_COMMAND}");
+        // Run here as a remote shell would: the folder is private, holds the input, and is printed.
+        let out = std::process::Command::new("sh")
+            .args(["-c", UPLOAD_COMMAND])
+            .stdin(std::fs::File::open("Cargo.toml").unwrap())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let dir = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        let m = std::fs::symlink_metadata(&dir).unwrap();
+        assert_eq!(std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777, 0o700);
+        assert_eq!(std::fs::read("Cargo.toml").unwrap(), std::fs::read(Path::new(&dir).join("mix.toml")).unwrap());
+        let removed = std::process::Command::new("sh").args(["-c", &remove_command(&dir)]).status().unwrap();
+        assert!(removed.success() && !Path::new(&dir).exists());
+    }
 
     #[test]
     fn shell_quoting_keeps_every_argument_whole() {

@@ -61,7 +61,7 @@ pub fn open_session(pre: &Preflight) -> Result<Opened> {
         std::path::absolute(pre.results_dir.join("work").join(format!("{store_name}-session-{session_id}")))?;
     std::fs::create_dir_all(&work_dir).with_context(|| format!("cannot create {}", work_dir.display()))?;
     // From here on, a later svcbench can end what this one started if this one is killed.
-    guard::open_lock(&work_dir, &opts.db, session_id);
+    guard::open_lock(&opts.db, session_id);
     let (profile, scenario) = (&pre.profile, &pre.scenario);
     eprintln!(
         "svcbench: session {session_id}: {} service(s) × {}{} run(s), scenario `{}`, profile `{}` ({} steps, {} per run); store {}",

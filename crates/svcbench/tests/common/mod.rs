@@ -27,11 +27,28 @@ pub fn svcbench(args: &[&str], cwd: &Path) -> Output {
 }
 
 /// svcbench ARGS in `cwd` with a machine lock of the test's own (`<cwd>/measure.lock`), so that two
-/// measurements of one test can meet without meeting another svcbench on this machine.
+/// measurements of one test can meet without meeting another svcbench on this machine, and a sessions
+/// folder of its own (`<cwd>/sessions`), so that the lock files a test leaves are found by its own next run.
 pub fn locked(args: &[&str], cwd: &Path) -> Command {
     let mut c = Command::new(bin());
-    c.args(args).env("SVCBENCH_HOME", repo()).env("SVCBENCH_LOCK_FILE", cwd.join("measure.lock")).current_dir(cwd);
+    c.args(args)
+        .env("SVCBENCH_HOME", repo())
+        .env("SVCBENCH_LOCK_FILE", cwd.join("measure.lock"))
+        .env("SVCBENCH_SESSIONS_DIR", sessions_dir(cwd))
+        .current_dir(cwd);
     c
+}
+
+/// The sessions folder (lock files of running sessions) of svcbench started by [`locked`] in `cwd`.
+pub fn sessions_dir(cwd: &Path) -> PathBuf {
+    cwd.join("sessions")
+}
+
+/// The lock files in a sessions folder.
+pub fn lock_files(cwd: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(sessions_dir(cwd))
+        .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "lock")).collect())
+        .unwrap_or_default()
 }
 
 /// [`locked`], run to its end; its stderr is printed for the test's log.

@@ -212,16 +212,6 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-pub(super) fn chown_tree(path: &Path, uid: u32, gid: u32) -> Result<()> {
-    std::os::unix::fs::chown(path, Some(uid), Some(gid)).with_context(|| format!("cannot chown {}", path.display()))?;
-    if path.is_dir() && !path.is_symlink() {
-        for entry in fs::read_dir(path)? {
-            chown_tree(&entry?.path(), uid, gid)?;
-        }
-    }
-    Ok(())
-}
-
 // ---------------------------------------------------------------- users and processes
 
 /// uid and gid of `name`, creating it as a system user without home or shell if missing.

@@ -4,7 +4,7 @@
 //! ready when its cluster health is yellow; stopped as a sandbox stops (SIGTERM, then SIGKILL to the
 //! group and the cgroup).
 use super::distribution::{
-    chown_tree, ensure_distribution, ensure_reachable, ensure_user, find_java, write_instance_config, RUN_AS,
+    ensure_distribution, ensure_reachable, ensure_user, find_java, write_instance_config, RUN_AS,
 };
 use crate::sandbox::{process::shell_quote, Probe, Sandbox};
 use anyhow::{bail, Context, Result};
@@ -36,8 +36,9 @@ pub struct OpenSearch {
     // Field order matters: the node stops before its instance folder goes.
     sandbox: Sandbox,
     url: String,
-    /// Fresh per start: config/, data/, logs/, tmp/; removed on stop.
+    /// Fresh per start: config/, data/, logs/, tmp/; removed on stop (and when dropped, whatever happens).
     instance_dir: PathBuf,
+    _instance: tempfile::TempDir,
 }
 
 impl OpenSearch {
@@ -58,14 +59,11 @@ impl OpenSearch {
             bail!("cannot start OpenSearch: port {} on 127.0.0.1 is already in use", opts.port);
         }
 
-        let instance_dir =
-            std::env::temp_dir().join(format!("svcbench-opensearch-{}-{}", opts.port, std::process::id()));
-        let _ = fs::remove_dir_all(&instance_dir);
-        let prepared = write_instance_config(&home, &instance_dir, opts)
-            .and_then(|()| owner.map_or(Ok(()), |(uid, gid)| chown_tree(&instance_dir, uid, gid)));
-        if let Err(e) = prepared {
-            let _ = fs::remove_dir_all(&instance_dir);
-            return Err(e);
+        let instance = instance_folder(opts.port)?;
+        let instance_dir = instance.path().to_path_buf();
+        write_instance_config(&home, &instance_dir, opts)?;
+        if let Some((uid, gid)) = owner {
+            hand_over(&instance_dir, uid, gid)?;
         }
         let log_path = instance_dir.join("logs/console.log");
         if let Some(ids) = owner {
@@ -86,12 +84,10 @@ impl OpenSearch {
         let launched = fs::File::create(&log_path)
             .with_context(|| format!("cannot create {}", log_path.display()))
             .and_then(|log| sandbox.start(&command, &instance_dir, &env, log));
-        if let Err(e) = launched {
-            let _ = fs::remove_dir_all(&instance_dir);
-            return Err(e);
-        }
+        launched?;
         // From here on, dropping `node` stops the process and removes the instance folder.
-        let mut node = OpenSearch { sandbox, url: format!("http://{}:{}", opts.bind, opts.port), instance_dir };
+        let url = format!("http://{}:{}", opts.bind, opts.port);
+        let mut node = OpenSearch { sandbox, url, instance_dir, _instance: instance };
         node.wait_ready(&log_path)?;
         eprintln!(
             "svcbench: OpenSearch {} ready on {} in {:.1} s",
@@ -177,6 +173,39 @@ impl Drop for OpenSearch {
     }
 }
 
+/// A fresh instance folder with a random name, made exclusively with mode 0700: nothing anyone planted
+/// under /tmp is reused. It goes when the value drops, whatever happens.
+fn instance_folder(port: u16) -> Result<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .prefix(&format!("svcbench-opensearch-{port}-"))
+        .permissions(fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .context("cannot create OpenSearch's instance folder")
+}
+
+/// Gives the instance folder and everything in it to the unprivileged user, never following a symlink (a
+/// link is handed over itself, its target left as it is). The folder itself goes last: until then only
+/// root can enter it, so nothing is swapped in under the walk.
+fn hand_over(dir: &Path, uid: u32, gid: u32) -> Result<()> {
+    fn inside(dir: &Path, uid: u32, gid: u32) -> Result<()> {
+        for entry in fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
+            let entry = entry?;
+            let path = entry.path();
+            // file_type() is the entry's own (lstat): a symlink to a folder is not walked into.
+            if entry.file_type()?.is_dir() {
+                inside(&path, uid, gid)?;
+            }
+            std::os::unix::fs::lchown(&path, Some(uid), Some(gid))
+                .with_context(|| format!("cannot hand {} to uid {uid}", path.display()))?;
+        }
+        Ok(())
+    }
+    inside(dir, uid, gid)?;
+    std::os::unix::fs::lchown(dir, Some(uid), Some(gid))
+        .with_context(|| format!("cannot hand {} to uid {uid}", dir.display()))
+}
+
 fn tail(path: &Path, lines: usize) -> String {
     let mut text = String::new();
     if let Ok(mut f) = fs::File::open(path) {
@@ -186,4 +215,56 @@ fn tail(path: &Path, lines: usize) -> String {
     }
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn a_symlink_planted_in_the_instance_folder_does_not_hand_over_its_target() {
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: handing files to another user needs root");
+            return;
+        }
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join("root-only");
+        let target_dir = outside.path().join("root-folder");
+        fs::write(&target, "secret").unwrap();
+        fs::create_dir(&target_dir).unwrap();
+        fs::write(target_dir.join("inner"), "secret").unwrap();
+        let instance = tempfile::Builder::new().prefix("svcbench-opensearch-test-").tempdir().unwrap();
+        fs::create_dir(instance.path().join("logs")).unwrap();
+        fs::write(instance.path().join("logs/console.log"), "").unwrap();
+        std::os::unix::fs::symlink(&target, instance.path().join("logs/gc.log")).unwrap();
+        std::os::unix::fs::symlink(&target_dir, instance.path().join("data")).unwrap();
+        let (uid, gid) = (65534, 65534);
+        hand_over(instance.path(), uid, gid).unwrap();
+        for root_owned in [&target, &target_dir, &target_dir.join("inner")] {
+            let m = fs::metadata(root_owned).unwrap();
+            assert_eq!((m.uid(), m.gid()), (0, 0), "{} was handed over through a link", root_owned.display());
+        }
+        for given in ["", "logs", "logs/console.log", "logs/gc.log", "data"] {
+            let m = fs::symlink_metadata(instance.path().join(given)).unwrap();
+            assert_eq!((m.uid(), m.gid()), (uid, gid), "{given} was not handed over");
+        }
+    }
+
+    #[test]
+    fn the_instance_folder_is_private_fresh_and_removed() {
+        // The name the folder had before (port and pid) planted as a link: it is not used.
+        let planted = std::env::temp_dir().join(format!("svcbench-opensearch-9200-{}", std::process::id()));
+        let _ = fs::remove_file(&planted);
+        std::os::unix::fs::symlink("/etc", &planted).unwrap();
+        let (a, b) = (instance_folder(9200).unwrap(), instance_folder(9200).unwrap());
+        assert!(a.path() != b.path() && a.path() != planted && b.path() != planted);
+        let m = fs::symlink_metadata(a.path()).unwrap();
+        assert!(m.is_dir() && m.mode() & 0o777 == 0o700, "mode {:o}", m.mode());
+        let path = a.path().to_path_buf();
+        fs::write(path.join("left"), "").unwrap();
+        drop(a);
+        assert!(!path.exists());
+        fs::remove_file(&planted).unwrap();
+    }
 }
