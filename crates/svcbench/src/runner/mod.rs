@@ -787,6 +787,12 @@ fn run_one_inner(
             idle_threads: idle.threads,
         },
     )?;
+    if let Some(l) = inst.listening() {
+        ctx.store.record_listening(run_id, &l.addrs_text(), l.warning.as_deref())?;
+        if let Some(w) = &l.warning {
+            eprintln!("svcbench: WARNING: {} run {run_index}: {w}", svc.name());
+        }
+    }
     let Some(checks) = crate::scenario::checks::run_checks_until(&inst.base_url(), &ctx.scenario.file.check, &ctx.stop)
     else {
         inst.sandbox.stop(ctx.opts.stop_grace);
@@ -929,6 +935,9 @@ pub fn check_service(
     let mut started = alone::start(svc, &scenario, &how, &stop)?;
     let inst = &mut started.inst;
     eprintln!("svcbench: {} answered after {:.1} ms", svc.name(), started.startup.as_secs_f64() * 1e3);
+    if let Some(w) = inst.listening().and_then(|l| l.warning) {
+        eprintln!("svcbench: WARNING: {}: {w}", svc.name());
+    }
     let Some(results) = crate::scenario::checks::run_checks_until(&inst.base_url(), &scenario.file.check, &stop) else {
         inst.sandbox.stop(STOP_GRACE);
         bail!("interrupted during the conformance checks");
