@@ -104,12 +104,13 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         held.memory_bytes.map(|b| format!("{} MiB", b >> 20)).unwrap_or_else(|| "none".into()),
         held.cpuset.as_deref().unwrap_or("any"),
     );
+    // Said before the URLs, so that a script reading them finds this already written.
+    say_where_parts_listen(svc.name(), inst, &started.placeholders);
     // On stdout, one `name url` per line, for scripts.
     println!("service {}", inst.base_url());
     for (k, v) in started.placeholders.iter().filter(|(k, _)| k.ends_with(".url") || k.ends_with(".path")) {
         println!("{k} {v}");
     }
-    say_where_parts_listen(svc.name(), inst, &started.placeholders);
     if let Some(n) = &started.network {
         eprintln!("svcbench: network: {}", n.describe());
         eprintln!(
