@@ -8,6 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+/// Nothing of these tests is left: no cgroup, no process. (They make no network namespace: another test's
+/// on this shared machine must not fail them.)
+fn nothing_left(needle: &str) {
+    assert!(leftover_cgroups().is_empty(), "cgroups left behind: {:?}", leftover_cgroups());
+    assert!(processes_matching(needle).is_empty(), "processes left behind: {:?}", processes_matching(needle));
+}
+
 fn profile(dir: &Path) -> PathBuf {
     let p = dir.join("p1.toml");
     std::fs::write(&p, "name = \"t\"\n[[step]]\nconnections = 2\nduration = \"1s\"\n").unwrap();
@@ -46,7 +53,7 @@ fn a_service_on_every_interface_is_warned_about_stored_and_reported() {
     let rows: Vec<&str> = text.lines().filter(|l| l.contains("listens on every interface")).collect();
     assert_eq!(rows.len(), 1, "{text}");
     assert!(rows[0].contains("test-wildcard"), "{}", rows[0]);
-    assert_no_leftovers("testservice.py");
+    nothing_left("testservice.py steady");
 }
 
 #[test]
@@ -65,7 +72,7 @@ fn a_bundled_service_on_its_host_is_stored_without_warning() {
     let port = addrs.strip_prefix("127.0.0.1:").unwrap_or_else(|| panic!("{addrs}"));
     assert!(port.parse::<u16>().is_ok(), "one address on loopback: {addrs}");
     assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE listen_warning IS NULL"), 1);
-    assert_no_leftovers("hello-nethttp");
+    nothing_left("hello-nethttp");
 }
 
 /// An IPv4 address of this machine other than loopback: a global one if there is one, else one on a dummy
@@ -127,5 +134,5 @@ fn up_users_go_nethttp_answers_on_loopback_only() {
     assert!(up.interrupt(Duration::from_secs(30)).is_some_and(|s| s.success()), "{}", stderr_of(tmp.path(), "up"));
     assert!(TcpStream::connect_timeout(&SocketAddr::from(([127, 0, 0, 1], port)), Duration::from_secs(1)).is_err());
     drop(other);
-    assert_no_leftovers("users-go-nethttp");
+    nothing_left("users-go-nethttp");
 }
