@@ -39,13 +39,18 @@ func main() {
 	if port == "" {
 		port = "8080"
 	}
+	// svcbench's {host}; loopback when unset, never every interface by default.
+	host := os.Getenv("HOST")
+	if host == "" {
+		host = "127.0.0.1"
+	}
 
 	mux := http.NewServeMux()
 	// "GET /{$}" matches only the root; every other path gets the mux's 404.
 	mux.HandleFunc("GET /{$}", plaintext)
 	mux.HandleFunc("GET /json", jsonHandler)
 
-	srv := &http.Server{Addr: ":" + port, Handler: mux}
+	srv := &http.Server{Addr: net.JoinHostPort(host, port), Handler: mux}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

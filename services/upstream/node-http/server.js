@@ -4,6 +4,8 @@ const http = require('node:http');
 const client = require('prom-client');
 
 const port = Number(process.env.PORT ?? 8080);
+// svcbench's {host}; loopback when unset (Node's default would be every interface).
+const host = process.env.HOST || '127.0.0.1';
 const upstreamUrl = process.env.UPSTREAM_URL ?? 'http://127.0.0.1:9100';
 // The upstream may take up to 8 s.
 const UPSTREAM_TIMEOUT_MS = 30_000;
@@ -86,8 +88,8 @@ const server = http.createServer((req, res) => {
     });
 });
 
-server.listen(port, () => {
-  console.log(`upstream-node listening on port ${port}, upstream ${upstreamUrl}`);
+server.listen(port, host, () => {
+  console.log(`upstream-node listening on ${host}:${port}, upstream ${upstreamUrl}`);
 });
 
 // SIGTERM: stop accepting, let in-flight requests finish, then exit 0.

@@ -102,6 +102,11 @@ func run() error {
 	if port == "" {
 		port = "8080"
 	}
+	// svcbench's {host}; loopback when unset, never every interface by default.
+	host := os.Getenv("HOST")
+	if host == "" {
+		host = "127.0.0.1"
+	}
 	dbPath := os.Getenv("DATABASE_PATH")
 	if dbPath == "" {
 		return errors.New("DATABASE_PATH is not set")
@@ -134,7 +139,7 @@ func run() error {
 	mux.HandleFunc("GET /add", s.add)
 	mux.HandleFunc("GET /{$}", s.lookup)
 
-	srv := &http.Server{Addr: ":" + port, Handler: plainText(mux)}
+	srv := &http.Server{Addr: net.JoinHostPort(host, port), Handler: plainText(mux)}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -146,7 +151,7 @@ func run() error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Printf("users (go net/http, zombiezen sqlite) listening on :%s, database %s", port, dbPath)
+	log.Printf("users (go net/http, zombiezen sqlite) listening on %s, database %s", ln.Addr(), dbPath)
 
 	select {
 	case err := <-errc:

@@ -38,6 +38,9 @@ pub fn check_service(
     let mut started = super::start(svc, &scenario, &how, &stop)?;
     let inst = &mut started.inst;
     eprintln!("svcbench: {} answered after {:.1} ms", svc.name(), started.startup.as_secs_f64() * 1e3);
+    if let Some(w) = inst.listening().and_then(|l| l.warning) {
+        eprintln!("svcbench: WARNING: {}: {w}", svc.name());
+    }
     let Some(results) = crate::scenario::checks::run_checks_until(&inst.base_url(), &scenario.file.check, &stop) else {
         inst.sandbox.stop(crate::runner::STOP_GRACE);
         bail!("interrupted during the conformance checks");

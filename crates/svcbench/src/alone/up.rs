@@ -106,6 +106,8 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         held.memory_bytes.map(|b| format!("{} MiB", b >> 20)).unwrap_or_else(|| "none".into()),
         held.cpuset.as_deref().unwrap_or("any"),
     );
+    // Said before the URLs, so that a script reading them finds this already written.
+    say_where_parts_listen(svc.name(), inst, &started.placeholders);
     // On stdout, one `name url` per line, for scripts.
     println!("service {}", inst.base_url());
     for (k, v) in started.placeholders.iter().filter(|(k, _)| k.ends_with(".url") || k.ends_with(".path")) {
@@ -127,4 +129,30 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     eprintln!("svcbench: stopping {} and its dependencies", svc.name());
     inst.sandbox.stop(crate::runner::STOP_GRACE);
     Ok(0)
+}
+
+/// Where each part listens, on stderr: the service as its sockets say (/proc), the dependencies at the address
+/// they were started on (or given), a file-backed one as a file.
+fn say_where_parts_listen(
+    name: &str,
+    inst: &crate::service::instance::Instance,
+    placeholders: &std::collections::BTreeMap<String, String>,
+) {
+    let listening = inst.listening();
+    match &listening {
+        Some(l) if l.addrs.is_empty() => eprintln!("svcbench: {name} listens on no TCP socket svcbench could read"),
+        Some(l) => eprintln!("svcbench: {name} listens on {}", l.addrs_text()),
+        None => eprintln!("svcbench: {name} listens on {} (on its own machine)", inst.addr()),
+    }
+    if let Some(w) = listening.and_then(|l| l.warning) {
+        eprintln!("svcbench: WARNING: {w}");
+    }
+    for (k, v) in placeholders {
+        let dep = k.strip_prefix("dep.").unwrap_or(k);
+        if let Some(kind) = dep.strip_suffix(".url") {
+            eprintln!("svcbench: {kind} listens on {}", v.split_once("://").map_or(v.as_str(), |(_, rest)| rest));
+        } else if let Some(kind) = dep.strip_suffix(".path") {
+            eprintln!("svcbench: {kind} is a file, {v}: nothing listens");
+        }
+    }
 }

@@ -338,6 +338,7 @@ pub fn runs(d: &Dataset) -> Table {
                 _ => Cell::text("–"),
             };
             let mut notes: Vec<String> = r.warnings.clone();
+            notes.extend(r.listen_warning.clone());
             if let Some(e) = &r.error {
                 notes.push(e.clone());
             }

@@ -200,6 +200,12 @@ fn start(
         idle_threads: idle.threads,
     };
     ctx.store.record_startup(run_id, &started)?;
+    if let Some(l) = inst.listening() {
+        ctx.store.record_listening(run_id, &l.addrs_text(), l.warning.as_deref())?;
+        if let Some(w) = &l.warning {
+            eprintln!("svcbench: WARNING: {} {what}: {w}", svc.name());
+        }
+    }
     Ok((inst, started))
 }
 

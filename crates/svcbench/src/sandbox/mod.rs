@@ -4,6 +4,7 @@
 pub mod cgroup;
 pub mod cgroup_v1;
 pub mod cgroup_v2;
+pub mod listening;
 pub mod process;
 pub mod procfs;
 pub mod sampler;
@@ -199,6 +200,14 @@ impl Sandbox {
     #[cfg(test)]
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(|c| c.id())
+    }
+
+    /// The sandbox's live processes: its cgroup's, else its process group's.
+    pub fn pids(&self) -> Vec<i32> {
+        match &self.cgroup {
+            Some(cg) => cg.pids(),
+            None => procfs::group_pids(self.pgid),
+        }
     }
 
     pub fn probe(&self) -> Arc<dyn Probe> {

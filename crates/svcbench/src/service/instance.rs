@@ -149,6 +149,13 @@ impl Instance {
         }
     }
 
+    /// Where the service's processes listen, as read from /proc, judged against its `{host}`; None when it
+    /// runs on another machine (not read there).
+    pub fn listening(&self) -> Option<crate::sandbox::listening::Listening> {
+        let pids = self.sandbox.pids()?;
+        Some(crate::sandbox::listening::Listening::read(&pids, self.host.addr.into()))
+    }
+
     /// Whether the service was OOM-killed (its cgroup's counter), once it has ended.
     pub fn oom_killed(&self) -> bool {
         self.sandbox.sample().oom_kills > 0

@@ -26,6 +26,10 @@ pub trait ServiceSandbox: Send {
     fn wait_exit(&mut self, timeout: Duration) -> Option<Exit>;
     /// SIGTERM, up to `grace` for it to end, then SIGKILL to everything.
     fn stop(&mut self, grace: Duration) -> StopOutcome;
+    /// The service's processes on this machine (None: it runs on another, where they are not read).
+    fn pids(&self) -> Option<Vec<i32>> {
+        None
+    }
     /// The last lines of the service's log where the sandbox keeps it (None: in the instance's log file).
     fn log_tail(&self, _lines: usize) -> Option<String> {
         None
@@ -71,5 +75,8 @@ impl ServiceSandbox for Sandbox {
     }
     fn stop(&mut self, grace: Duration) -> StopOutcome {
         Sandbox::stop(self, grace)
+    }
+    fn pids(&self) -> Option<Vec<i32>> {
+        Some(Sandbox::pids(self))
     }
 }

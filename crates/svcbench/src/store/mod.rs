@@ -207,6 +207,16 @@ impl Store {
         Ok(())
     }
 
+    /// Where the service listened after startup (`addrs`, as printed) and the warning when that was not
+    /// only its `{host}`.
+    pub fn record_listening(&self, run: i64, addrs: &str, warning: Option<&str>) -> Result<()> {
+        self.conn.execute(
+            "UPDATE run SET listen_addrs = ?2, listen_warning = ?3 WHERE id = ?1",
+            params![run, addrs, warning],
+        )?;
+        Ok(())
+    }
+
     pub fn record_death(&self, run: i64, d: &RunDeath) -> Result<()> {
         let col = d.cause.column();
         self.conn

@@ -126,6 +126,9 @@ pub struct Run {
     pub asked_cpus: Option<f64>,
     pub asked_memory_mib: Option<f64>,
     pub warnings: Vec<String>,
+    /// The warning when the service listened on more than its `{host}` after startup (None: only there, or
+    /// not read: on another machine, or in an older store).
+    pub listen_warning: Option<String>,
     flags: Option<String>,
     pub steps: Vec<Step>,
     pub checks: Vec<Check>,
@@ -251,6 +254,7 @@ fn run_of(r: &Row) -> rusqlite::Result<Run> {
         asked_cpus: r.get("asked_cpus")?,
         asked_memory_mib: r.get("asked_memory_mib")?,
         warnings: json_strings(r.get("warnings")?),
+        listen_warning: r.get("listen_warning")?,
         flags: r.get("flags")?,
         steps: Vec::new(),
         checks: Vec::new(),

@@ -55,9 +55,17 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
         7,
         "1 when the service sat at its memory cap without answering and was ended",
     ),
+    ("run", "listen_addrs", "TEXT", 9, "where the service's processes listened after startup, read from /proc"),
+    (
+        "run",
+        "listen_warning",
+        "TEXT",
+        9,
+        "one line when one of them was a wildcard or not the {host} given; NULL: all on {host} (or not read)",
+    ),
 ];
 
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 9;
 
 fn has_column(conn: &Connection, table: &str, col: &str) -> Result<bool> {
     let mut st = conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?;

@@ -29,14 +29,16 @@ async fn main() -> std::io::Result<()> {
         .ok()
         .and_then(|p| p.parse().ok())
         .unwrap_or(8080);
+    // svcbench's {host}; loopback when unset, never every interface by default.
+    let host = std::env::var("HOST").unwrap_or_else(|_| "127.0.0.1".into());
 
     // Unknown paths fall through to actix's default service, which answers 404.
     let server = HttpServer::new(|| App::new().service(plaintext).service(json))
-        .bind(("0.0.0.0", port))?
+        .bind((host.as_str(), port))?
         // actix-web handles SIGTERM/SIGINT itself: stop accepting, let in-flight requests finish.
         .shutdown_timeout(10)
         .run();
 
-    println!("hello-actix listening on 0.0.0.0:{port}");
+    println!("hello-actix listening on {host}:{port}");
     server.await
 }

@@ -35,6 +35,8 @@ async fn run() -> Result<(), String> {
         Ok(p) => p.parse().map_err(|_| format!("PORT is not a port number: {p:?}"))?,
         Err(_) => 8080,
     };
+    // svcbench's {host}; loopback when unset, never every interface by default.
+    let host = env::var("HOST").unwrap_or_else(|_| "127.0.0.1".to_owned());
     let url = env::var("ELASTIC_URL").map_err(|_| "ELASTIC_URL is not set".to_owned())?;
     let url = Url::parse(&url).map_err(|e| format!("ELASTIC_URL {url:?} is invalid: {e}"))?;
 
@@ -67,13 +69,13 @@ async fn run() -> Result<(), String> {
             .service(handlers::index)
             .default_service(web::to(error::no_route))
     })
-    .bind(("0.0.0.0", port))
-    .map_err(|e| format!("cannot listen on port {port}: {e}"))?
+    .bind((host.as_str(), port))
+    .map_err(|e| format!("cannot listen on {host}:{port}: {e}"))?
     // SIGTERM/SIGINT: stop accepting, give in-flight requests up to 10 s.
     .shutdown_timeout(10)
     .run();
 
-    info!("locations-actix listening on port {port}");
+    info!("locations-actix listening on {host}:{port}");
     server.await.map_err(|e| format!("server failed: {e}"))?;
     info!("locations-actix stopped");
     Ok(())

@@ -8,7 +8,13 @@ mod model;
 mod store;
 mod strategy;
 
-use std::{env, process::ExitCode, sync::Arc, time::Duration};
+use std::{
+    env,
+    net::{IpAddr, Ipv4Addr},
+    process::ExitCode,
+    sync::Arc,
+    time::Duration,
+};
 
 use log::{error, info, warn};
 use opensearch::http::Url;
@@ -50,6 +56,8 @@ fn env_or<T>(name: &str, default: T, parse: impl FnOnce(&str) -> Option<T>) -> R
 
 fn run() -> Result<(), String> {
     let port: u16 = env_or("PORT", 8080, |v| v.parse().ok())?;
+    // svcbench's {host}; loopback when unset, never every interface by default.
+    let host: IpAddr = env_or("HOST", Ipv4Addr::LOCALHOST.into(), |v| v.parse().ok())?;
     let strategy = match env::var("STRATEGY") {
         Ok(value) => value.parse()?,
         Err(_) => strategy::Strategy::PerWorker,
@@ -87,7 +95,7 @@ fn run() -> Result<(), String> {
     let app = App::new(executor, api::openapi_json());
 
     let mut server =
-        hyper::Server::http(("0.0.0.0", port)).map_err(|e| format!("cannot listen on port {port}: {e}"))?;
+        hyper::Server::http((host, port)).map_err(|e| format!("cannot listen on {host}:{port}: {e}"))?;
     // Off: hyper answers `Connection: close` and frees the worker after each request.
     server.keep_alive(keep_alive.then_some(KEEP_ALIVE));
     server.set_read_timeout(Some(READ_TIMEOUT));
@@ -95,7 +103,7 @@ fn run() -> Result<(), String> {
     let listening = server.handle_threads(app, workers).map_err(|e| format!("cannot start the server: {e}"))?;
     let keep_alive = if keep_alive { format!("on ({} s)", KEEP_ALIVE.as_secs()) } else { "off".to_owned() };
     info!(
-        "locations-hyper010-blocking listening on port {port}: strategy {strategy}, {workers} workers, keep-alive {keep_alive}"
+        "locations-hyper010-blocking listening on {host}:{port}: strategy {strategy}, {workers} workers, keep-alive {keep_alive}"
     );
 
     main_rt.block_on(async {

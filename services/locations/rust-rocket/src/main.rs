@@ -4,7 +4,7 @@ mod api;
 mod error;
 mod store;
 
-use std::{env, net::Ipv4Addr, process::ExitCode, time::{Duration, Instant}};
+use std::{env, net::{IpAddr, Ipv4Addr}, process::ExitCode, time::{Duration, Instant}};
 
 use opensearch::http::Url;
 use rocket::{
@@ -62,6 +62,11 @@ async fn run() -> Result<(), String> {
         Ok(p) => p.parse().map_err(|_| format!("PORT is not a port number: {p:?}"))?,
         Err(_) => 8000,
     };
+    // svcbench's {host}; loopback when unset, never every interface by default.
+    let address: IpAddr = match env::var("HOST") {
+        Ok(h) => h.parse().map_err(|_| format!("HOST is not an IP address: {h:?}"))?,
+        Err(_) => Ipv4Addr::LOCALHOST.into(),
+    };
     let url = env::var("ELASTIC_URL").map_err(|_| "ELASTIC_URL is not set".to_string())?;
     let url = Url::parse(&url).map_err(|e| format!("ELASTIC_URL {url:?} is invalid: {e}"))?;
 
@@ -74,7 +79,7 @@ async fn run() -> Result<(), String> {
 
     let config = Config {
         port,
-        address: Ipv4Addr::UNSPECIFIED.into(),
+        address,
         // Rocket's own logging spans several lines per request (even at `critical`, which keeps
         // warnings): RequestLog and the liftoff line below replace it.
         log_level: LogLevel::Off,
@@ -89,7 +94,8 @@ async fn run() -> Result<(), String> {
         .attach(RequestLog)
         .attach(AdHoc::on_liftoff("start line", |rocket| {
             Box::pin(async move {
-                println!("locations-rocket listening on port {}", rocket.config().port);
+                let c = rocket.config();
+                println!("locations-rocket listening on {}:{}", c.address, c.port);
             })
         }))
         .mount(

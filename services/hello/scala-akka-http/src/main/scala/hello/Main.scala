@@ -37,17 +37,19 @@ object Main {
 
   def main(args: Array[String]): Unit = {
     val port = sys.env.getOrElse("PORT", "8080").toInt
+    // svcbench's {host}; loopback when unset, never every interface by default.
+    val host = sys.env.getOrElse("HOST", "127.0.0.1")
 
     implicit val system: ActorSystem = ActorSystem("hello")
     import system.dispatcher
 
-    Http().newServerAt("0.0.0.0", port).bind(Routes.route).onComplete {
+    Http().newServerAt(host, port).bind(Routes.route).onComplete {
       case Success(binding) =>
         // On shutdown: unbind, let in-flight requests finish (at most 10 s), then close connections.
         binding.addToCoordinatedShutdown(hardTerminationDeadline = 10.seconds)
         system.log.info("hello-akka-http listening on {}", binding.localAddress)
       case Failure(e) =>
-        system.log.error(e, "cannot bind port {}", port)
+        system.log.error(e, "cannot bind {}:{}", host, port)
         sys.exit(1)
     }
 

@@ -44,17 +44,19 @@ class HelloServiceActor extends Actor with HelloService {
 object Main {
   def main(args: Array[String]): Unit = {
     val port = sys.env.getOrElse("PORT", "8080").toInt
+    // svcbench's {host}; loopback when unset, never every interface by default.
+    val host = sys.env.getOrElse("HOST", "127.0.0.1")
 
     implicit val system = ActorSystem("hello-spray")
     implicit val timeout = Timeout(10.seconds)
     val service = system.actorOf(Props[HelloServiceActor], "hello-service")
 
-    Await.result(IO(Http) ? Http.Bind(service, interface = "0.0.0.0", port = port), timeout.duration) match {
+    Await.result(IO(Http) ? Http.Bind(service, interface = host, port = port), timeout.duration) match {
       case _: Http.Bound =>
         () // spray-can's listener already logs "Bound to <address>": the one start line
       case other =>
         // Written directly: Akka's asynchronous logger may not flush before the exit.
-        Console.err.println(s"hello-spray: cannot bind port $port: $other")
+        Console.err.println(s"hello-spray: cannot bind $host:$port: $other")
         system.shutdown()
         sys.exit(1)
     }

@@ -37,6 +37,8 @@ fun main() {
     val elasticUrl = System.getenv("ELASTIC_URL")?.takeIf { it.isNotBlank() }
         ?: fail("ELASTIC_URL is not set")
     val port = System.getenv("PORT")?.toIntOrNull() ?: 8080
+    // svcbench's {host}; loopback when unset, never every interface by default.
+    val host = System.getenv("HOST")?.takeIf { it.isNotBlank() } ?: "127.0.0.1"
 
     val client = storeClient(elasticUrl)
     val repository = LocationsRepository(client)
@@ -54,9 +56,9 @@ fun main() {
     for (signal in listOf("TERM", "INT")) Signal.handle(Signal(signal)) { stopRequested.countDown() }
 
     val inFlightCalls = InFlightCalls()
-    val server = engine.server(port) { module(repository, inFlightCalls, engine) }
+    val server = engine.server(host, port) { module(repository, inFlightCalls, engine) }
     server.start(wait = false)
-    log.info("locations-ktor listening on {} (engine={}), store {}", port, engine.id, elasticUrl)
+    log.info("locations-ktor listening on {}:{} (engine={}), store {}", host, port, engine.id, elasticUrl)
 
     stopRequested.await()
 

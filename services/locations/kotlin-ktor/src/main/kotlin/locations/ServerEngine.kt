@@ -19,10 +19,10 @@ enum class ServerEngine(val id: String) {
     NETTY("netty"),
     CIO("cio");
 
-    /** Builds (does not start) this engine's embedded server on all interfaces, running [setup]. */
-    fun server(port: Int, setup: Application.() -> Unit): EmbeddedServer<*, *> = when (this) {
-        NETTY -> embeddedServer(Netty, port = port, host = "0.0.0.0") { setup() }
-        CIO -> embeddedServer(CioServer, port = port, host = "0.0.0.0") { setup() }
+    /** Builds (does not start) this engine's embedded server on [host]:[port], running [setup]. */
+    fun server(host: String, port: Int, setup: Application.() -> Unit): EmbeddedServer<*, *> = when (this) {
+        NETTY -> embeddedServer(Netty, port = port, host = host) { setup() }
+        CIO -> embeddedServer(CioServer, port = port, host = host) { setup() }
     }
 
     companion object {

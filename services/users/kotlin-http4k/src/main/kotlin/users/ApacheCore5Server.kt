@@ -19,6 +19,7 @@ import org.http4k.server.Http4kServer
 import org.http4k.server.ServerConfig
 import org.http4k.server.ServerConfig.StopMode
 import java.io.InputStream
+import java.net.InetAddress
 import java.time.Duration
 
 /**
@@ -28,12 +29,14 @@ import java.time.Duration
  * available from the package registry this project builds against; see the README.
  */
 class ApacheCore5Server(
+    private val host: String,
     private val port: Int,
     override val stopMode: StopMode = StopMode.Graceful(Duration.ofSeconds(5)),
 ) : ServerConfig {
 
     override fun toServer(http: HttpHandler): Http4kServer = object : Http4kServer {
         private val server = ServerBootstrap.bootstrap()
+            .setLocalAddress(InetAddress.getByName(host))
             .setListenerPort(port)
             .setSocketConfig(
                 SocketConfig.custom()

@@ -63,6 +63,8 @@ fun makeApp(users: Users): HttpHandler = routes(
 
 fun main() {
     val port = System.getenv("PORT")?.toInt() ?: 9000
+    // svcbench's {host}; loopback when unset, never every interface by default.
+    val host = System.getenv("HOST")?.takeIf { it.isNotBlank() } ?: "127.0.0.1"
     val dbPath = System.getenv("DATABASE_PATH") ?: error("DATABASE_PATH is not set")
 
     // Only warnings and errors from the pool (slf4j-simple), so the start line below stays the one line.
@@ -86,9 +88,9 @@ fun main() {
     val users = Users(dataSource.asJdbcDriver()).apply { createTable() }
 
     val server = makeApp(users)
-        .asServer(ApacheCore5Server(port, StopMode.Graceful(Duration.ofSeconds(5))))
+        .asServer(ApacheCore5Server(host, port, StopMode.Graceful(Duration.ofSeconds(5))))
         .start()
-    println("users (kotlin http4k apache, sqldelight) listening on :${server.port()}, database $dbPath")
+    println("users (kotlin http4k apache, sqldelight) listening on $host:${server.port()}, database $dbPath")
 
     // Handle SIGTERM ourselves (rather than in a shutdown hook) so the JVM exits with status 0.
     val stopRequested = CountDownLatch(1)

@@ -32,6 +32,11 @@ public class MainVerticle extends VerticleBase {
         return Integer.parseInt(System.getenv().getOrDefault("PORT", "8080"));
     }
 
+    /** svcbench's {host}; loopback when unset, never every interface by default. */
+    static String host() {
+        return System.getenv().getOrDefault("HOST", "127.0.0.1");
+    }
+
     @Override
     public Future<?> start() {
         client = WebClient.create(vertx, new WebClientOptions(),
@@ -44,7 +49,7 @@ public class MainVerticle extends VerticleBase {
         // All instances listen on the same port; Vert.x spreads connections across them.
         return vertx.createHttpServer()
                 .requestHandler(router)
-                .listen(port())
+                .listen(port(), host())
                 .onSuccess(s -> server = s);
     }
 

@@ -36,10 +36,12 @@ class UpstreamException(message: String) : RuntimeException(message)
 
 fun main() {
     val port = System.getenv("PORT")?.toInt() ?: 8080
+    // svcbench's {host}; loopback when unset, never every interface by default.
+    val host = System.getenv("HOST") ?: "127.0.0.1"
     embeddedServer(ServerCIO, configure = {
         connector {
             this.port = port
-            host = "0.0.0.0"
+            this.host = host
         }
         // Ktor's defaults (1 s grace, 5 s timeout) drop requests still waiting on the upstream
         // at SIGTERM; give them the slowest upstream delay (8 s) to finish.

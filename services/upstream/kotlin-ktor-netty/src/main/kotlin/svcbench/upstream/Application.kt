@@ -35,10 +35,12 @@ class UpstreamException(message: String) : RuntimeException(message)
 
 fun main() {
     val port = System.getenv("PORT")?.toInt() ?: 8080
+    // svcbench's {host}; loopback when unset, never every interface by default.
+    val host = System.getenv("HOST") ?: "127.0.0.1"
     // Ktor's default shutdown (1 s grace, 5 s timeout). With Ktor 3.4.3 the Netty engine aborts
     // in-flight requests on stop() whatever the grace period (KTOR-9690, fixed in a later
     // release), so a longer grace would only delay the exit.
-    embeddedServer(Netty, port = port, host = "0.0.0.0", module = Application::module)
+    embeddedServer(Netty, port = port, host = host, module = Application::module)
         .start(wait = true)
 }
 
