@@ -140,6 +140,8 @@ impl RemoteService {
             port: s.port,
             log_path: PathBuf::from(format!("{} on {}", spec.log_name, self.place)),
             spawned_at,
+            user: None,
+            _home: None,
         })
     }
 }

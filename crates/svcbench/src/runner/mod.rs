@@ -10,6 +10,7 @@ pub mod instance;
 pub mod lifecycle;
 pub mod progress;
 pub mod service_sandbox;
+pub mod start_command;
 pub mod step;
 pub mod warmup;
 
@@ -745,6 +746,9 @@ fn run_one_inner(
         format!("run{run_index}")
     };
     let mut inst = Instance::spawn(svc, &start_spec(ctx, svc, cell.limits, &what, &placeholders, &empty))?;
+    if let Some(user) = &inst.user {
+        ctx.store.record_service_user(run_id, user)?;
+    }
     // What the kernel holds, not what was asked: a mismatch makes the run unlimited.
     let (held, mismatches) = inst.sandbox.limits_held(cell.limits);
     ctx.store.record_limits(

@@ -5,6 +5,7 @@ pub mod cgroup;
 pub mod cgroup_v1;
 pub mod cgroup_v2;
 pub mod process;
+pub mod service_user;
 pub mod procfs;
 pub mod sampler;
 
@@ -99,6 +100,8 @@ pub struct Sandbox {
     netns: Option<Arc<crate::network::NsHandle>>,
     /// The user the processes run as (uid, gid); None: svcbench's own.
     run_as: Option<(u32, u32)>,
+    /// Whether the processes get svcbench's environment under theirs, or only their own (a service).
+    env_base: process::EnvBase,
     /// Loud, stored with the results: limits that could not be applied, and why.
     pub warnings: Vec<String>,
 }
@@ -138,6 +141,7 @@ impl Sandbox {
             exit: None,
             netns: None,
             run_as: None,
+            env_base: process::EnvBase::Inherited,
             warnings,
         }
     }
@@ -158,6 +162,11 @@ impl Sandbox {
         self.run_as = Some(ids);
     }
 
+    /// Processes started from now on get only the environment given to `start` (a service under test).
+    pub fn clean_env(&mut self) {
+        self.env_base = process::EnvBase::Clean;
+    }
+
     /// The limits the service really runs under, and how they differ from `asked` (empty: as asked).
     pub fn limits_held(&self, asked: &Limits) -> (cgroup::Applied, Vec<String>) {
         let Some(cg) = &self.cgroup else {
@@ -175,11 +184,17 @@ impl Sandbox {
         self.cgroup.as_ref().map_or("none", |c| c.version())
     }
 
-    pub fn start(&mut self, command: &str, dir: &Path, env: &[(String, String)], log: File) -> anyhow::Result<()> {
+    pub fn start(
+        &mut self,
+        command: impl Into<process::StartCommand>,
+        dir: &Path,
+        env: &[(String, String)],
+        log: File,
+    ) -> anyhow::Result<()> {
         let files = self.cgroup.as_ref().map(|c| c.procs_files()).unwrap_or_default();
         let placement =
             process::Placement { procs_files: &files, netns: self.netns.as_ref().map(|n| n.fd()), run_as: self.run_as };
-        let child = process::spawn(command, dir, env, &placement, log)?;
+        let child = process::spawn(&command.into(), dir, env, self.env_base, &placement, log)?;
         self.pgid = child.id() as i32;
         self.child = Some(child);
         self.exit = None;

@@ -55,9 +55,10 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
         7,
         "1 when the service sat at its memory cap without answering and was ended",
     ),
+    ("run", "service_user", "TEXT", 8, "the user the service ran as: svcbench, root (run_as) or svcbench's own"),
 ];
 
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 fn has_column(conn: &Connection, table: &str, col: &str) -> Result<bool> {
     let mut st = conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?;
