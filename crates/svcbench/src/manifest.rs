@@ -111,7 +111,9 @@ mod humantime_serde_opt {
             Ok(_) => Err(serde::de::Error::custom(format!(
                 "build_timeout {text:?} must be more than 0 and at most 24h, e.g. \"30m\""
             ))),
-            Err(e) => Err(serde::de::Error::custom(format!("build_timeout {text:?}: {e}; write e.g. \"30m\" or \"90s\""))),
+            Err(e) => {
+                Err(serde::de::Error::custom(format!("build_timeout {text:?}: {e}; write e.g. \"30m\" or \"90s\"")))
+            }
         }
     }
 }
@@ -348,6 +350,7 @@ pub fn fill_placeholders(text: &str, values: &BTreeMap<String, String>) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn write(dir: &Path, text: &str) {
         std::fs::write(dir.join("svcbench.toml"), text).unwrap();
@@ -457,6 +460,27 @@ artifacts = ["target/lto/release/x"]
             "{e}"
         );
         assert!(!e.contains('\n'), "one line: {e}");
+    }
+
+    #[test]
+    fn run_as_and_build_timeout_read_with_defaults_and_variant_overrides() {
+        let d = tempfile::tempdir().unwrap();
+        let text = GOOD.replace("run = ", "build_timeout = \"90s\"\nrun = ");
+        write(d.path(), &format!("{text}\n[variant.priv]\nrun_as = \"root\"\nbuild_timeout = \"2h\"\n"));
+        let all = Service::load_spec(&format!("{}@*", d.path().display())).unwrap();
+        assert_eq!((all[0].manifest.run_as, all[0].build_timeout()), (RunAs::Svcbench, Duration::from_secs(90)));
+        assert_eq!((all[1].manifest.run_as, all[1].build_timeout()), (RunAs::Root, Duration::from_secs(7200)));
+        write(d.path(), GOOD);
+        assert_eq!(Service::load(d.path()).unwrap().build_timeout(), DEFAULT_BUILD_TIMEOUT);
+        for (bad, says) in [
+            ("build_timeout = \"soon\"", "build_timeout \"soon\""),
+            ("build_timeout = \"0s\"", "more than 0"),
+            ("run_as = \"admin\"", "admin"),
+        ] {
+            write(d.path(), &GOOD.replace("run = ", &format!("{bad}\nrun = ")));
+            let e = format!("{:#}", Service::load(d.path()).unwrap_err());
+            assert!(e.contains(says) && !e.contains('\n'), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -127,19 +127,37 @@ fn a_build_past_its_time_limit_is_ended_with_its_whole_group() {
     let line = err.lines().find(|l| l.contains("build_timeout")).unwrap_or_else(|| panic!("{err}"));
     assert!(line.contains("slow-build") && line.contains("ran past its build_timeout of 1s"), "{line}");
     let pgid: i32 = std::fs::read_to_string(svc.join("build.pgid")).unwrap().trim().parse().unwrap();
-    let alive = unsafe { libc::kill(-pgid, 0) } == 0;
-    assert!(!alive, "the build's process group {pgid} is still running");
+    // Killed members may linger a moment as zombies until their new parent reaps them: only live ones count.
+    let t0 = Instant::now();
+    while !live_members(pgid).is_empty() && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(live_members(pgid), Vec::<i32>::new(), "the build's process group {pgid} is still running");
+}
+
+/// The processes of process group `pgid` that are not zombies (/proc/PID/stat: state, ppid, pgrp).
+fn live_members(pgid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
+        let fields: Vec<&str> = stat.rsplit_once(')').map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
+        if fields.len() > 2 && fields[2] == pgid.to_string() && fields[0] != "Z" {
+            out.push(pid);
+        }
+    }
+    out
 }
 
 #[test]
 fn java_under_a_java_home_with_a_space_starts() {
     let tmp = open_tempdir();
     // A stand-in for java: it starts the steady test service, wherever its folder's name has a space.
-    let bin = tmp.path().join("my jdk/bin");
-    std::fs::create_dir_all(&bin).unwrap();
+    let jdk_bin = tmp.path().join("my jdk/bin");
+    std::fs::create_dir_all(&jdk_bin).unwrap();
     let script = repo().join("crates/svcbench/tests/fixtures/testservice.py");
-    std::fs::write(bin.join("java"), format!("#!/bin/sh\nexec python3 {} steady\n", script.display())).unwrap();
-    std::fs::set_permissions(bin.join("java"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(jdk_bin.join("java"), format!("#!/bin/sh\nexec python3 {} steady\n", script.display())).unwrap();
+    std::fs::set_permissions(jdk_bin.join("java"), std::fs::Permissions::from_mode(0o755)).unwrap();
     for (name, run) in [("java-shell", "{java} $JAVA_OPTS -jar app.jar"), ("java-direct", "{java} -jar app.jar")] {
         let svc = service(tmp.path(), name, &format!("run = \"{run}\""));
         let out = std::process::Command::new(bin())

@@ -3,9 +3,9 @@
 //! `prefill_row` statement (`?1` is the row's number); its size is recorded after the run. The database
 //! lives in a private folder owned by the service's user, who must write it and its journal beside it.
 use super::{opt_u64, reject_unknown, DepContext, Dependency};
-use anyhow::{bail, Context, Result};
 use crate::manifest::RunAs;
 use crate::sandbox::service_user;
+use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

@@ -1,10 +1,10 @@
 //! One started service: its sandbox, port and log, from spawn to readiness (the startup time) to stop.
 use super::service_sandbox::ServiceSandbox;
 use crate::manifest::{fill_placeholders, Service};
-use crate::sandbox::service_user;
 use crate::net::{wait_ready, Readiness};
 use crate::network::Host;
 use crate::sandbox::process::StartCommand;
+use crate::sandbox::service_user;
 use crate::sandbox::{CgroupChoice, Limits, Sandbox};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -97,11 +97,14 @@ impl Instance {
         }
         let command = super::start_command::from_run(&svc.manifest.run, &values)
             .with_context(|| format!("{}: run", manifest_file.display()))?;
+        // The program the service starts with (through a shell: its first word, unless the shell makes it).
         let program = match &command {
-            StartCommand::Direct(words) => words.first().map(String::as_str),
-            StartCommand::Shell(_) => None,
+            StartCommand::Direct(words) => words.first().cloned(),
+            StartCommand::Shell(line) => {
+                shlex::split(line).and_then(|w| w.into_iter().next()).filter(|w| !w.contains('$') && !w.contains('='))
+            }
         };
-        service_user::check_reachable(user.as_ref(), &svc.dir, program, &service_path(&env))?;
+        service_user::check_reachable(user.as_ref(), &svc.dir, program.as_deref(), &service_path(&env))?;
         std::fs::create_dir_all(spec.log_dir)?;
         let log_path = spec.log_dir.join(&spec.log_name);
         let log = std::fs::File::create(&log_path).with_context(|| format!("cannot create {}", log_path.display()))?;

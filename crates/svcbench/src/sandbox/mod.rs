@@ -5,9 +5,9 @@ pub mod cgroup;
 pub mod cgroup_v1;
 pub mod cgroup_v2;
 pub mod process;
-pub mod service_user;
 pub mod procfs;
 pub mod sampler;
+pub mod service_user;
 
 use cgroup::CgroupBackend;
 pub use cgroup::{CgroupChoice, Limits};

@@ -44,11 +44,12 @@ pub fn name_of(user: Option<&User>) -> String {
 
 /// `name`'s ids, creating it as a system user without home or login shell when missing.
 fn ensure(name: &str) -> Result<User> {
-    let lookup = || -> Result<Option<User>> {
-        Ok(nix::unistd::User::from_name(name)
-            .with_context(|| format!("cannot look up user {name}"))?
-            .map(|u| User { name: u.name, uid: u.uid.as_raw(), gid: u.gid.as_raw() }))
-    };
+    let lookup =
+        || -> Result<Option<User>> {
+            Ok(nix::unistd::User::from_name(name)
+                .with_context(|| format!("cannot look up user {name}"))?
+                .map(|u| User { name: u.name, uid: u.uid.as_raw(), gid: u.gid.as_raw() }))
+        };
     if let Some(u) = lookup()? {
         return Ok(u);
     }
@@ -174,8 +175,23 @@ mod tests {
         let env = base_env(home, Some("/opt/my jdk"));
         let keys: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
         assert!(keys.iter().all(|k| ENV_ALLOW_LIST.contains(k) || *k == "HOME" || *k == "JAVA_HOME"), "{keys:?}");
-        assert!(env.contains(&("HOME".into(), "/h".into())) && env.contains(&("JAVA_HOME".into(), "/opt/my jdk".into())));
+        assert!(
+            env.contains(&("HOME".into(), "/h".into())) && env.contains(&("JAVA_HOME".into(), "/opt/my jdk".into()))
+        );
         assert!(!base_env(home, None).iter().any(|(k, _)| k == "JAVA_HOME"));
+    }
+
+    #[test]
+    fn a_private_folder_is_0700_and_its_users() {
+        use std::os::unix::fs::MetadataExt;
+        let user = for_service(RunAs::Svcbench).unwrap();
+        let dir = private_folder("test", user.as_ref()).unwrap();
+        let meta = std::fs::symlink_metadata(dir.path()).unwrap();
+        assert_eq!(meta.mode() & 0o777, 0o700);
+        assert_eq!(meta.uid(), user.as_ref().map_or(nix::unistd::geteuid().as_raw(), |u| u.uid));
+        let path = dir.path().to_path_buf();
+        drop(dir);
+        assert!(!path.exists());
     }
 
     #[test]
