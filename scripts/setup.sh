@@ -43,14 +43,14 @@ id svcbench >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sb
 
 # It must reach the services' folders in this checkout: where a folder above the checkout denies it
 # (/root is 0700 on many machines), grant it the search bit alone, nothing to read or write.
-dir=$(pwd -P)
-while :; do
+# From / down, so that a folder is judged once those above it can be crossed.
+dirs=() dir=$(pwd -P)
+while :; do dirs=("$dir" "${dirs[@]}"); [ "$dir" = / ] && break; dir=$(dirname "$dir"); done
+for dir in "${dirs[@]}"; do
   if ! setpriv --reuid=svcbench --regid=svcbench --clear-groups test -x "$dir" 2>/dev/null; then
     setfacl -m u:svcbench:x "$dir"
     echo "setup: granted user svcbench the search (x) bit on $dir with an ACL (setfacl -m u:svcbench:x), so it can reach the services in $(pwd -P)" >&2
   fi
-  [ "$dir" = / ] && break
-  dir=$(dirname "$dir")
 done
 
 # The report's chart library, from npm, embedded into the binary at build time (crates/svcbench/assets).
