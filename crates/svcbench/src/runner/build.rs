@@ -94,9 +94,8 @@ fn wait_bounded(mut child: Child, svc: &Service, log_path: &Path) -> Result<Exit
         ),
     };
     signal_group(pgid, libc::SIGTERM);
-    if wait_timeout(&mut child, BUILD_STOP_GRACE)?.is_none() {
-        signal_group(pgid, libc::SIGKILL);
-    }
+    let _ = wait_timeout(&mut child, BUILD_STOP_GRACE);
+    // What is left of the group after the grace (or after the shell alone ended on SIGTERM).
     signal_group(pgid, libc::SIGKILL);
     let _ = child.wait();
     crate::guard::unregister(&part);
