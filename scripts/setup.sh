@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-apt_packages=(wrk chromium upx-ucl sqlite3 python3 python3-venv nginx-light unzip iproute2 openssh-client openssh-server)
+apt_packages=(wrk chromium upx-ucl sqlite3 python3 python3-venv nginx-light unzip iproute2 openssh-client openssh-server acl)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -38,8 +38,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ -n "$made_policy" ]; then rm -f "$policy"; fi
 fi
 
-# OpenSearch (locations scenario) refuses to run as root: it runs as this unprivileged user.
+# Services under test and OpenSearch run as this unprivileged user (docs/security.md).
 id svcbench >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin svcbench
+
+# It must reach the services' folders in this checkout: where a folder above the checkout denies it
+# (/root is 0700 on many machines), grant it the search bit alone, nothing to read or write.
+# From / down, so that a folder is judged once those above it can be crossed.
+dirs=() dir=$(pwd -P)
+while :; do dirs=("$dir" "${dirs[@]}"); [ "$dir" = / ] && break; dir=$(dirname "$dir"); done
+for dir in "${dirs[@]}"; do
+  if ! setpriv --reuid=svcbench --regid=svcbench --clear-groups test -x "$dir" 2>/dev/null; then
+    setfacl -m u:svcbench:x "$dir"
+    echo "setup: granted user svcbench the search (x) bit on $dir with an ACL (setfacl -m u:svcbench:x), so it can reach the services in $(pwd -P)" >&2
+  fi
+done
 
 # The report's chart library, from npm, embedded into the binary at build time (crates/svcbench/assets).
 if [ -f crates/svcbench/assets/package.json ] && [ ! -d crates/svcbench/assets/node_modules ]; then

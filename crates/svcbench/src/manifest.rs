@@ -20,6 +20,20 @@ impl ProgrammingModel {
     }
 }
 
+/// Who the service runs as when svcbench runs as root (docs/security.md).
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RunAs {
+    /// The unprivileged system user `svcbench`.
+    #[default]
+    Svcbench,
+    /// root, for the rare service that needs it; the report says so.
+    Root,
+}
+
+/// How long a build may take when the manifest gives no `build_timeout`.
+pub const DEFAULT_BUILD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
@@ -38,7 +52,13 @@ pub struct Manifest {
     /// rebuilds the service as a change inside does.
     #[serde(default)]
     pub build_inputs: Vec<String>,
+    /// How long the build may take ("30m", "90s"): past it, the build's process group is ended.
+    #[serde(default, with = "humantime_serde_opt")]
+    pub build_timeout: Option<std::time::Duration>,
     pub run: String,
+    /// The user the service runs as when svcbench is root: `svcbench` (default) or `root`.
+    #[serde(default)]
+    pub run_as: RunAs,
     #[serde(default)]
     pub artifacts: Vec<String>,
     pub readiness: String,
@@ -75,6 +95,27 @@ pub struct Variant {
     pub artifacts: Option<Vec<String>>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    #[serde(default, with = "humantime_serde_opt")]
+    pub build_timeout: Option<std::time::Duration>,
+    #[serde(default)]
+    pub run_as: Option<RunAs>,
+}
+
+/// `build_timeout` as a human duration ("30m"), read with humantime, so that a bad one names itself.
+mod humantime_serde_opt {
+    use serde::{Deserialize, Deserializer};
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<std::time::Duration>, D::Error> {
+        let text = String::deserialize(d)?;
+        match humantime::parse_duration(&text) {
+            Ok(t) if !t.is_zero() && t <= std::time::Duration::from_secs(24 * 3600) => Ok(Some(t)),
+            Ok(_) => Err(serde::de::Error::custom(format!(
+                "build_timeout {text:?} must be more than 0 and at most 24h, e.g. \"30m\""
+            ))),
+            Err(e) => {
+                Err(serde::de::Error::custom(format!("build_timeout {text:?}: {e}; write e.g. \"30m\" or \"90s\"")))
+            }
+        }
+    }
 }
 
 /// A manifest together with the folder it came from. For a variant, the manifest is the base's with the
@@ -157,6 +198,12 @@ impl Service {
         if let Some(a) = &v.artifacts {
             m.artifacts = a.clone();
         }
+        if let Some(t) = v.build_timeout {
+            m.build_timeout = Some(t);
+        }
+        if let Some(r) = v.run_as {
+            m.run_as = r;
+        }
         m.env.extend(v.env.clone());
         m.variant.clear();
         Ok(Service {
@@ -238,6 +285,11 @@ impl Service {
         &self.manifest.name
     }
 
+    /// The build's time limit: the manifest's `build_timeout`, else [`DEFAULT_BUILD_TIMEOUT`].
+    pub fn build_timeout(&self) -> std::time::Duration {
+        self.manifest.build_timeout.unwrap_or(DEFAULT_BUILD_TIMEOUT)
+    }
+
     /// Total size in bytes of the artifact files or folders (missing ones are an error: the build did not
     /// produce what the manifest promised).
     pub fn artifact_bytes(&self) -> Result<u64> {
@@ -298,6 +350,7 @@ pub fn fill_placeholders(text: &str, values: &BTreeMap<String, String>) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn write(dir: &Path, text: &str) {
         std::fs::write(dir.join("svcbench.toml"), text).unwrap();
@@ -407,6 +460,27 @@ artifacts = ["target/lto/release/x"]
             "{e}"
         );
         assert!(!e.contains('\n'), "one line: {e}");
+    }
+
+    #[test]
+    fn run_as_and_build_timeout_read_with_defaults_and_variant_overrides() {
+        let d = tempfile::tempdir().unwrap();
+        let text = GOOD.replace("run = ", "build_timeout = \"90s\"\nrun = ");
+        write(d.path(), &format!("{text}\n[variant.priv]\nrun_as = \"root\"\nbuild_timeout = \"2h\"\n"));
+        let all = Service::load_spec(&format!("{}@*", d.path().display())).unwrap();
+        assert_eq!((all[0].manifest.run_as, all[0].build_timeout()), (RunAs::Svcbench, Duration::from_secs(90)));
+        assert_eq!((all[1].manifest.run_as, all[1].build_timeout()), (RunAs::Root, Duration::from_secs(7200)));
+        write(d.path(), GOOD);
+        assert_eq!(Service::load(d.path()).unwrap().build_timeout(), DEFAULT_BUILD_TIMEOUT);
+        for (bad, says) in [
+            ("build_timeout = \"soon\"", "build_timeout \"soon\""),
+            ("build_timeout = \"0s\"", "more than 0"),
+            ("run_as = \"admin\"", "admin"),
+        ] {
+            write(d.path(), &GOOD.replace("run = ", &format!("{bad}\nrun = ")));
+            let e = format!("{:#}", Service::load(d.path()).unwrap_err());
+            assert!(e.contains(says) && !e.contains('\n'), "{bad}: {e}");
+        }
     }
 
     #[test]

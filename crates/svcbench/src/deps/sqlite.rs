@@ -1,13 +1,18 @@
 //! The `sqlite` dependency: a file, not a server. A fresh database per run from the scenario's own schema
 //! file (`schema = "schema.sql"`), optionally pre-filled with `prefill` rows by the scenario's
-//! `prefill_row` statement (`?1` is the row's number); its size is recorded after the run.
+//! `prefill_row` statement (`?1` is the row's number); its size is recorded after the run. The database
+//! lives in a private folder owned by the service's user, who must write it and its journal beside it.
 use super::{opt_u64, reject_unknown, DepContext, Dependency};
+use crate::manifest::RunAs;
+use crate::sandbox::service_user;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub struct SqliteFile {
-    dir: PathBuf,
+    dir: tempfile::TempDir,
+    /// The user the service runs as, who owns the folder and each database (None: svcbench's own).
+    owner: Option<crate::sandbox::service_user::User>,
     schema: String,
     prefill: u64,
     prefill_row: Option<String>,
@@ -31,15 +36,16 @@ impl SqliteFile {
                 "dependency `sqlite`: prefill = {prefill} needs prefill_row, the INSERT of one row (?1 is its number)"
             );
         }
-        let dir = ctx.work_dir.join("sqlite");
-        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let mut f = SqliteFile { path: dir.join("initial.db"), dir, schema, prefill, prefill_row };
+        // A service running as root can write a folder owned by the unprivileged user as well.
+        let owner = service_user::for_service(RunAs::Svcbench)?;
+        let dir = service_user::private_folder("sqlite", owner.as_ref())?;
+        let mut f = SqliteFile { path: dir.path().join("initial.db"), dir, owner, schema, prefill, prefill_row };
         f.create("initial")?;
         Ok(f)
     }
 
     fn create(&mut self, label: &str) -> Result<()> {
-        self.path = self.dir.join(format!("{label}.db"));
+        self.path = self.dir.path().join(format!("{label}.db"));
         for suffix in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", self.path.display()));
         }
@@ -56,7 +62,8 @@ impl SqliteFile {
             }
             tx.commit()?;
         }
-        Ok(())
+        drop(conn);
+        service_user::hand_over(&self.path, self.owner.as_ref())
     }
 
     fn size_bytes(&self) -> u64 {

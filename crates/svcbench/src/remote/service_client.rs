@@ -143,6 +143,8 @@ impl StartsElsewhere for RemoteService {
             port: s.port,
             log_path: PathBuf::from(format!("{} on {}", spec.log_name, self.place)),
             spawned_at,
+            user: None,
+            _home: None,
         })
     }
 }

@@ -339,6 +339,9 @@ pub fn runs(d: &Dataset) -> Table {
             };
             let mut notes: Vec<String> = r.warnings.clone();
             notes.extend(r.listen_warning.clone());
+            if r.service_user.as_deref() == Some("root") {
+                notes.push("ran as root (run_as in its manifest)".into());
+            }
             if let Some(e) = &r.error {
                 notes.push(e.clone());
             }

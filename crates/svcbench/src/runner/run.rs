@@ -161,6 +161,9 @@ fn start(
     let placeholders = ctx.deps.placeholders();
     let empty = BTreeMap::new();
     let mut inst = Instance::spawn(svc, &start_spec(ctx, svc, cell.limits, what, &placeholders, &empty))?;
+    if let Some(user) = &inst.user {
+        ctx.store.record_service_user(run_id, user)?;
+    }
     let (held, mismatches) = inst.sandbox.limits_held(cell.limits);
     ctx.store.record_limits(
         run_id,

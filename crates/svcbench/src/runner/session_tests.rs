@@ -179,6 +179,8 @@ impl StartsElsewhere for FakeStarter {
             port: self.port,
             log_path: spec.log_dir.join(&spec.log_name),
             spawned_at: Instant::now(),
+            user: None,
+            _home: None,
         })
     }
 }

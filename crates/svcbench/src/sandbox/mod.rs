@@ -8,6 +8,7 @@ pub mod listening;
 pub mod process;
 pub mod procfs;
 pub mod sampler;
+pub mod service_user;
 
 use cgroup::CgroupBackend;
 pub use cgroup::{CgroupChoice, Limits};
@@ -100,6 +101,8 @@ pub struct Sandbox {
     netns: Option<Arc<crate::network::NsHandle>>,
     /// The user the processes run as (uid, gid); None: svcbench's own.
     run_as: Option<(u32, u32)>,
+    /// Whether the processes get svcbench's environment under theirs, or only their own (a service).
+    env_base: process::EnvBase,
     /// Loud, stored with the results: limits that could not be applied, and why.
     pub warnings: Vec<String>,
 }
@@ -139,6 +142,7 @@ impl Sandbox {
             exit: None,
             netns: None,
             run_as: None,
+            env_base: process::EnvBase::Inherited,
             warnings,
         }
     }
@@ -159,6 +163,11 @@ impl Sandbox {
         self.run_as = Some(ids);
     }
 
+    /// Processes started from now on get only the environment given to `start` (a service under test).
+    pub fn clean_env(&mut self) {
+        self.env_base = process::EnvBase::Clean;
+    }
+
     /// The limits the service really runs under, and how they differ from `asked` (empty: as asked).
     pub fn limits_held(&self, asked: &Limits) -> (cgroup::Applied, Vec<String>) {
         let Some(cg) = &self.cgroup else {
@@ -176,11 +185,17 @@ impl Sandbox {
         self.cgroup.as_ref().map_or("none", |c| c.version())
     }
 
-    pub fn start(&mut self, command: &str, dir: &Path, env: &[(String, String)], log: File) -> anyhow::Result<()> {
+    pub fn start(
+        &mut self,
+        command: impl Into<process::StartCommand>,
+        dir: &Path,
+        env: &[(String, String)],
+        log: File,
+    ) -> anyhow::Result<()> {
         let files = self.cgroup.as_ref().map(|c| c.procs_files()).unwrap_or_default();
         let placement =
             process::Placement { procs_files: &files, netns: self.netns.as_ref().map(|n| n.fd()), run_as: self.run_as };
-        let child = process::spawn(command, dir, env, &placement, log)?;
+        let child = process::spawn(&command.into(), dir, env, self.env_base, &placement, log)?;
         self.pgid = child.id() as i32;
         self.child = Some(child);
         self.exit = None;

@@ -18,18 +18,76 @@ pub struct Placement<'a> {
     pub run_as: Option<(u32, u32)>,
 }
 
-/// Spawns `command` via `sh -c 'exec …'` with its own process group, the open-file limit raised to the
-/// hard limit, and its placement taken before exec, so that not a single instruction of the service runs
-/// outside its limits, its network or as another user.
+/// What a sandbox starts: a program with its words (no shell), or a command line for `sh -c 'exec …'`
+/// (a manifest's `run` with shell syntax, whose placeholders were quoted for that shell).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartCommand {
+    Direct(Vec<String>),
+    Shell(String),
+}
+
+impl From<&str> for StartCommand {
+    fn from(command: &str) -> StartCommand {
+        StartCommand::Shell(command.to_string())
+    }
+}
+
+impl From<&String> for StartCommand {
+    fn from(command: &String) -> StartCommand {
+        StartCommand::Shell(command.clone())
+    }
+}
+
+impl std::fmt::Display for StartCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartCommand::Direct(words) => {
+                let quoted: Vec<String> = words.iter().map(|w| shell_quote(w)).collect();
+                f.write_str(&quoted.join(" "))
+            }
+            StartCommand::Shell(line) => f.write_str(line),
+        }
+    }
+}
+
+/// The environment a started process gets: svcbench's own plus some variables (a dependency svcbench
+/// trusts), or only the variables given (a service under test: docs/security.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnvBase {
+    Inherited,
+    Clean,
+}
+
+/// Spawns `command` (directly, or via `sh -c 'exec …'`) with its own process group, the open-file limit
+/// raised to the hard limit, and its placement taken before exec, so that not a single instruction of the
+/// service runs outside its limits, its network or as another user.
 pub fn spawn(
-    command: &str,
+    command: &StartCommand,
     dir: &std::path::Path,
     env: &[(String, String)],
+    base: EnvBase,
     placement: &Placement,
     log: File,
 ) -> Result<Child> {
-    let mut cmd = Command::new("/bin/sh");
-    cmd.arg("-c").arg(format!("exec {command}")).current_dir(dir).stdin(Stdio::null());
+    let mut cmd = match command {
+        StartCommand::Direct(words) => {
+            let Some((program, args)) = words.split_first() else { anyhow::bail!("an empty command cannot start") };
+            // A relative program with a folder part (`target/release/x`) is the service folder's.
+            let program = if program.contains('/') { dir.join(program) } else { program.into() };
+            let mut cmd = Command::new(program);
+            cmd.args(args);
+            cmd
+        }
+        StartCommand::Shell(line) => {
+            let mut cmd = Command::new("/bin/sh");
+            cmd.arg("-c").arg(format!("exec {line}"));
+            cmd
+        }
+    };
+    cmd.current_dir(dir).stdin(Stdio::null());
+    if base == EnvBase::Clean {
+        cmd.env_clear();
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -89,11 +147,16 @@ fn spawn_placed(mut cmd: Command, placement: &Placement, stdout: File, stderr: F
             }
             // Only getrlimit/setrlimit: safe between fork and exec.
             let _ = loadgen::limits::raise_nofile_limit();
-            // The change of user comes last but one: entering the namespace needs root.
+            // The change of user comes last but one: entering the namespace needs root. Supplementary
+            // groups go first (root's would stay otherwise), then the group, then the user.
             if let Some((uid, gid)) = run_as {
                 if libc::setgroups(0, std::ptr::null()) != 0 || libc::setgid(gid) != 0 || libc::setuid(uid) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
+            }
+            // Neither setuid programs nor file capabilities give the service back what it was not given.
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
             }
             // Dies with svcbench (set after the change of user, which clears it). The kernel sends it when
             // the thread that forked ends: services are started from the main thread, which lives as long

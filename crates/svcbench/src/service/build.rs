@@ -1,12 +1,19 @@
 //! Building a service with its own build command (cargo, go, mvn, npm), once per session and only when its
 //! inputs changed since the last successful build (build_stamp.rs), timed, with its output kept in a log
-//! file (shown in part when it fails).
+//! file (shown in part when it fails). A build runs as svcbench's user (it needs that user's toolchains and
+//! caches), in a process group of its own that is ended whole at its `build_timeout` and on Ctrl-C.
 use super::build_stamp;
 use crate::manifest::Service;
+use crate::sandbox::process::{signal_group, wait_timeout};
+use crate::sandbox::service_user;
 use anyhow::{bail, Context, Result};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a build ended by svcbench has between SIGTERM and SIGKILL.
+const BUILD_STOP_GRACE: Duration = Duration::from_secs(5);
 
 pub struct Built {
     pub seconds: f64,
@@ -14,6 +21,8 @@ pub struct Built {
 }
 
 pub fn build(svc: &Service, log_dir: &Path, skip: bool) -> Result<Built> {
+    // Before any build: a service its user cannot reach would fail only at its start.
+    service_user::check_reachable(service_user::for_service(svc.manifest.run_as)?.as_ref(), &svc.dir, None, "")?;
     let mut seconds = 0.0;
     if let (Some(cmd), false) = (&svc.manifest.build, skip) {
         if let Some(stamp) = build_stamp::fresh(svc) {
@@ -33,16 +42,18 @@ pub fn build(svc: &Service, log_dir: &Path, skip: bool) -> Result<Built> {
         let env: Vec<String> = svc.manifest.build_env.iter().map(|(k, v)| format!("{k}={v} ")).collect();
         eprintln!("svcbench: building {} ({}{cmd})", svc.name(), env.concat());
         let t0 = Instant::now();
-        let status = Command::new("/bin/sh")
+        let child = Command::new("/bin/sh")
             .arg("-c")
             .arg(cmd)
             .current_dir(&svc.dir)
             .envs(&svc.manifest.build_env)
+            .process_group(0)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
-            .status()
+            .spawn()
             .with_context(|| format!("cannot run the build of {}", svc.name()))?;
+        let status = wait_bounded(child, svc, &log_path)?;
         seconds = t0.elapsed().as_secs_f64();
         if !status.success() {
             let text = std::fs::read_to_string(&log_path).unwrap_or_default();
@@ -54,4 +65,39 @@ pub fn build(svc: &Service, log_dir: &Path, skip: bool) -> Result<Built> {
         let _ = build_stamp::write(svc, seconds);
     }
     Ok(Built { seconds, artifact_bytes: svc.artifact_bytes()? })
+}
+
+/// Waits for the build, ending its whole process group at the build's time limit or when svcbench is
+/// asked to stop; registered meanwhile, so that a second Ctrl-C ends it with everything else.
+fn wait_bounded(mut child: Child, svc: &Service, log_path: &Path) -> Result<ExitStatus> {
+    let pgid = child.id() as i32;
+    let part = format!("build-{}-{pgid}", svc.name());
+    crate::guard::register(crate::guard::Part { name: part.clone(), pgid, cgroups: Vec::new() });
+    let limit = svc.build_timeout();
+    let ended = crate::poll::until(limit, Duration::from_millis(50), || {
+        if crate::guard::signals::interrupted() {
+            return Some(None);
+        }
+        child.try_wait().transpose().map(Some)
+    });
+    let why = match ended {
+        Some(Some(status)) => {
+            // The build's own leftovers (a compiler server, a daemon it forked) end with it.
+            signal_group(pgid, libc::SIGKILL);
+            crate::guard::unregister(&part);
+            return status.context("cannot wait for the build");
+        }
+        Some(None) => "svcbench was asked to stop".to_string(),
+        None => format!(
+            "it ran past its build_timeout of {} (raise build_timeout in its manifest if it needs longer)",
+            humantime::format_duration(limit)
+        ),
+    };
+    signal_group(pgid, libc::SIGTERM);
+    let _ = wait_timeout(&mut child, BUILD_STOP_GRACE);
+    // What is left of the group after the grace (or after the shell alone ended on SIGTERM).
+    signal_group(pgid, libc::SIGKILL);
+    let _ = child.wait();
+    crate::guard::unregister(&part);
+    bail!("build of {} ended: {why} (log so far: {})", svc.name(), log_path.display())
 }

@@ -6,3 +6,4 @@ pub mod build_many;
 pub mod build_stamp;
 pub mod instance;
 pub mod service_sandbox;
+pub mod start_command;

@@ -191,6 +191,12 @@ impl Store {
         Ok(())
     }
 
+    /// The user the service of this run ran as (docs/security.md).
+    pub fn record_service_user(&self, run: i64, user: &str) -> Result<()> {
+        self.conn.execute("UPDATE run SET service_user = ?2 WHERE id = ?1", params![run, user])?;
+        Ok(())
+    }
+
     pub fn record_cell(&self, run: i64, c: &RunCell) -> Result<()> {
         self.conn.execute(
             "UPDATE run SET cell = ?2, asked_cpus = ?3, asked_memory_mib = ?4 WHERE id = ?1",

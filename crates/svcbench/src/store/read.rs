@@ -114,6 +114,8 @@ pub struct Run {
     pub crashed: bool,
     /// Ended by svcbench after sitting at its memory cap without answering (NULL in older stores: false).
     pub stuck_at_memory_cap: bool,
+    /// The user the service ran as (NULL in older stores and for a service on its own machine).
+    pub service_user: Option<String>,
     pub failed_stage: Option<String>,
     pub total_cpu_s: Option<f64>,
     pub total_requests_ok: Option<i64>,
@@ -243,6 +245,7 @@ fn run_of(r: &Row) -> rusqlite::Result<Run> {
         oom_killed: r.get::<_, i64>("oom_killed")? != 0,
         crashed: r.get::<_, i64>("crashed")? != 0,
         stuck_at_memory_cap: r.get::<_, Option<i64>>("stuck_at_memory_cap")?.unwrap_or(0) != 0,
+        service_user: r.get("service_user")?,
         failed_stage: r.get("failed_stage")?,
         total_cpu_s: r.get("total_cpu_s")?,
         total_requests_ok: r.get("total_requests_ok")?,

@@ -55,6 +55,7 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
         7,
         "1 when the service sat at its memory cap without answering and was ended",
     ),
+    ("run", "service_user", "TEXT", 8, "the user the service ran as: svcbench, root (run_as) or svcbench's own"),
     ("run", "listen_addrs", "TEXT", 9, "where the service's processes listened after startup, read from /proc"),
     (
         "run",
