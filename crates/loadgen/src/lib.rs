@@ -34,7 +34,10 @@ mod template;
 mod timeline;
 pub mod validity;
 
-pub use config::{share, split_url, LoadConfig, Model, Pacing, RateRamp, StatusSet, Target};
+pub use config::{
+    share, split_url, LoadConfig, Model, Pacing, RateRamp, StatusSet, Target, MAX_DURATION, MAX_RATE, MAX_START_DELAY,
+    MAX_TIMEOUT,
+};
 pub use hdrhistogram::Histogram;
 pub use report::{
     merge_reports, ConnectionStats, ErrorCounts, LoadReport, OpenStats, Percentiles, SecondStats, WorkerUsage,
