@@ -59,7 +59,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "quick")]
     pub profile: String,
     /// Fresh runs per service, interleaved (A1 B1 A2 B2 …). Three is the fewest `compare` decides on.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=MAX_RUNS as i64))]
     pub runs: u32,
     #[command(flatten)]
     pub limits: LimitsArgs,
@@ -76,7 +76,7 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "auto")]
     pub cgroup: CgroupArg,
     /// Override every step's duration (e.g. a short CI variant of a profile).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = parse_step_duration)]
     pub step_duration: Option<std::time::Duration>,
     /// Request mix of the scenario for steps that name none (default: `default`).
     #[arg(long)]
@@ -85,14 +85,14 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_build: bool,
     /// Give up on a service that has not answered its readiness path after this long (runner::STARTUP_TIMEOUT).
-    #[arg(long, default_value = "120s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "120s", value_parser = parse_startup_timeout)]
     pub startup_timeout: std::time::Duration,
     /// Expose the current step's figures in the Prometheus text format at http://ADDR/metrics.
     #[arg(long)]
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// Machine-speed drift, in percent, beyond which a step is flagged (the probe is a fixed CPU-bound loop
     /// timed on the step's CPUs before and after its load, against the session's median).
-    #[arg(long, default_value_t = 10.0, value_name = "PCT")]
+    #[arg(long, default_value_t = 10.0, value_name = "PCT", value_parser = parse_probe_tolerance)]
     pub probe_tolerance: f64,
     /// Seed of the request value draws (runs are repeatable).
     #[arg(long, default_value_t = crate::runner::SEED)]
@@ -131,8 +131,8 @@ impl LimitsArgs {
     /// (runner::cpu_split).
     pub fn limits(&self) -> anyhow::Result<crate::sandbox::Limits> {
         if let Some(c) = self.cpus {
-            if c.is_nan() || c <= 0.0 {
-                anyhow::bail!("--cpus {c}: must be above 0 (e.g. 1.5)");
+            if !(c.is_finite() && c > 0.0) {
+                anyhow::bail!("--cpus {c}: must be a number of CPUs above 0 (e.g. 1.5)");
             }
         }
         Ok(crate::sandbox::Limits {
@@ -180,7 +180,7 @@ impl NetworkArgs {
 pub struct DepArgs {
     /// Use a running dependency instead of starting one, e.g. opensearch=http://10.0.0.5:9200: svcbench checks
     /// it, loads the scenario's data where missing, and reads its CPU from its own statistics. Repeatable
-    #[arg(long = "dep", value_name = "KIND=URL")]
+    #[arg(long = "dep", value_name = "KIND=URL", value_parser = parse_dep)]
     pub deps: Vec<String>,
     /// With --dep: refuse a store that lacks the scenario's data instead of loading it
     #[arg(long)]
@@ -296,6 +296,48 @@ impl From<CgroupArg> for CgroupChoice {
             CgroupArg::None => CgroupChoice::None,
         }
     }
+}
+
+/// Most runs per service (or per study cell): a hundred fresh starts already tell the spread; more is a
+/// typo that would keep the machine busy for days.
+pub const MAX_RUNS: u32 = 100;
+/// Longest wait for a service to answer its readiness path: an hour (the slowest cold JVM start seen
+/// was under a minute).
+pub const MAX_STARTUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3_600);
+/// Largest machine-speed drift tolerance, in percent: beyond it no drift would ever be flagged.
+pub const MAX_PROBE_TOLERANCE_PCT: f64 = 1_000.0;
+
+/// `--step-duration`: at most the longest step a profile may hold (a day).
+fn parse_step_duration(s: &str) -> Result<std::time::Duration, String> {
+    loadgen::cli::parse_duration_within(s, crate::profile::MAX_STEP, "a day (24h)")
+}
+
+/// `--startup-timeout`: at most [`MAX_STARTUP_TIMEOUT`].
+fn parse_startup_timeout(s: &str) -> Result<std::time::Duration, String> {
+    loadgen::cli::parse_duration_within(s, MAX_STARTUP_TIMEOUT, "an hour (1h)")
+}
+
+/// `--probe-tolerance`: a finite percentage above zero, at most [`MAX_PROBE_TOLERANCE_PCT`].
+pub fn parse_probe_tolerance(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(p) if p.is_finite() && p > 0.0 && p <= MAX_PROBE_TOLERANCE_PCT => Ok(p),
+        _ => Err(format!("'{s}' is not a drift in percent above 0 and at most {MAX_PROBE_TOLERANCE_PCT}, e.g. 10")),
+    }
+}
+
+/// `--dep KIND=URL`: the URL's scheme is http, the only one svcbench speaks to a dependency (no TLS is
+/// built in). The rest is checked with the scenario (deps::GivenDeps).
+fn parse_dep(s: &str) -> Result<String, String> {
+    let url = s.split_once('=').map_or("", |(_, u)| u);
+    if url.starts_with("https://") {
+        return Err(format!(
+            "'{s}': svcbench speaks plain http to a dependency (no TLS built in); give its http:// address"
+        ));
+    }
+    if !url.starts_with("http://") {
+        return Err(format!("'{s}': write it as KIND=http://HOST:PORT, e.g. opensearch=http://10.0.0.5:9200"));
+    }
+    Ok(s.to_string())
 }
 
 /// "512M", "1G", "64m", "1048576" → bytes; "none" → None.

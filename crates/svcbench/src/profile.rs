@@ -1,5 +1,7 @@
 //! Load profiles (`profiles/<name>.toml`): lists of load steps, closed model (connections) or open model
 //! (arrival rate). Users add their own files; `--profile` takes a name or a path.
+pub mod limits;
+
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -126,7 +128,7 @@ impl Step {
 }
 
 /// The longest step a profile may hold: a day.
-const MAX_STEP: Duration = Duration::from_secs(86_400);
+pub const MAX_STEP: Duration = Duration::from_secs(86_400);
 
 #[derive(Debug, Clone)]
 pub struct Profile {
@@ -206,13 +208,8 @@ impl Profile {
                     }
                 }
                 (None, None, Some([from, to, by])) => {
-                    if !(*from > 0.0 && *by > 0.0 && to >= from) {
-                        return Err(at(format!("step {n}: rate_range must be [from > 0, to >= from, step > 0]")));
-                    }
-                    let mut r = *from;
-                    while r <= *to + 1e-9 {
+                    for r in limits::rate_range(*from, *to, *by).map_err(|e| at(format!("step {n}: {e}")))? {
                         loads.push(StepLoad::Open { start: r, end: r, max_connections });
-                        r += by;
                     }
                 }
                 _ => return Err(at(format!("step {n}: give exactly one of `connections`, `rate` or `rate_range`"))),
@@ -225,6 +222,9 @@ impl Profile {
             if s.pacing.is_some() && loads.iter().all(|l| matches!(l, StepLoad::Closed { .. })) {
                 return Err(at(format!("step {n}: pacing is for open-model steps (rate or rate_range)")));
             }
+            limits::check_repeat(s.repeat).map_err(|e| at(format!("step {n}: {e}")))?;
+            limits::check_step_count(steps.len(), &[s.repeat, loads.len(), delays.len(), keepalives.len()])
+                .map_err(|e| at(format!("step {n}: {e}")))?;
             for _ in 0..s.repeat {
                 for load in &loads {
                     for d in &delays {
@@ -250,8 +250,8 @@ impl Profile {
             Some(t) => humantime::parse_duration(t).map_err(|e| at(format!("request_timeout {t:?}: {e}")))?,
             None => Duration::from_secs(10),
         };
-        if request_timeout.is_zero() {
-            return Err(at("request_timeout must be above 0 (e.g. \"10s\")".into()));
+        if request_timeout.is_zero() || request_timeout > limits::MAX_REQUEST_TIMEOUT {
+            return Err(at("request_timeout must be above 0 and at most an hour (e.g. \"10s\")".into()));
         }
         if let Some(x) = f.stop_below_success {
             if !(x > 0.0 && x <= 1.0) {
@@ -302,7 +302,7 @@ impl Profile {
 
 fn parse_rates(r: &RateSpec) -> Result<Vec<(f64, f64)>> {
     let check = |x: f64| {
-        if x > 0.0 && x <= 1e7 {
+        if x > 0.0 && x <= limits::MAX_RATE {
             Ok(x)
         } else {
             bail!("rate must be above 0 and at most 10,000,000 requests/s, got {x}")
@@ -403,6 +403,16 @@ mod tests {
             (
                 "name='b'\nrequest_timeout='0s'\n[[step]]\nconnections=1\nduration='1s'\n",
                 "request_timeout must be above 0",
+            ),
+            ("name='b'\nrequest_timeout='1000years'\n[[step]]\nconnections=1\nduration='1s'\n", "at most an hour"),
+            ("name='b'\n[[step]]\nrate_range=[1.0, inf, 1.0]\nduration='1s'\n", "finite"),
+            ("name='b'\n[[step]]\nrate_range=[1e16, 2e16, 1]\nduration='1s'\n", "at most 10000000"),
+            ("name='b'\n[[step]]\nrate_range=[1, 100000, 1]\nduration='1s'\n", "at most 1000"),
+            ("name='b'\n[[step]]\nconnections=1\nrepeat=1000000000000\nduration='1s'\n", "repeat = 1000000000000"),
+            ("name='b'\n[[step]]\nconnections=1\nrepeat=0\nduration='1s'\n", "repeat = 0"),
+            (
+                "name='b'\n[[step]]\nconnections=[1,2,3,4,5,6,7,8,9,10]\nkeepalive=[true,false]\nrepeat=100\nduration='1s'\n",
+                "more than 1000 steps",
             ),
         ];
         for (text, want) in cases {

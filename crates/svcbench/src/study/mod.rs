@@ -43,7 +43,7 @@ pub struct StudyArgs {
     #[arg(long)]
     pub wait_lock: bool,
     /// Machine-speed drift, in percent, beyond which a step is flagged (as `svcbench run`).
-    #[arg(long, default_value_t = 10.0, value_name = "PCT")]
+    #[arg(long, default_value_t = 10.0, value_name = "PCT", value_parser = crate::cli::parse_probe_tolerance)]
     pub probe_tolerance: f64,
     #[command(flatten)]
     pub network: crate::cli::NetworkArgs,
