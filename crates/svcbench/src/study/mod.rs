@@ -1,6 +1,7 @@
 //! `svcbench study`: a study file's services and variants under every cell of its limits axis, runs
 //! interleaved, resumable, ending in the study's report (docs/study.md).
 pub mod file;
+pub mod resume;
 
 use crate::runner::{self, progress, RunOptions};
 use crate::sandbox::{CgroupChoice, Limits};
@@ -20,6 +21,10 @@ pub struct StudyArgs {
     /// Continue a study whose store already holds some of it: cells' completed runs are not run again.
     #[arg(long)]
     pub resume: bool,
+    /// With --resume, after the study's profile, step plan or a service's code changed: run it again as a new
+    /// generation, its runs stored and reported apart from the earlier ones.
+    #[arg(long, requires = "resume")]
+    pub new_cell: bool,
     /// The study's short form (its [quick] table: fewer runs, shorter steps), as CI runs it.
     #[arg(long)]
     pub quick: bool,
@@ -57,7 +62,7 @@ pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     if !(a.probe_tolerance > 0.0 && a.probe_tolerance.is_finite()) {
         bail!("--probe-tolerance {}: must be a percentage above zero, e.g. 10", a.probe_tolerance);
     }
-    let study = Study::load(&a.file, a.quick)?;
+    let mut study = Study::load(&a.file, a.quick)?;
     // A link axis runs on svcbench's own emulated network; the links then come from the study alone.
     let net = if study.has_link_axis() {
         if !a.network.links.is_empty() {
@@ -86,6 +91,12 @@ pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         db.parent().unwrap_or(std::path::Path::new(".")).join(name)
     });
     if a.report_only {
+        // The latest generation's report (the earlier ones: `svcbench report --filter label=NAME`).
+        if db.exists() {
+            if let Some(rec) = crate::store::Reader::open(&db)?.latest_study(&study.name)? {
+                study.name = rec.name;
+            }
+        }
         return crate::report::study::write(&db, &study, &html).map(|_| 0);
     }
     // Everything the study names is checked before anything is built or started.
@@ -94,6 +105,15 @@ pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     if let Some(d) = study.step_duration {
         profile =
             profile.with_step_duration(d).with_context(|| format!("{}: quick.step_duration", a.file.display()))?;
+    }
+    // The generation of the study this store continues (refused after a change unless --new-cell).
+    let base = study.name.clone();
+    if db.exists() {
+        let recorded = crate::store::Reader::open(&db)?.latest_study(&base)?;
+        if recorded.is_some() {
+            let now = resume::fingerprint(&study, &profile, &services)?;
+            study.name = resume::generation(&db, &base, recorded.as_ref(), &now, a.resume, a.new_cell)?;
+        }
     }
     let (completed, earlier) = if db.exists() {
         let r = crate::store::Reader::open(&db)?;
@@ -190,6 +210,10 @@ pub fn run_study(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             given_deps: a.given.given()?,
         };
         let s = runner::run_session(opts, stop)?;
+        // Recorded once the builds are done: a build may add files to the tree (node_modules, …) that the
+        // next resume sees before building.
+        let now = resume::fingerprint(&study, &profile, &services)?;
+        crate::store::Store::open(&db)?.record_study_fingerprint(s.session_id, &now)?;
         eprintln!(
             "svcbench: study `{}` session {} {}: {} run(s) completed, {} interrupted, {} failed",
             study.name,
