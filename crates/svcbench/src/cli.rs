@@ -357,8 +357,16 @@ pub fn parse_memory(s: &str) -> anyhow::Result<Option<u64>> {
     if !(n > 0.0 && n * mult as f64 <= (1u64 << 50) as f64) {
         anyhow::bail!("--memory {s:?}: write a size above zero and below 1024T, like 512M or 1G, or none");
     }
-    Ok(Some((n * mult as f64) as u64))
+    let bytes = (n * mult as f64) as u64;
+    // A cap below a mebibyte (1e-300G rounds to 0 bytes) is a typo: no service starts under it.
+    if bytes < MIN_MEMORY {
+        anyhow::bail!("--memory {s:?}: below 1M, which no service starts under; write a size like 512M or 1G, or none");
+    }
+    Ok(Some(bytes))
 }
+
+/// Smallest memory cap: a mebibyte.
+pub const MIN_MEMORY: u64 = 1 << 20;
 
 #[cfg(test)]
 mod tests {
@@ -378,7 +386,7 @@ mod tests {
         assert_eq!(parse_memory("1g").unwrap(), Some(1 << 30));
         assert_eq!(parse_memory("none").unwrap(), None);
         assert!(parse_memory("lots").is_err());
-        for bad in ["nan", "0", "-1M", "inf", "1e20G"] {
+        for bad in ["nan", "0", "-1M", "inf", "1e20G", "1e-300", "0.5", "1023K"] {
             assert!(parse_memory(bad).is_err(), "{bad}");
         }
     }

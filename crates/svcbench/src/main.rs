@@ -6,6 +6,8 @@ mod deps;
 mod figures;
 mod guard;
 mod host;
+#[cfg(test)]
+mod input_props;
 mod manifest;
 mod metrics;
 mod net;
