@@ -31,7 +31,11 @@ fn feed(parts: &[&[u8]], head_request: bool) -> Outcome {
             Err(e) => return Outcome::Error(e),
             Ok(Parsed::Complete { consumed }) => {
                 assert!(consumed <= buf.len());
-                return Outcome::Complete { status: p.status(), keep_alive: p.keep_alive(), consumed: consumed_total + consumed };
+                return Outcome::Complete {
+                    status: p.status(),
+                    keep_alive: p.keep_alive(),
+                    consumed: consumed_total + consumed,
+                };
             }
             Ok(Parsed::Partial { consumed }) => {
                 assert!(consumed <= buf.len());
@@ -42,7 +46,11 @@ fn feed(parts: &[&[u8]], head_request: bool) -> Outcome {
         }
     }
     if p.on_eof() {
-        return Outcome::Complete { status: p.status(), keep_alive: p.keep_alive(), consumed: consumed_total + buf.len() };
+        return Outcome::Complete {
+            status: p.status(),
+            keep_alive: p.keep_alive(),
+            consumed: consumed_total + buf.len(),
+        };
     }
     Outcome::Incomplete
 }
@@ -79,9 +87,9 @@ fn response() -> impl Strategy<Value = (Vec<u8>, bool)> {
     ];
     (
         prop_oneof![Just(200u16), Just(201), Just(204), Just(304), Just(404), Just(503)],
-        any::<bool>(),                                        // HTTP/1.0
+        any::<bool>(),                                            // HTTP/1.0
         prop_oneof![Just(""), Just("close"), Just("keep-alive")], // Connection header
-        0usize..3,                                            // interim 100 Continue heads
+        0usize..3,                                                // interim 100 Continue heads
         proptest::collection::vec("[A-Za-z-]{1,12}: [ -~]{0,30}", 0..5),
         proptest::collection::vec(any::<u8>(), 0..400),
         framing,

@@ -102,11 +102,7 @@ fn step() -> impl Strategy<Value = String> {
 }
 
 fn profile_text() -> impl Strategy<Value = String> {
-    (
-        proptest::collection::vec(step(), 0..4),
-        proptest::option::of(duration_text()),
-        proptest::option::of(number()),
-    )
+    (proptest::collection::vec(step(), 0..4), proptest::option::of(duration_text()), proptest::option::of(number()))
         .prop_map(|(steps, timeout, stop)| {
             let mut s = "name = \"p\"\n".to_string();
             if let Some(t) = timeout {

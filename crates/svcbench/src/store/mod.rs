@@ -14,8 +14,8 @@ use rusqlite::{params, Connection};
 use std::path::Path;
 
 pub use read::Reader;
-pub use study_fingerprint::{RecordedStudy, StudyFingerprint};
 pub use records::{DeathCause, RunCell, RunDeath, RunEnd, RunLimits, RunStartup, SessionRecord, StepRow};
+pub use study_fingerprint::{RecordedStudy, StudyFingerprint};
 pub use upgrade::SCHEMA_VERSION;
 
 pub struct Store {

@@ -151,7 +151,10 @@ impl Study {
             bail!("{at}: `services` is empty; list service folders, e.g. [\"services/hello/go-nethttp\"]");
         }
         if file.runs == 0 || file.runs > MAX_RUNS {
-            bail!("{at}: `runs` = {}: must be between 1 and {MAX_RUNS} (3 is the fewest compare decides on)", file.runs);
+            bail!(
+                "{at}: `runs` = {}: must be between 1 and {MAX_RUNS} (3 is the fewest compare decides on)",
+                file.runs
+            );
         }
         if let Some(c) = file.limits.cpus.iter().find(|c| !(c.is_finite() && **c > 0.0)) {
             bail!("{at}: limits.cpus holds {c}; quotas are CPUs above zero, e.g. [0.5, 1, 1.5]");

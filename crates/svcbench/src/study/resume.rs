@@ -14,10 +14,8 @@ use std::path::Path;
 /// duration, mix, upstream delay, fresh start, keep-alive and pacing, the request timeout, the stop rule
 /// and the study's mix. Not the runs or the cells: adding either continues the study.
 pub fn plan_hash(profile: &Profile, study_mix: Option<&str>) -> String {
-    let mut text = format!(
-        "timeout={:?};stop={:?};mix={:?}\n",
-        profile.request_timeout, profile.stop_below_success, study_mix
-    );
+    let mut text =
+        format!("timeout={:?};stop={:?};mix={:?}\n", profile.request_timeout, profile.stop_below_success, study_mix);
     for s in &profile.steps {
         text.push_str(&format!(
             "{}|{:?}|{:?}|{:?}|{:?}|{}|{}|{}\n",
