@@ -17,15 +17,16 @@ fn config() -> ProptestConfig {
     ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() }
 }
 
-/// A value, or an error of one line; and within [`CASE_LIMIT`].
-fn one_line<T>(what: &str, started: Instant, r: Result<T>) -> Result<T, TestCaseError> {
+/// A value (`Some`), or an error of one line (`None`); and within [`CASE_LIMIT`]. Any other outcome fails
+/// the case.
+fn one_line<T>(what: &str, started: Instant, r: Result<T>) -> Result<Option<T>, TestCaseError> {
     if let Err(e) = &r {
         let text = format!("{e:#}");
         prop_assert!(!text.contains('\n'), "{what}: error of several lines: {text:?}");
         prop_assert!(!text.is_empty(), "{what}: empty error");
     }
     prop_assert!(started.elapsed() < CASE_LIMIT, "{what} took {:?}", started.elapsed());
-    r.map_err(|e| TestCaseError::reject(e.to_string()))
+    Ok(r.ok())
 }
 
 /// Numbers as TOML writes them, from the ordinary to the absurd.
@@ -166,7 +167,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = write(dir.path(), "p.toml", &text);
         let started = Instant::now();
-        if let Ok(steps) = one_line("profile", started, profile_and_plan(&path)) {
+        if let Some(steps) = one_line("profile", started, profile_and_plan(&path))? {
             prop_assert!((1..=2 * crate::profile::limits::MAX_STEPS).contains(&steps));
         }
     }
@@ -179,7 +180,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = write(dir.path(), "s.toml", &text);
         let started = Instant::now();
-        if let Ok(runs) = one_line("study", started, study_and_plan(&path, quick)) {
+        if let Some(runs) = one_line("study", started, study_and_plan(&path, quick))? {
             prop_assert!(runs <= 2 * crate::study::file::MAX_CELLS * crate::study::file::MAX_RUNS as usize);
         }
     }
@@ -201,7 +202,7 @@ proptest! {
         };
         write(dir.path(), "svcbench.toml", &manifest);
         let started = Instant::now();
-        if let Ok(s) = one_line("manifest", started, Service::load(dir.path())) {
+        if let Some(s) = one_line("manifest", started, Service::load(dir.path()))? {
             prop_assert!(crate::manifest::check_name(s.name()).is_ok(), "{:?}", s.name());
         }
     }
@@ -218,7 +219,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = write(dir.path(), "hosts.toml", &text);
         let started = Instant::now();
-        let _ = one_line("hosts file", started, HostsPlan::load(&path));
+        one_line("hosts file", started, HostsPlan::load(&path))?;
     }
 
     #[test]
@@ -227,23 +228,23 @@ proptest! {
     ) {
         let started = Instant::now();
         let max = loadgen::MAX_DURATION;
-        if let Ok(d) = one_line("duration", started, loadgen::cli::parse_duration_within(&s, max, "a day")
-            .map_err(anyhow::Error::msg))
+        if let Some(d) = one_line("duration", started, loadgen::cli::parse_duration_within(&s, max, "a day")
+            .map_err(anyhow::Error::msg))?
         {
             prop_assert!(d <= max);
         }
-        if let Ok(Some(bytes)) = one_line("memory", started, crate::cli::parse_memory(&s)) {
+        if let Some(Some(bytes)) = one_line("memory", started, crate::cli::parse_memory(&s))? {
             prop_assert!((crate::cli::MIN_MEMORY..=1 << 50).contains(&bytes));
         }
-        if let Ok(r) = one_line("rate", started, loadgen::RateRamp::parse(&s)) {
+        if let Some(r) = one_line("rate", started, loadgen::RateRamp::parse(&s))? {
             prop_assert!(r.start.is_finite() && r.end.is_finite() && r.start.max(r.end) <= loadgen::MAX_RATE);
         }
-        if let Ok(p) = one_line("probe tolerance", started, crate::cli::parse_probe_tolerance(&s)
-            .map_err(anyhow::Error::msg))
+        if let Some(p) = one_line("probe tolerance", started, crate::cli::parse_probe_tolerance(&s)
+            .map_err(anyhow::Error::msg))?
         {
             prop_assert!(p.is_finite() && p > 0.0);
         }
-        let _ = one_line("statuses", started, loadgen::StatusSet::parse(&s));
-        let _ = one_line("link", started, crate::network::Link::parse(&format!("client-service={s}")));
+        one_line("statuses", started, loadgen::StatusSet::parse(&s))?;
+        one_line("link", started, crate::network::Link::parse(&format!("client-service={s}")))?;
     }
 }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 pub struct StudyFingerprint {
     /// The study file's canonical path.
     pub study_file: String,
-    /// The profile's name as the study gives it.
+    /// The profile's own name (`name` in its file), as session.profile holds it.
     pub profile: String,
     /// Hash of the resolved step plan (study::resume::plan_hash).
     pub plan: String,

@@ -42,7 +42,8 @@ pub fn fingerprint(study: &Study, profile: &Profile, services: &[Service]) -> Re
     }
     Ok(StudyFingerprint {
         study_file: file.display().to_string(),
-        profile: study.profile.clone(),
+        // As the session stores it (session.profile): the profile's own name.
+        profile: profile.name.clone(),
         plan: plan_hash(profile, study.file.mix.as_deref()),
         services: code,
     })
