@@ -49,15 +49,12 @@ impl Reader {
                 |r| Ok((r.get::<_, Option<String>>(0)?, r.get(1)?, r.get(2)?, r.get::<_, Option<String>>(3)?)),
             )
             .optional()?;
-        let fingerprint = match fingerprint {
-            Some((file, profile, plan, code)) => Some(StudyFingerprint {
-                study_file: file.unwrap_or_default(),
-                profile,
-                plan,
-                services: code.and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default(),
-            }),
-            None => None,
-        };
+        let fingerprint = fingerprint.map(|(file, profile, plan, code)| StudyFingerprint {
+            study_file: file.unwrap_or_default(),
+            profile,
+            plan,
+            services: code.and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default(),
+        });
         Ok(Some(RecordedStudy { name, fingerprint }))
     }
 }
