@@ -127,7 +127,8 @@ impl HostsPlan {
     }
 
     fn parse(text: &str) -> Result<HostsPlan> {
-        let f: HostsFile = toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.message()))?;
+        // TOML's messages may run over several lines; a refusal is one.
+        let f: HostsFile = toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.message().replace('\n', " ")))?;
         let service_at = match &f.service {
             Some(s) if s.at.as_deref().is_some_and(|a| a != "local") => Some(remote_place("[service]", s)?),
             _ => None,
