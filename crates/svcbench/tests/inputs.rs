@@ -115,12 +115,10 @@ fn study_plan_refuses_unbounded_profiles_and_runs_instead_of_hanging() {
     refused(t, &["study", &study(&prof, ""), "--plan"], &["rate_range", "finite"]);
     let prof = write_profile(t, "connections = 1");
     refused(t, &["study", &study(&prof, "runs = 4000000000\n"), "--plan"], &["runs", "between 1 and 100"]);
-    let axis = format!("[limits]\ncpus = [{}]\nmemory = [{}]\n", vec!["1"; 1].join(","), {
-        let m: Vec<String> = (1..=40).map(|i| format!("'{i}M'")).collect();
-        m.join(",")
-    });
-    let cpus: Vec<String> = (1..=40).map(|i| format!("{}", i as f64 / 10.0)).collect();
-    let axis = axis.replace("cpus = [1]", &format!("cpus = [{}]", cpus.join(",")));
+    // 40 quotas × 40 memory caps: 1,600 cells from a file of a few hundred bytes.
+    let cpus: Vec<String> = (1..=40).map(|i| format!("{}", f64::from(i) / 10.0)).collect();
+    let memory: Vec<String> = (1..=40).map(|i| format!("'{i}M'")).collect();
+    let axis = format!("[limits]\ncpus = [{}]\nmemory = [{}]\n", cpus.join(","), memory.join(","));
     refused(t, &["study", &study(&prof, &axis), "--plan"], &["1600 cells", "at most 1000"]);
     refused(t, &["study", &study(&prof, ""), "--plan", "--probe-tolerance", "nan"], &["--probe-tolerance"]);
 }
