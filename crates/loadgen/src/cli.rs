@@ -7,7 +7,9 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
 
-use crate::config::{split_url, LoadConfig, Model, Pacing, RateRamp, StatusSet};
+use crate::config::{
+    split_url, LoadConfig, Model, Pacing, RateRamp, StatusSet, MAX_DURATION, MAX_START_DELAY, MAX_TIMEOUT,
+};
 use crate::models::{LoadModel, Open, Ramp};
 use crate::request::{RequestMix, RequestTemplate, ValueList, ValueOrder};
 use crate::{histogram, limits, printer};
@@ -105,11 +107,11 @@ pub struct LoadArgs {
     pub no_keepalive: bool,
 
     /// Request timeout, counted from the send
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_timeout)]
     pub timeout: Duration,
 
     /// Connect timeout
-    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_timeout)]
     pub connect_timeout: Duration,
 
     /// Statuses that count as success: ranges and codes, e.g. 200-399,404 [default: the mix
@@ -155,12 +157,32 @@ fn parse_agent(s: &str) -> std::result::Result<(usize, usize), String> {
     Ok((i - 1, n))
 }
 
+/// `-d`: a run's length, at most [`MAX_DURATION`].
 fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
+    parse_duration_within(s, MAX_DURATION, "a day (24h)")
+}
+
+/// `--timeout`, `--connect-timeout`: at most [`MAX_TIMEOUT`].
+fn parse_timeout(s: &str) -> std::result::Result<Duration, String> {
+    parse_duration_within(s, MAX_TIMEOUT, "an hour (1h)")
+}
+
+/// A duration no longer than `max` (`most` says it in words), checked before it becomes a
+/// `Duration`: a huge number of seconds would not fit one.
+pub fn parse_duration_within(s: &str, max: Duration, most: &str) -> std::result::Result<Duration, String> {
+    let too_long = || format!("'{s}' is longer than {most}: give at most {}", humantime::format_duration(max));
     // A bare number is seconds, as wrk reads it.
     if let Some(secs) = s.trim().parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0) {
+        if secs > max.as_secs_f64() {
+            return Err(too_long());
+        }
         return Ok(Duration::from_secs_f64(secs));
     }
-    humantime::parse_duration(s).map_err(|_| format!("'{s}' is not a duration: write e.g. 10s, 1m, 500ms"))
+    let d = humantime::parse_duration(s).map_err(|_| format!("'{s}' is not a duration: write e.g. 10s, 1m, 500ms"))?;
+    if d > max {
+        return Err(too_long());
+    }
+    Ok(d)
 }
 
 /// Default cap on open-model connections.
@@ -281,10 +303,7 @@ impl LoadArgs {
         config.pacing = self.pacing.unwrap_or_default();
         config.agent = self.agent.unwrap_or((0, 1));
         if let Some(t) = self.start_at {
-            if !(t.is_finite() && t > 0.0) {
-                bail!("--start-at {t}: give seconds since the Unix epoch, e.g. $(date +%s.%N)");
-            }
-            config.start_at = Some(SystemTime::UNIX_EPOCH + Duration::from_secs_f64(t));
+            config.start_at = Some(start_time(t, SystemTime::now())?);
         }
         config.request_timeout = self.timeout;
         config.connect_timeout = self.connect_timeout;
@@ -306,6 +325,22 @@ impl LoadArgs {
         config.validate()?;
         Ok(config)
     }
+}
+
+/// `--start-at` (seconds since the Unix epoch) as a time no further than [`MAX_START_DELAY`] after
+/// `now`: checked before it becomes a `Duration`, which a huge number would not fit.
+fn start_time(t: f64, now: SystemTime) -> Result<SystemTime> {
+    if !(t.is_finite() && t > 0.0) {
+        bail!("--start-at {t}: give seconds since the Unix epoch, e.g. $(date +%s.%N)");
+    }
+    let latest = now.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default() + MAX_START_DELAY;
+    if t > latest.as_secs_f64() {
+        bail!(
+            "--start-at {t}: more than {} from now; give a start a few seconds ahead, e.g. $(date -d +5sec +%s)",
+            humantime::format_duration(MAX_START_DELAY)
+        );
+    }
+    Ok(SystemTime::UNIX_EPOCH + Duration::from_secs_f64(t))
 }
 
 /// Runs `svcbench load`: prints the summary (or JSON) and returns the exit code.
@@ -424,6 +459,32 @@ mod tests {
             assert!(e.starts_with("--rate: ") && e.contains("requests per second"), "{rate}: {e}");
             assert_eq!(e.lines().count(), 1, "{e}");
         }
+    }
+
+    #[test]
+    fn durations_timeouts_and_start_times_beyond_their_maximum_are_refused() {
+        // Each of these panicked turning the number into a Duration.
+        let err = |argv: &[&str]| format!("{:#}", config(argv).unwrap_err());
+        for (flag, value, most) in [
+            ("-d", "1e20", "a day"),
+            ("-d", "25h", "a day"),
+            ("--timeout", "1e20", "an hour"),
+            ("--timeout", "100000000000years", "an hour"),
+            ("--connect-timeout", "2h", "an hour"),
+        ] {
+            let e = err(&["http://h:1/", flag, value]);
+            assert!(e.contains(value) && e.contains(most), "{flag} {value}: {e}");
+        }
+        for t in ["1e20", "inf", "nan", "-1", "0"] {
+            let e = err(&["http://h:1/", &format!("--start-at={t}")]);
+            assert!(e.contains("--start-at"), "{t}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+        let c = config(&["http://h:1/", "-d", "86400", "--timeout", "1h"]).unwrap();
+        assert_eq!((c.duration, c.request_timeout), (MAX_DURATION, MAX_TIMEOUT));
+        let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs_f64();
+        assert!(config(&["http://h:1/", &format!("--start-at={}", now + 5.0)]).is_ok());
+        assert!(config(&["http://h:1/", &format!("--start-at={}", now + 7200.0)]).is_err());
     }
 
     #[test]

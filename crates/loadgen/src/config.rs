@@ -115,6 +115,15 @@ pub struct RateRamp {
 pub const MAX_RATE: f64 = 10_000_000.0;
 /// Most connections to one target (local ports).
 pub const MAX_CONNECTIONS: usize = 65_000;
+/// Longest run: a day. Longer is a typo (soak tests run as several runs), and far beyond it the
+/// run's deadline no longer fits the clock's arithmetic.
+pub const MAX_DURATION: Duration = Duration::from_secs(86_400);
+/// Longest connect or request timeout: an hour. A request unanswered that long is an error whatever
+/// the service; beyond it a deadline could overflow the clock.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(3_600);
+/// Furthest ahead a synchronised start (`--start-at`) may lie: an hour. Agents are told to start a
+/// few seconds ahead; a start further off is a wrong clock or a typo, and would wait unattended.
+pub const MAX_START_DELAY: Duration = Duration::from_secs(3_600);
 
 impl RateRamp {
     pub fn constant(rate: f64) -> RateRamp {
@@ -341,8 +350,14 @@ impl LoadConfig {
         if self.max_requests == Some(0) {
             bail!("request count is 0: give at least 1 request, or leave it out to run for the duration");
         }
+        if self.duration > MAX_DURATION {
+            bail!("duration {:?} is longer than a day: give a duration of at most 24h", self.duration);
+        }
         if self.connect_timeout.is_zero() || self.request_timeout.is_zero() {
             bail!("timeouts must be positive (e.g. 2s)");
+        }
+        if self.connect_timeout > MAX_TIMEOUT || self.request_timeout > MAX_TIMEOUT {
+            bail!("timeouts must be at most an hour (e.g. 10s)");
         }
         self.model.validate()?;
         if let Some(cpus) = &self.cpu_affinity {

@@ -35,7 +35,10 @@ mod template;
 mod timeline;
 pub mod validity;
 
-pub use config::{share, split_url, LoadConfig, Pacing, RateRamp, StatusSet, Target};
+pub use config::{
+    share, split_url, LoadConfig, Pacing, RateRamp, StatusSet, Target, MAX_DURATION, MAX_RATE, MAX_START_DELAY,
+    MAX_TIMEOUT,
+};
 pub use hdrhistogram::Histogram;
 pub use models::{Closed, LoadAxis, LoadModel, Model, Open, StoredLoad};
 pub use report::{

@@ -1,5 +1,5 @@
 //! Command-line interface: one subcommand per job.
-use crate::options::LimitsArgs;
+use crate::options::{parse_startup_timeout, parse_step_duration, LimitsArgs, MAX_RUNS};
 use crate::sandbox::CgroupChoice;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -60,7 +60,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "quick")]
     pub profile: String,
     /// Fresh runs per service, interleaved (A1 B1 A2 B2 …). Three is the fewest `compare` decides on.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=MAX_RUNS as i64))]
     pub runs: u32,
     #[command(flatten)]
     pub limits: LimitsArgs,
@@ -74,13 +74,13 @@ pub struct RunArgs {
     #[arg(long)]
     pub label: Option<String>,
     /// Override every step's duration (e.g. a short CI variant of a profile).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = parse_step_duration)]
     pub step_duration: Option<std::time::Duration>,
     /// Request mix of the scenario for steps that name none (default: `default`).
     #[arg(long)]
     pub mix: Option<String>,
     /// Give up on a service that has not answered its readiness path after this long (runner::STARTUP_TIMEOUT).
-    #[arg(long, default_value = "120s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "120s", value_parser = parse_startup_timeout)]
     pub startup_timeout: std::time::Duration,
     /// Expose the current step's figures in the Prometheus text format at http://ADDR/metrics.
     #[arg(long)]
@@ -135,6 +135,10 @@ pub struct StudyArgs {
     /// Continue a study whose store already holds some of it: cells' completed runs are not run again.
     #[arg(long)]
     pub resume: bool,
+    /// With --resume, after the study's profile, step plan or a service's code changed: run it again as a new
+    /// generation, its runs stored and reported apart from the earlier ones.
+    #[arg(long, requires = "resume")]
+    pub new_cell: bool,
     /// The study's short form (its [quick] table: fewer runs, shorter steps), as CI runs it.
     #[arg(long)]
     pub quick: bool,

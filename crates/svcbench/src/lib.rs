@@ -9,6 +9,8 @@ pub mod deps;
 pub mod figures;
 pub mod guard;
 pub mod host;
+#[cfg(test)]
+mod input_props;
 pub mod manifest;
 pub mod metrics;
 pub mod network;

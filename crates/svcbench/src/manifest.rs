@@ -238,6 +238,7 @@ impl Service {
         if manifest.name.trim().is_empty() {
             bail!("{}: key `name` is empty; give the service a unique name", file.display());
         }
+        check_name(&manifest.name).map_err(|e| anyhow::anyhow!("{}: key `name` {e}", file.display()))?;
         if !manifest.readiness.starts_with('/') {
             bail!("{}: key `readiness` must be a path starting with '/', got {:?}", file.display(), manifest.readiness);
         }
@@ -259,9 +260,7 @@ impl Service {
         let mut builds: Vec<(String, String, Vec<String>)> =
             vec![("the base".into(), self.build_key(), self.manifest.artifacts.clone())];
         for name in self.manifest.variant.keys() {
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
-                bail!("{}: variant name {name:?} must be letters, digits, '-', '_' or '.'", file.display());
-            }
+            check_name(name).map_err(|e| anyhow::anyhow!("{}: variant name {e}", file.display()))?;
             let v = self.with_variant(name)?;
             builds.push((format!("variant `{name}`"), v.build_key(), v.manifest.artifacts.clone()));
         }
@@ -347,6 +346,26 @@ pub fn fill_placeholders(text: &str, values: &BTreeMap<String, String>) -> Resul
     Ok(out)
 }
 
+/// Longest service or variant name: it becomes part of file, folder and cgroup names, which the
+/// kernel bounds (255 bytes a component) along with the prefixes svcbench adds.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// A service or variant name goes into file and cgroup names: letters, digits, '.', '_' and '-', no
+/// leading dot (no hidden file, no `..`), at most [`MAX_NAME_LEN`] characters.
+pub fn check_name(name: &str) -> std::result::Result<(), String> {
+    if name.is_empty()
+        || name.len() > MAX_NAME_LEN
+        || name.starts_with('.')
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    {
+        return Err(format!(
+            "{name:?} must be 1 to {MAX_NAME_LEN} letters, digits, '.', '_' or '-', not starting with '.' (it names \
+             files and cgroups)"
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,6 +404,22 @@ PORT = "{port}"
         write(d.path(), &GOOD.replace("run = ", "build_inputs = [\"../nowhere\"]\nrun = "));
         let e = Service::load(d.path()).unwrap_err().to_string();
         assert!(e.contains("build input \"../nowhere\" does not exist") && !e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn names_that_would_escape_file_or_cgroup_names_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let long = "a".repeat(MAX_NAME_LEN + 1);
+        for bad in ["../../etc", ".hidden", "a/b", "a b", "x\ny", "é", long.as_str()] {
+            write(d.path(), &GOOD.replace(r#"name = "x""#, &format!("name = {bad:?}")));
+            let e = format!("{:#}", Service::load(d.path()).unwrap_err());
+            assert!(e.contains("key `name`") && e.contains("letters, digits"), "{bad:?}: {e}");
+            assert!(!e.contains('\n'), "one line: {e}");
+        }
+        for good in ["hello-go-nethttp", "a.b_c", &"a".repeat(MAX_NAME_LEN)] {
+            write(d.path(), &GOOD.replace(r#"name = "x""#, &format!("name = {good:?}")));
+            assert_eq!(Service::load(d.path()).unwrap().name(), good);
+        }
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Load profiles (`profiles/<name>.toml`): lists of load steps, each with its load model's keys (read by
 //! loadgen's models: `connections`, `rate`, `rate_range`, …) and the keys every step has. Users add their
-//! own files; `--profile` takes a name or a path.
+//! own files; `--profile` takes a name or a path. The bounds every profile keeps are in limits.rs.
+pub mod limits;
+
 use anyhow::{bail, Result};
 use loadgen::LoadModel;
 use serde::Deserialize;
@@ -104,7 +106,7 @@ impl Step {
 }
 
 /// The longest step a profile may hold: a day.
-const MAX_STEP: Duration = Duration::from_secs(86_400);
+pub const MAX_STEP: Duration = Duration::from_secs(86_400);
 
 #[derive(Debug, Clone)]
 pub struct Profile {
@@ -169,6 +171,9 @@ impl Profile {
                 None => vec![None],
             };
             let keepalives = s.keepalive.as_ref().map_or(vec![true], OneOrList::to_vec);
+            limits::check_repeat(s.repeat).map_err(|e| at(format!("step {n}: {e}")))?;
+            limits::check_step_count(steps.len(), &[s.repeat, loads.len(), delays.len(), keepalives.len()])
+                .map_err(|e| at(format!("step {n}: {e}")))?;
             for _ in 0..s.repeat {
                 for load in &loads {
                     for d in &delays {
@@ -194,8 +199,8 @@ impl Profile {
             Some(t) => humantime::parse_duration(t).map_err(|e| at(format!("request_timeout {t:?}: {e}")))?,
             None => Duration::from_secs(10),
         };
-        if request_timeout.is_zero() {
-            return Err(at("request_timeout must be above 0 (e.g. \"10s\")".into()));
+        if request_timeout.is_zero() || request_timeout > limits::MAX_REQUEST_TIMEOUT {
+            return Err(at("request_timeout must be above 0 and at most an hour (e.g. \"10s\")".into()));
         }
         if let Some(x) = f.stop_below_success {
             if !(x > 0.0 && x <= 1.0) {
@@ -338,6 +343,16 @@ mod tests {
             (
                 "name='b'\nrequest_timeout='0s'\n[[step]]\nconnections=1\nduration='1s'\n",
                 "request_timeout must be above 0",
+            ),
+            ("name='b'\nrequest_timeout='1000years'\n[[step]]\nconnections=1\nduration='1s'\n", "at most an hour"),
+            ("name='b'\n[[step]]\nrate_range=[1.0, inf, 1.0]\nduration='1s'\n", "finite"),
+            ("name='b'\n[[step]]\nrate_range=[1e16, 2e16, 1]\nduration='1s'\n", "at most 10000000"),
+            ("name='b'\n[[step]]\nrate_range=[1, 100000, 1]\nduration='1s'\n", "at most 1000"),
+            ("name='b'\n[[step]]\nconnections=1\nrepeat=1000000000000\nduration='1s'\n", "repeat = 1000000000000"),
+            ("name='b'\n[[step]]\nconnections=1\nrepeat=0\nduration='1s'\n", "repeat = 0"),
+            (
+                "name='b'\n[[step]]\nconnections=[1,2,3,4,5,6,7,8,9,10]\nkeepalive=[true,false]\nrepeat=100\nduration='1s'\n",
+                "more than 1000 steps",
             ),
         ];
         for (text, want) in cases {

@@ -154,6 +154,28 @@ fn a_study_runs_interleaved_resumes_after_sigint_and_reports_its_rounds() {
     let base = sizing.lines().find(|l| l.contains("| test-variants |")).unwrap();
     assert!(fast.contains("✓") && fast.trim_end().ends_with("cpus=0.5 memory=128M |"), "{sizing}");
     assert!(base.contains("✗ not reached") && base.contains("none of these"), "{sizing}");
+
+    // The profile's step gets longer: resuming would mix runs of two plans, so it is refused, nothing run.
+    let prof = tmp.path().join("one-step.toml");
+    std::fs::write(&prof, "name = \"one-step\"\n[[step]]\nconnections = 4\nduration = \"2s\"\n").unwrap();
+    let out = study(tmp.path(), &[f, "--resume", "--db", d]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("the step plan of profile") && err.contains("--new-cell"), "{err}");
+    assert_eq!(err.lines().filter(|l| l.contains("error")).count(), 1, "{err}");
+    assert_eq!(completed(&dbp), 12);
+    // With --new-cell the study starts again as a generation of its own: none of the earlier runs count.
+    let out = study(tmp.path(), &[f, "--plan", "--resume", "--new-cell", "--db", d]);
+    let plan = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && plan.contains("two-by-two#2") && plan.contains("12 of 12 runs to do"), "{plan}");
+    // Another study file of the same name does not share the store.
+    let other = tmp.path().join("elsewhere");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::copy(&file, other.join("two-by-two.toml")).unwrap();
+    let out = study(tmp.path(), &[other.join("two-by-two.toml").to_str().unwrap(), "--resume", "--db", d]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("elsewhere/two-by-two.toml") && err.contains("--db"), "{err}");
     assert_no_leftovers("testservice.py");
 }
 

@@ -21,7 +21,7 @@ use crate::config::Pacing;
 use crate::report::{LoadReport, OpenStats};
 
 pub use closed::Closed;
-pub use open::Open;
+pub use open::{rate_range, Open, MAX_RANGE_RATES};
 pub use ramp::Ramp;
 
 /// How load is offered: one variant per model module.

@@ -64,16 +64,7 @@ fn from_step(step: &toml::Table, default_max_connections: usize) -> Result<Vec<M
     if let Some([from, to, by]) =
         step.get("rate_range").map(|v| keys::numbers("rate_range", v, "[from, to, step]")).transpose()?
     {
-        if !(from > 0.0 && by > 0.0 && to >= from) {
-            bail!("rate_range must be [from > 0, to >= from, step > 0]");
-        }
-        let mut loads = Vec::new();
-        let mut r = from;
-        while r <= to + 1e-9 {
-            loads.push(open(r, r));
-            r += by;
-        }
-        return Ok(loads);
+        return Ok(rate_range(from, to, by)?.into_iter().map(|r| open(r, r)).collect());
     }
     match &step["rate"] {
         toml::Value::String(t) => {
@@ -86,6 +77,33 @@ fn from_step(step: &toml::Table, default_max_connections: usize) -> Result<Vec<M
         }
         v => Ok(keys::list("rate", v, rate)?.into_iter().map(|r| open(r, r)).collect()),
     }
+}
+
+/// Most rates one `rate_range` expands to: a profile holds at most a thousand steps (svcbench's
+/// profile/limits.rs), and a range past that is a typo that would expand until memory runs out.
+pub const MAX_RANGE_RATES: usize = 1_000;
+
+/// The rates of `rate_range = [from, to, by]`, counted before any is made: finite, positive, `to >= from`,
+/// at most [`MAX_RATE`] and at most [`MAX_RANGE_RATES`] of them.
+pub fn rate_range(from: f64, to: f64, by: f64) -> Result<Vec<f64>> {
+    if !(from.is_finite() && to.is_finite() && by.is_finite()) {
+        bail!("rate_range = [{from}, {to}, {by}]: every number must be finite");
+    }
+    if !(from > 0.0 && by > 0.0 && to >= from) {
+        bail!("rate_range must be [from > 0, to >= from, step > 0]");
+    }
+    if to > MAX_RATE {
+        bail!("rate_range = [{from}, {to}, {by}]: rates are at most {MAX_RATE:.0} requests/s");
+    }
+    // The same tolerance as adding `by` up to `to`: a range that lands on `to` includes it.
+    let count = ((to - from) / by + 1e-9).floor() + 1.0;
+    if count > MAX_RANGE_RATES as f64 {
+        bail!(
+            "rate_range = [{from}, {to}, {by}] makes {count:.0} steps; a profile holds at most {MAX_RANGE_RATES}: \
+             take a larger step"
+        );
+    }
+    Ok((0..count as usize).map(|i| from + i as f64 * by).collect())
 }
 
 fn from_stored(s: &StoredLoad) -> Option<Model> {

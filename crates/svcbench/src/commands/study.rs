@@ -4,6 +4,7 @@ use crate::cli::StudyArgs;
 use crate::runner::{self, progress};
 use crate::sandbox::Limits;
 use crate::study::file::Study;
+use crate::study::resume;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -11,7 +12,7 @@ use std::sync::Arc;
 
 pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     a.session.check()?;
-    let study = Study::load(&a.file, a.quick)?;
+    let mut study = Study::load(&a.file, a.quick)?;
     // A link axis runs on svcbench's own emulated network; the links then come from the study alone.
     let net = if study.has_link_axis() {
         if !a.session.network.links.is_empty() {
@@ -40,6 +41,12 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         db.parent().unwrap_or(std::path::Path::new(".")).join(name)
     });
     if a.report_only {
+        // The latest generation's report (the earlier ones: `svcbench report --filter label=NAME`).
+        if db.exists() {
+            if let Some(rec) = crate::store::Reader::open(&db)?.latest_study(&study.name)? {
+                study.name = rec.name;
+            }
+        }
         return crate::report::study::write(&db, &study, &html).map(|_| 0);
     }
     // Everything the study names is checked before anything is built or started.
@@ -48,6 +55,15 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     if let Some(d) = study.step_duration {
         profile =
             profile.with_step_duration(d).with_context(|| format!("{}: quick.step_duration", a.file.display()))?;
+    }
+    // The generation of the study this store continues (refused after a change unless --new-cell).
+    let base = study.name.clone();
+    if db.exists() {
+        let recorded = crate::store::Reader::open(&db)?.latest_study(&base)?;
+        if recorded.is_some() {
+            let now = resume::fingerprint(&study, &profile, &services)?;
+            study.name = resume::generation(&db, &base, recorded.as_ref(), &now, a.resume, a.new_cell)?;
+        }
     }
     let (completed, earlier) = if db.exists() {
         let r = crate::store::Reader::open(&db)?;
@@ -134,6 +150,10 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         };
         let opts = crate::options::run_options(&a.session, plan)?;
         let s = runner::run_session(opts, stop)?;
+        // Recorded once the builds are done: a build may add files to the tree (node_modules, …) that the
+        // next resume sees before building.
+        let now = resume::fingerprint(&study, &profile, &services)?;
+        crate::store::Store::open(&db)?.record_study_fingerprint(s.session_id, &now)?;
         eprintln!(
             "svcbench: study `{}` session {} {}: {} run(s) completed, {} interrupted, {} failed",
             study.name,

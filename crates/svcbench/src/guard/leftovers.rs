@@ -223,7 +223,9 @@ fn clean_lock(path: &Path) -> Vec<String> {
         Ok(m) if !m.file_type().is_file() => {
             untrusted.push(format!("store {} (not a regular file)", lf.store.display()))
         }
-        Ok(_) => match crate::store::Store::open(&lf.store).and_then(|s| s.abort_session(lf.session, &why, &crate::figures::validity::run_flags("aborted", &[]))) {
+        Ok(_) => match crate::store::Store::open(&lf.store)
+            .and_then(|s| s.abort_session(lf.session, &why, &crate::figures::validity::run_flags("aborted", &[])))
+        {
             Ok(runs) => said.push(format!(
                 "svcbench: cleaned up after svcbench pid {owner} (killed mid-session): {} part(s) ended, session {} \
                  and {runs} run(s) in {} marked aborted",

@@ -25,8 +25,8 @@ impl LimitsArgs {
     /// (cpus::cpu_split).
     pub fn limits(&self) -> anyhow::Result<crate::sandbox::Limits> {
         if let Some(c) = self.cpus {
-            if c.is_nan() || c <= 0.0 {
-                anyhow::bail!("--cpus {c}: must be above 0 (e.g. 1.5)");
+            if !(c.is_finite() && c > 0.0) {
+                anyhow::bail!("--cpus {c}: must be a number of CPUs above 0 (e.g. 1.5)");
             }
         }
         Ok(crate::sandbox::Limits {
@@ -74,7 +74,7 @@ impl NetworkArgs {
 pub struct DepArgs {
     /// Use a running dependency instead of starting one, e.g. opensearch=http://10.0.0.5:9200: svcbench checks
     /// it, loads the scenario's data where missing, and reads its CPU from its own statistics. Repeatable
-    #[arg(long = "dep", value_name = "KIND=URL")]
+    #[arg(long = "dep", value_name = "KIND=URL", value_parser = parse_dep)]
     pub deps: Vec<String>,
     /// With --dep: refuse a store that lacks the scenario's data instead of loading it
     #[arg(long)]
@@ -125,6 +125,50 @@ fn parse_link(s: &str) -> Result<crate::network::Link, String> {
     crate::network::Link::parse(s).map_err(|e| e.to_string())
 }
 
+/// Most runs per service (or per study cell): a hundred fresh starts already tell the spread; more is a
+/// typo that would keep the machine busy for days.
+pub const MAX_RUNS: u32 = 100;
+/// Longest wait for a service to answer its readiness path: an hour (the slowest cold JVM start seen
+/// was under a minute).
+pub const MAX_STARTUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3_600);
+/// Largest machine-speed drift tolerance, in percent: beyond it no drift would ever be flagged.
+pub const MAX_PROBE_TOLERANCE_PCT: f64 = 1_000.0;
+/// Smallest memory cap: a mebibyte.
+pub const MIN_MEMORY: u64 = 1 << 20;
+
+/// `--step-duration`: at most the longest step a profile may hold (a day).
+pub fn parse_step_duration(s: &str) -> Result<std::time::Duration, String> {
+    loadgen::cli::parse_duration_within(s, crate::profile::MAX_STEP, "a day (24h)")
+}
+
+/// `--startup-timeout`: at most [`MAX_STARTUP_TIMEOUT`].
+pub fn parse_startup_timeout(s: &str) -> Result<std::time::Duration, String> {
+    loadgen::cli::parse_duration_within(s, MAX_STARTUP_TIMEOUT, "an hour (1h)")
+}
+
+/// `--probe-tolerance`: a finite percentage above zero, at most [`MAX_PROBE_TOLERANCE_PCT`].
+pub fn parse_probe_tolerance(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(p) if p.is_finite() && p > 0.0 && p <= MAX_PROBE_TOLERANCE_PCT => Ok(p),
+        _ => Err(format!("'{s}' is not a drift in percent above 0 and at most {MAX_PROBE_TOLERANCE_PCT}, e.g. 10")),
+    }
+}
+
+/// `--dep KIND=URL`: the URL's scheme is http, the only one svcbench speaks to a dependency (no TLS is
+/// built in). The rest is checked with the scenario (deps::GivenDeps).
+fn parse_dep(s: &str) -> Result<String, String> {
+    let url = s.split_once('=').map_or("", |(_, u)| u);
+    if url.starts_with("https://") {
+        return Err(format!(
+            "'{s}': svcbench speaks plain http to a dependency (no TLS built in); give its http:// address"
+        ));
+    }
+    if !url.starts_with("http://") {
+        return Err(format!("'{s}': write it as KIND=http://HOST:PORT, e.g. opensearch=http://10.0.0.5:9200"));
+    }
+    Ok(s.to_string())
+}
+
 /// "512M", "1G", "64m", "1048576" → bytes; "none" → None.
 pub fn parse_memory(s: &str) -> anyhow::Result<Option<u64>> {
     let t = s.trim();
@@ -142,7 +186,12 @@ pub fn parse_memory(s: &str) -> anyhow::Result<Option<u64>> {
     if !(n > 0.0 && n * mult as f64 <= (1u64 << 50) as f64) {
         anyhow::bail!("--memory {s:?}: write a size above zero and below 1024T, like 512M or 1G, or none");
     }
-    Ok(Some((n * mult as f64) as u64))
+    let bytes = (n * mult as f64) as u64;
+    // A cap below a mebibyte (1e-300G rounds to 0 bytes) is a typo: no service starts under it.
+    if bytes < MIN_MEMORY {
+        anyhow::bail!("--memory {s:?}: below 1M, which no service starts under; write a size like 512M or 1G, or none");
+    }
+    Ok(Some(bytes))
 }
 
 #[cfg(test)]
@@ -155,7 +204,7 @@ mod tests {
         assert_eq!(parse_memory("1g").unwrap(), Some(1 << 30));
         assert_eq!(parse_memory("none").unwrap(), None);
         assert!(parse_memory("lots").is_err());
-        for bad in ["nan", "0", "-1M", "inf", "1e20G"] {
+        for bad in ["nan", "0", "-1M", "inf", "1e20G", "1e-300", "0.5", "1023K"] {
             assert!(parse_memory(bad).is_err(), "{bad}");
         }
     }

@@ -21,7 +21,7 @@ pub struct SessionArgs {
     pub cgroup: CgroupChoice,
     /// Machine-speed drift, in percent, beyond which a step is flagged (the probe is a fixed CPU-bound loop
     /// timed on the step's CPUs before and after its load, against the session's median).
-    #[arg(long, default_value_t = 10.0, value_name = "PCT")]
+    #[arg(long, default_value_t = 10.0, value_name = "PCT", value_parser = super::parse_probe_tolerance)]
     pub probe_tolerance: f64,
     /// Measure even where the limits cannot be applied here; every run is then marked unlimited and left
     /// out of quoted figures.

@@ -127,7 +127,8 @@ impl HostsPlan {
     }
 
     fn parse(text: &str) -> Result<HostsPlan> {
-        let f: HostsFile = toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.message()))?;
+        // TOML's messages may run over several lines; a refusal is one.
+        let f: HostsFile = toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.message().replace('\n', " ")))?;
         let service_at = match &f.service {
             Some(s) if s.at.as_deref().is_some_and(|a| a != "local") => Some(remote_place("[service]", s)?),
             _ => None,
@@ -205,8 +206,15 @@ fn place(what: &str, at: &str, ssh_options: &[String], svcbench: &Option<String>
         }
         None => (rest, None),
     };
-    if destination.is_empty() || destination.contains('/') || destination.starts_with('-') {
-        bail!("{what}: {at:?} is not ssh://[user@]host[:port]");
+    // The destination becomes an argument of ssh: no option, no path, nothing a shell or ssh would read twice.
+    if destination.is_empty()
+        || destination.starts_with('-')
+        || !destination.chars().all(|c| c.is_ascii_alphanumeric() || "._-@".contains(c))
+    {
+        bail!("{what}: {at:?} is not ssh://[user@]host[:port] (letters, digits, '.', '_', '-' and one '@')");
+    }
+    if let Some(bad) = svcbench.as_deref().filter(|p| !plain_path(p)) {
+        bail!("{what}: svcbench = {bad:?}: give a path without spaces, quotes or control characters");
     }
     Ok(Place::Ssh {
         destination: destination.to_string(),
@@ -216,14 +224,20 @@ fn place(what: &str, at: &str, ssh_options: &[String], svcbench: &Option<String>
     })
 }
 
+/// A path that enters a command line on the other host as it is: no whitespace, quotes, control characters
+/// or shell syntax.
+fn plain_path(p: &str) -> bool {
+    !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+~=,".contains(c))
+}
+
 /// `[store]`, or `[service]` with `at`, on another machine (this machine is the default).
 fn remote_place(section: &str, s: &FarEntry) -> Result<RemotePlace> {
     let place = place(section, s.at.as_deref().unwrap_or("local"), &s.ssh_options, &s.svcbench)?;
     let Place::Ssh { destination, .. } = &place else {
         bail!("{section}: at = \"local\" is the default; leave it out, or give at = \"ssh://user@host\"");
     };
-    let Some(dir) = s.dir.clone().filter(|d| d.starts_with('/')) else {
-        bail!("{section}: give dir = \"/path/to/svcbench\", the absolute path of the svcbench checkout on that host (its scenarios, services and data)");
+    let Some(dir) = s.dir.clone().filter(|d| d.starts_with('/') && plain_path(d)) else {
+        bail!("{section}: give dir = \"/path/to/svcbench\", the absolute path (no spaces or quotes) of the svcbench checkout on that host (its scenarios, services and data)");
     };
     let host = destination.rsplit_once('@').map_or(destination.as_str(), |(_, h)| h);
     let address = match &s.address {
@@ -311,6 +325,9 @@ mod tests {
             ("[service]\nat = \"ssh://10.0.0.5\"\ndir = \"/s\"\naddress = \"0.0.0.0\"\n", "cannot be reached"),
             ("[store]\nat = \"ssh://h\"\n", "give dir"),
             ("[store]\nat = \"ssh://h\"\ndir = \"rel\"\n", "give dir"),
+            ("[store]\nat = \"ssh://10.0.0.5\"\ndir = \"/x; rm -rf /\"\n", "give dir"),
+            ("[[generator]]\nat = \"ssh://h -oProxyCommand=x\"\n", "is not ssh://"),
+            ("[[generator]]\nat = \"ssh://h\"\nsvcbench = \"$(x)\"\n", "svcbench = "),
             ("[store]\nat = \"ssh://store-host\"\ndir = \"/s\"\n", "give address"),
             ("[store]\nat = \"ssh://h\"\ndir = \"/s\"\naddress = \"127.0.0.1\"\n", "cannot be reached"),
         ] {

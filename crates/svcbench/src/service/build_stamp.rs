@@ -53,6 +53,13 @@ pub fn remove(svc: &Service) {
     let _ = std::fs::remove_file(path_of(svc));
 }
 
+/// What the service's build depends on, as a hex hash of [`inputs_hash`]: a study records it to tell, when
+/// resumed, whether a service's code changed since its earlier runs. The hash is the standard library's
+/// (stable within one svcbench build; a toolchain upgrade may change it and so report a change).
+pub fn code_fingerprint(svc: &Service) -> Result<String> {
+    Ok(format!("{:016x}", inputs_hash(svc)?))
+}
+
 /// The build command, its environment and every file the build may read: the service folder (without the
 /// stamps and without the artifacts' top folders, which the build writes) and the manifest's `build_inputs`.
 fn inputs_hash(svc: &Service) -> Result<u64> {

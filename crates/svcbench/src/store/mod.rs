@@ -5,6 +5,7 @@
 pub mod export;
 pub mod read;
 pub mod records;
+mod study_fingerprint;
 mod upgrade;
 
 use crate::figures::Flag;
@@ -14,6 +15,7 @@ use std::path::Path;
 
 pub use read::Reader;
 pub use records::{DeathCause, RunCell, RunDeath, RunEnd, RunLimits, RunStartup, SessionRecord, StepRow};
+pub use study_fingerprint::{RecordedStudy, StudyFingerprint};
 pub use upgrade::SCHEMA_VERSION;
 
 pub struct Store {
@@ -122,6 +124,15 @@ impl Store {
     pub fn record_other_hosts(&self, session: i64, hosts: &[crate::host::OtherHost]) -> Result<()> {
         let json = serde_json::to_string(hosts)?;
         self.conn.execute("UPDATE session SET other_hosts = ?2 WHERE id = ?1", params![session, json])?;
+        Ok(())
+    }
+
+    /// What a study's session ran (its file, step plan and each service's code), for `--resume` to check.
+    pub fn record_study_fingerprint(&self, session: i64, f: &StudyFingerprint) -> Result<()> {
+        self.conn.execute(
+            "UPDATE session SET study_file = ?2, plan_hash = ?3, service_code = ?4 WHERE id = ?1",
+            params![session, f.study_file, f.plan, serde_json::to_string(&f.services)?],
+        )?;
         Ok(())
     }
 

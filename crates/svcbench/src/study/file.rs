@@ -36,6 +36,11 @@ pub struct StudyFile {
     pub quick: Quick,
 }
 
+/// Most runs per cell: `svcbench run`'s own bound.
+pub const MAX_RUNS: u32 = crate::options::MAX_RUNS;
+/// Most cells (limits × links) in a study: a thousand cells of even one short run each are a day's work.
+pub const MAX_CELLS: usize = 1_000;
+
 fn three() -> u32 {
     3
 }
@@ -145,8 +150,11 @@ impl Study {
         if file.services.is_empty() {
             bail!("{at}: `services` is empty; list service folders, e.g. [\"services/hello/go-nethttp\"]");
         }
-        if file.runs == 0 {
-            bail!("{at}: `runs` must be at least 1 (3 is the fewest compare decides on)");
+        if file.runs == 0 || file.runs > MAX_RUNS {
+            bail!(
+                "{at}: `runs` = {}: must be between 1 and {MAX_RUNS} (3 is the fewest compare decides on)",
+                file.runs
+            );
         }
         if let Some(c) = file.limits.cpus.iter().find(|c| !(c.is_finite() && **c > 0.0)) {
             bail!("{at}: limits.cpus holds {c}; quotas are CPUs above zero, e.g. [0.5, 1, 1.5]");
@@ -179,11 +187,18 @@ impl Study {
             ),
             _ => None,
         };
-        if let Some(0) = file.quick.runs {
-            bail!("{at}: quick.runs must be at least 1");
+        if let Some(r) = file.quick.runs.filter(|r| *r == 0 || *r > MAX_RUNS) {
+            bail!("{at}: quick.runs = {r}: must be between 1 and {MAX_RUNS}");
         }
         let cpus: Vec<Option<f64>> =
             if file.limits.cpus.is_empty() { vec![None] } else { file.limits.cpus.iter().map(|c| Some(*c)).collect() };
+        let count = cpus.len().max(1) * memories.len().max(1) * file.network.links.len().max(1);
+        if count > MAX_CELLS {
+            bail!(
+                "{at}: the limits and links axes make {count} cells; a study holds at most {MAX_CELLS}: fewer values \
+                 on an axis, or split the study"
+            );
+        }
         let mut link_axis: Vec<Option<Vec<Link>>> = Vec::new();
         for entry in &file.network.links {
             link_axis.push(Some(parse_links(entry).with_context(|| format!("{at}: network.links entry {entry:?}"))?));

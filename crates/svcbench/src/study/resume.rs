@@ -1,0 +1,177 @@
+//! `--resume` knows what it resumes: a study's sessions record its file, its profile, a hash of its step plan
+//! and each service's code; resuming after any of them changed is refused with one line naming what changed,
+//! or, with `--new-cell`, runs the study again as a new generation (`NAME#2`, …) whose runs are counted and
+//! reported apart from the earlier ones.
+use super::file::Study;
+use crate::manifest::Service;
+use crate::profile::Profile;
+use crate::store::{RecordedStudy, StudyFingerprint};
+use anyhow::{bail, Context, Result};
+use sha2::{Digest, Sha256};
+use std::path::Path;
+
+/// A hash of everything that decides what a run of the study measures, step by step: each step's load,
+/// duration, mix, upstream delay, fresh start, keep-alive and pacing, the request timeout, the stop rule
+/// and the study's mix. Not the runs or the cells: adding either continues the study.
+pub fn plan_hash(profile: &Profile, study_mix: Option<&str>) -> String {
+    let mut text =
+        format!("timeout={:?};stop={:?};mix={:?}\n", profile.request_timeout, profile.stop_below_success, study_mix);
+    for s in &profile.steps {
+        text.push_str(&format!(
+            "{}|{:?}|{:?}|{:?}|{:?}|{}|{}|{}\n",
+            s.label(),
+            s.load,
+            s.duration,
+            s.mix,
+            s.upstream_delay_ms,
+            s.fresh_start,
+            s.keepalive,
+            s.pacing.name()
+        ));
+    }
+    let digest = Sha256::digest(text.as_bytes());
+    digest.iter().take(12).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The study as it would run now.
+pub fn fingerprint(study: &Study, profile: &Profile, services: &[Service]) -> Result<StudyFingerprint> {
+    let file = study.path.canonicalize().with_context(|| format!("cannot resolve {}", study.path.display()))?;
+    let mut code = std::collections::BTreeMap::new();
+    for s in services {
+        code.insert(s.name().to_string(), crate::service::build_stamp::code_fingerprint(s)?);
+    }
+    Ok(StudyFingerprint {
+        study_file: file.display().to_string(),
+        // As the session stores it (session.profile): the profile's own name.
+        profile: profile.name.clone(),
+        plan: plan_hash(profile, study.file.mix.as_deref()),
+        services: code,
+    })
+}
+
+/// What changed between the recorded study and the current one, in words (empty: nothing). A service
+/// added since is not a change (it has no earlier runs to mix with).
+pub fn changes(recorded: &StudyFingerprint, now: &StudyFingerprint) -> Vec<String> {
+    let mut out = Vec::new();
+    if recorded.profile != now.profile {
+        out.push(format!("the profile (`{}` then, `{}` now)", recorded.profile, now.profile));
+    } else if recorded.plan != now.plan {
+        out.push(format!("the step plan of profile `{}` (its steps, durations or timeouts)", now.profile));
+    }
+    for (name, code) in &now.services {
+        if recorded.services.get(name).is_some_and(|c| c != code) {
+            out.push(format!("service {name}'s code"));
+        }
+    }
+    out
+}
+
+/// `NAME#N` → `NAME#N+1`; `NAME` (the first generation) → `NAME#2`.
+pub fn next_generation(name: &str, base: &str) -> String {
+    let n = name.strip_prefix(base).and_then(|r| r.strip_prefix('#')).and_then(|n| n.parse::<u32>().ok()).unwrap_or(1);
+    format!("{base}#{}", n + 1)
+}
+
+/// The name the study's runs are stored under this time: its latest generation in the store, or a new one
+/// (`--new-cell`). Refuses a store that holds the study of another file, and a resume after a change
+/// without `--new-cell`.
+pub fn generation(
+    db: &Path,
+    base: &str,
+    recorded: Option<&RecordedStudy>,
+    now: &StudyFingerprint,
+    resume: bool,
+    new_cell: bool,
+) -> Result<String> {
+    let Some(rec) = recorded else { return Ok(base.to_string()) };
+    let Some(then) = &rec.fingerprint else {
+        // Sessions of an svcbench that recorded no fingerprint: nothing to compare with.
+        return Ok(if new_cell { next_generation(&rec.name, base) } else { rec.name.clone() });
+    };
+    if !then.study_file.is_empty() && then.study_file != now.study_file {
+        bail!(
+            "{} holds study `{base}` of {}, not of {}: pass --db for a store of this study's own",
+            db.display(),
+            then.study_file,
+            now.study_file
+        );
+    }
+    if new_cell {
+        return Ok(next_generation(&rec.name, base));
+    }
+    let changed = changes(then, now);
+    if resume && !changed.is_empty() {
+        bail!(
+            "{}: study `{base}` changed since its earlier runs: {}; pass --resume --new-cell to run it again with \
+             those runs kept apart, or --db for a new store",
+            db.display(),
+            changed.join(", ")
+        );
+    }
+    Ok(rec.name.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fp(profile: &str, plan: &str, code: &[(&str, &str)]) -> StudyFingerprint {
+        StudyFingerprint {
+            study_file: "/studies/s.toml".into(),
+            profile: profile.into(),
+            plan: plan.into(),
+            services: code.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
+        }
+    }
+
+    fn recorded(name: &str, f: StudyFingerprint) -> RecordedStudy {
+        RecordedStudy { name: name.into(), fingerprint: Some(f) }
+    }
+
+    #[test]
+    fn a_resume_after_a_change_is_refused_naming_what_changed() {
+        let db = Path::new("results/studies/s.db");
+        let then = recorded("s", fp("quick", "p1", &[("a", "1"), ("b", "2")]));
+        let gen = |now: &StudyFingerprint, new_cell| generation(db, "s", Some(&then), now, true, new_cell);
+        assert_eq!(gen(&fp("quick", "p1", &[("a", "1"), ("b", "2"), ("c", "9")]), false).unwrap(), "s");
+        for (now, want) in [
+            (fp("standard", "p2", &[("a", "1"), ("b", "2")]), "the profile (`quick` then, `standard` now)"),
+            (fp("quick", "p2", &[("a", "1"), ("b", "2")]), "the step plan of profile `quick`"),
+            (fp("quick", "p1", &[("a", "1"), ("b", "3")]), "service b's code"),
+        ] {
+            let e = gen(&now, false).unwrap_err().to_string();
+            assert!(e.contains(want) && e.contains("--new-cell") && e.contains("s.db"), "{e}");
+            assert!(!e.contains("service a"), "{e}");
+            assert!(!e.contains('\n'), "{e}");
+            assert_eq!(gen(&now, true).unwrap(), "s#2", "--new-cell keeps the old runs apart");
+        }
+        let later = recorded("s#2", fp("quick", "p1", &[]));
+        assert_eq!(generation(db, "s", Some(&later), &fp("quick", "p1", &[]), true, false).unwrap(), "s#2");
+        assert_eq!(generation(db, "s", Some(&later), &fp("quick", "p1", &[]), true, true).unwrap(), "s#3");
+    }
+
+    #[test]
+    fn a_store_holds_the_study_of_one_file() {
+        let then = recorded("s", fp("quick", "p1", &[]));
+        let mut now = fp("quick", "p1", &[]);
+        now.study_file = "/elsewhere/s.toml".into();
+        let e = generation(Path::new("s.db"), "s", Some(&then), &now, true, false).unwrap_err().to_string();
+        assert!(e.contains("/studies/s.toml") && e.contains("/elsewhere/s.toml") && e.contains("--db"), "{e}");
+        assert_eq!(generation(Path::new("s.db"), "s", None, &now, false, false).unwrap(), "s");
+    }
+
+    #[test]
+    fn the_plan_hash_follows_the_steps() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("p.toml");
+        let hash = |text: &str| {
+            std::fs::write(&p, text).unwrap();
+            plan_hash(&Profile::load(&p).unwrap(), None)
+        };
+        let base = hash("name='p'\n[[step]]\nconnections=[1,2]\nduration='2s'\n");
+        assert_eq!(base, hash("name='p'\n[[step]]\nconnections=[1,2]\nduration='2s'\n"));
+        assert_ne!(base, hash("name='p'\n[[step]]\nconnections=[1,2]\nduration='3s'\n"));
+        assert_ne!(base, hash("name='p'\n[[step]]\nconnections=[1,4]\nduration='2s'\n"));
+        assert_ne!(base, hash("name='p'\nrequest_timeout='2s'\n[[step]]\nconnections=[1,2]\nduration='2s'\n"));
+    }
+}

@@ -1,0 +1,124 @@
+//! Every input svcbench takes is bounded: a value out of its bounds is refused before anything is built or
+//! started, with exit 2 and one line naming what is wrong, within a second (never a panic, a hang or an
+//! allocation that eats the machine).
+mod common;
+
+use common::{bin, fixture, repo};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs svcbench with `args` in `cwd`, ends it if it outlives a few seconds, and checks the refusal:
+/// exit 2, one line of output (stderr) holding every one of `want`, within a second.
+fn refused(cwd: &Path, args: &[&str], want: &[&str]) {
+    let started = Instant::now();
+    let mut child = Command::new(bin())
+        .args(args)
+        .current_dir(cwd)
+        .env("SVCBENCH_HOME", repo())
+        .env("SVCBENCH_LOCK_FILE", cwd.join("measure.lock"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(10) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("svcbench {args:?} still ran after 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let took = started.elapsed();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!("--- svcbench {args:?} ({took:?}): {err}");
+    assert_eq!(out.status.code(), Some(2), "svcbench {args:?}: {err}");
+    assert!(out.stdout.is_empty(), "svcbench {args:?} printed {:?}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    for w in want {
+        assert!(err.contains(w), "svcbench {args:?}: {err:?} does not say {w:?}");
+    }
+    assert!(took < Duration::from_secs(1), "svcbench {args:?} took {took:?}");
+}
+
+#[test]
+fn load_refuses_durations_timeouts_and_start_times_beyond_their_maximum() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    refused(t, &["load", "http://127.0.0.1:9/", "-d", "1e20"], &["--duration", "a day"]);
+    refused(t, &["load", "http://127.0.0.1:9/", "--timeout", "1e20"], &["--timeout", "an hour"]);
+    refused(t, &["load", "http://127.0.0.1:9/", "--connect-timeout", "9999999999h"], &["an hour"]);
+    refused(t, &["load", "http://127.0.0.1:9/", "--start-at", "1e20"], &["--start-at", "from now"]);
+}
+
+fn write_profile(dir: &Path, step: &str) -> String {
+    let p = dir.join("bad-profile.toml");
+    std::fs::write(&p, format!("name = 'bad'\n[[step]]\nduration = '1s'\n{step}\n")).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn run_refuses_unbounded_profiles_and_flags_before_any_build() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let steady = fixture("steady");
+    let svc = steady.to_str().unwrap();
+    for (step, want) in [
+        ("rate_range = [1.0, inf, 1.0]", "finite"),
+        ("rate_range = [1e16, 2e16, 1]", "at most 10000000"),
+        ("rate_range = [1, 1e7, 0.5]", "at most 1000"),
+        ("connections = 1\nrepeat = 100000000000", "repeat = 100000000000"),
+    ] {
+        let prof = write_profile(t, step);
+        refused(t, &["run", svc, "--profile", &prof, "--db", "x.db"], &["bad-profile.toml", "step 1", want]);
+        assert!(!t.join("x.db").exists(), "nothing was stored");
+    }
+    for tol in ["nan", "-5", "0", "inf"] {
+        refused(t, &["run", svc, &format!("--probe-tolerance={tol}")], &["--probe-tolerance", "percent"]);
+    }
+    refused(t, &["run", svc, "--dep", "opensearch=https://10.0.0.5:9200"], &["--dep", "no TLS", "http://"]);
+    refused(t, &["run", svc, "--runs", "1000000"], &["--runs", "1000000"]);
+    refused(t, &["run", svc, "--startup-timeout", "1e20"], &["--startup-timeout", "an hour"]);
+    refused(t, &["run", svc, "--step-duration", "1e20"], &["--step-duration", "a day"]);
+    refused(t, &["run", svc, "--cpus", "inf"], &["--cpus"]);
+}
+
+#[test]
+fn a_service_name_that_would_escape_file_and_cgroup_names_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("svc");
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = std::fs::read_to_string(fixture("steady").join("svcbench.toml")).unwrap();
+    std::fs::write(dir.join("svcbench.toml"), manifest.replace("\"test-steady\"", "\"../../escape\"")).unwrap();
+    refused(tmp.path(), &["run", dir.to_str().unwrap()], &["key `name`", "letters, digits"]);
+}
+
+#[test]
+fn study_plan_refuses_unbounded_profiles_and_runs_instead_of_hanging() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let steady = fixture("steady");
+    let study = |profile: &str, extra: &str| {
+        let f = t.join("s.toml");
+        std::fs::write(
+            &f,
+            format!(
+                "title = 't'\nquestion = 'q'\nservices = [{:?}]\nprofile = {profile:?}\n{extra}",
+                steady.to_str().unwrap()
+            ),
+        )
+        .unwrap();
+        f.to_str().unwrap().to_string()
+    };
+    let prof = write_profile(t, "rate_range = [1.0, inf, 1.0]");
+    refused(t, &["study", &study(&prof, ""), "--plan"], &["rate_range", "finite"]);
+    let prof = write_profile(t, "connections = 1");
+    refused(t, &["study", &study(&prof, "runs = 4000000000\n"), "--plan"], &["runs", "between 1 and 100"]);
+    // 40 quotas × 40 memory caps: 1,600 cells from a file of a few hundred bytes.
+    let cpus: Vec<String> = (1..=40).map(|i| format!("{}", f64::from(i) / 10.0)).collect();
+    let memory: Vec<String> = (1..=40).map(|i| format!("'{i}M'")).collect();
+    let axis = format!("[limits]\ncpus = [{}]\nmemory = [{}]\n", cpus.join(","), memory.join(","));
+    refused(t, &["study", &study(&prof, &axis), "--plan"], &["1600 cells", "at most 1000"]);
+    refused(t, &["study", &study(&prof, ""), "--plan", "--probe-tolerance", "nan"], &["--probe-tolerance"]);
+}
