@@ -6,6 +6,7 @@ mod deps;
 mod figures;
 mod guard;
 mod host;
+mod http_client;
 mod manifest;
 mod metrics;
 mod net;

@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How long a read of the node statistics may wait (they are read around every step).
+const STATS_TIMEOUT: Duration = Duration::from_secs(5);
+
 pub struct ExistingOpenSearch {
     url: String,
     probe: Option<Arc<NodeStats>>,
@@ -78,7 +81,8 @@ struct NodeStats {
 
 impl NodeStats {
     fn get(&self, path: &str) -> Result<serde_json::Value> {
-        super::loader::request(ureq::get(&format!("{}{path}", self.url)).timeout(Duration::from_secs(5)), None)
+        let req = crate::http_client::agent(STATS_TIMEOUT).get(&format!("{}{path}", self.url));
+        super::loader::request(req, None, STATS_TIMEOUT)
     }
 
     /// Summed over the nodes; an error when no node reports it.
