@@ -45,23 +45,24 @@ fn is_timeout(t: &ureq::Transport) -> bool {
     false
 }
 
+/// A peer that accepts connections and never says a word, for as long as the test runs.
+#[cfg(test)]
+pub(crate) fn silent_peer() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming().flatten() {
+            held.push(conn);
+        }
+    });
+    addr
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Instant;
-
-    /// A peer that accepts connections and never says a word, for as long as the test runs.
-    pub(crate) fn silent_peer() -> std::net::SocketAddr {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        std::thread::spawn(move || {
-            let mut held = Vec::new();
-            for conn in listener.incoming().flatten() {
-                held.push(conn);
-            }
-        });
-        addr
-    }
 
     #[test]
     fn a_peer_that_never_answers_ends_the_call_at_the_read_timeout() {

@@ -132,4 +132,17 @@ mod tests {
         assert!(at("http://127.0.0.1:9200") && at("http://localhost:9200/") && at("http://[::1]:9200"));
         assert!(!at("http://10.0.0.5:9200") && !at("https://search.example:443"));
     }
+
+    #[test]
+    fn a_store_that_accepts_and_never_answers_fails_within_its_timeout_in_one_line() {
+        let url = format!("http://{}", crate::http_client::silent_peer());
+        let t0 = std::time::Instant::now();
+        let err = ExistingOpenSearch::open(&url, Path::new("/nonexistent"), &[], true).err().expect("no store there");
+        let took = t0.elapsed();
+        assert!(took < Duration::from_secs(15), "the store's silence held the run for {took:?}");
+        let line = format!("{err:#}");
+        assert!(!line.contains('\n'), "{line}");
+        assert!(line.starts_with(&format!("no OpenSearch answers at {url}")), "{line}");
+        assert!(line.contains("no answer within 10 s"), "{line}");
+    }
 }
