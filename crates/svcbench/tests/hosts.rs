@@ -198,8 +198,13 @@ fn a_generator_host_that_never_answers_fails_within_the_stated_time_limits() {
     let run = |entry: &str, name: &str| {
         std::fs::write(&hosts, format!("[service]\naddress = \"{}\"\n\n[[generator]]\n{entry}", host.here)).unwrap();
         let t0 = Instant::now();
-        let out =
-            run_fixtures(tmp.path(), &["steady"], &prof, &tmp.path().join(name), &["--hosts", hosts.to_str().unwrap()]);
+        // A lock of the test's own: another svcbench measuring on this machine must not refuse it first.
+        let (steady, db) = (fixture("steady"), tmp.path().join(name));
+        let args = ["run", steady.to_str().unwrap(), "--profile", prof.to_str().unwrap(), "--runs", "1"];
+        let out = svcbench_locked(
+            &[&args[..], &["--db", db.to_str().unwrap(), "--hosts", hosts.to_str().unwrap()]].concat(),
+            tmp.path(),
+        );
         (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned(), t0.elapsed())
     };
 
