@@ -9,6 +9,7 @@ pub mod deps;
 pub mod figures;
 pub mod guard;
 pub mod host;
+pub mod http_client;
 #[cfg(test)]
 mod input_props;
 pub mod manifest;

@@ -202,6 +202,56 @@ fn a_generator_on_another_host_is_driven_over_ssh_and_its_figures_come_home() {
     drop(host);
 }
 
+#[test]
+fn a_generator_host_that_never_answers_fails_within_the_stated_time_limits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let host = ssh_host(tmp.path());
+    let prof = tmp.path().join("c1.toml");
+    std::fs::write(&prof, "name = \"c1\"\n[[step]]\nconnections = 1\nduration = \"2s\"\n").unwrap();
+    let hosts = tmp.path().join("hosts.toml");
+    let run = |entry: &str, name: &str| {
+        std::fs::write(&hosts, format!("[service]\naddress = \"{}\"\n\n[[generator]]\n{entry}", host.here)).unwrap();
+        let t0 = Instant::now();
+        // A lock of the test's own: another svcbench measuring on this machine must not refuse it first.
+        let (steady, db) = (fixture("steady"), tmp.path().join(name));
+        let args = ["run", steady.to_str().unwrap(), "--profile", prof.to_str().unwrap(), "--runs", "1"];
+        let out = svcbench_locked(
+            &[&args[..], &["--db", db.to_str().unwrap(), "--hosts", hosts.to_str().unwrap()]].concat(),
+            tmp.path(),
+        );
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned(), t0.elapsed())
+    };
+
+    // An address that accepts the connection and never speaks: ssh's ConnectTimeout (15 s) covers the
+    // banner exchange.
+    let silent = std::net::TcpListener::bind((host.here.as_str(), 0)).unwrap();
+    let port = silent.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in silent.incoming().flatten() {
+            held.push(conn);
+        }
+    });
+    let (code, said, took) = run(&format!("at = \"ssh://root@{}:{port}\"\n", host.here), "silent.db");
+    assert!(took < Duration::from_secs(15 + 15), "a silent ssh peer held the run for {took:?}: {said}");
+    assert!(code == Some(2) && said.contains(&format!("generator host ssh://root@{}:{port}", host.here)), "{said}");
+    assert!(said.to_lowercase().contains("timed out"), "{said}");
+
+    // A real ssh server whose svcbench never answers: host-facts' own limit (30 s) ends it.
+    let pid_file = tmp.path().join("hung.pid");
+    let hung = tmp.path().join("hung-svcbench");
+    std::fs::write(&hung, format!("#!/bin/sh\necho $$ > {}\nexec sleep 600\n", pid_file.display())).unwrap();
+    std::fs::set_permissions(&hung, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (code, said, took) = run(&host.entry(hung.to_str().unwrap()), "hung.db");
+    if let Ok(pid) = std::fs::read_to_string(&pid_file) {
+        let _ = Command::new("kill").arg(pid.trim()).status();
+    }
+    assert!(took < Duration::from_secs(30 + 15), "a hung host-facts held the run for {took:?}: {said}");
+    assert!(code == Some(2) && said.contains("host-facts` did not answer within 30 s"), "{said}");
+    assert!(!said.contains("building"), "refused before any build: {said}");
+    drop(host);
+}
+
 /// Starts a 60 s run of `service` with the hosts file, SIGKILLs svcbench mid-step, and waits until what
 /// the far side ran (`far_parts`) is gone: the closed connection alone must stop it there.
 fn kill_mid_step_and_wait_for_the_far_side(

@@ -1,6 +1,7 @@
 //! The `upstream` dependency: `svcbench upstream` (the mock third-party service) as a child process in
 //! a sandbox of its own, on the load generator's CPUs, so its CPU use is measured and kept off the service.
 use super::{opt_u64, reject_unknown, DepContext, Dependency};
+use crate::http_client::READ_TIMEOUT;
 use crate::sandbox::{process::shell_quote, Limits, Probe, Sandbox};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -60,14 +61,15 @@ impl Dependency for Upstream {
     }
 
     fn set_delay_ms(&mut self, ms: u64) -> Result<bool> {
-        let r = ureq::put(&format!("{}/_svcbench/delay?ms={ms}", self.url())).call();
+        let r = crate::http_client::agent(READ_TIMEOUT).put(&format!("{}/_svcbench/delay?ms={ms}", self.url())).call();
         match r {
             Ok(_) => Ok(true),
-            Err(e) => bail!("cannot set the upstream delay: {e}"),
+            Err(e) => bail!("cannot set the upstream delay: {}", crate::http_client::describe(&e, READ_TIMEOUT)),
         }
     }
 
     fn calls(&self) -> Option<u64> {
-        ureq::get(&format!("{}/_svcbench/calls", self.url())).call().ok()?.into_string().ok()?.trim().parse().ok()
+        let agent = crate::http_client::agent(READ_TIMEOUT);
+        agent.get(&format!("{}/_svcbench/calls", self.url())).call().ok()?.into_string().ok()?.trim().parse().ok()
     }
 }

@@ -6,6 +6,8 @@
 //!
 //! Each direction has a reader (TUN → queue, stamped with its due time) and a writer (queue → the other
 //! TUN at the due time), so a slow write never delays the next read. Packets stay in order, as on a wire.
+//! Each direction's queue holds at most [`MAX_IN_FLIGHT_BYTES`]: a packet that would pass it is dropped
+//! and counted with the link's losses, as a router's full buffer would.
 use super::link::Link;
 use super::netns::{self, NsHandle};
 use anyhow::{Context, Result};
@@ -21,17 +23,70 @@ struct InFlight {
     bytes: Vec<u8>,
 }
 
-#[derive(Default)]
+/// Bytes one direction of a link holds on their way at most: a 1 Gbit/s link's worth of 64 ms, more than
+/// a delay line of a few milliseconds ever holds, and a bound on the memory a flood can take.
+pub const MAX_IN_FLIGHT_BYTES: usize = 8 << 20;
+
+/// One direction's packets on their way, and their size.
 struct Queue {
-    packets: Mutex<VecDeque<InFlight>>,
+    line: Mutex<Line>,
     ready: Condvar,
+    capacity: usize,
+}
+
+#[derive(Default)]
+struct Line {
+    packets: VecDeque<InFlight>,
+    bytes: usize,
+}
+
+impl Queue {
+    fn new(capacity: usize) -> Queue {
+        Queue { line: Mutex::default(), ready: Condvar::new(), capacity }
+    }
+
+    /// Queues `pkt`, or drops it (counted with the link's losses, and as an overflow) when the queue would
+    /// hold more than its capacity.
+    fn push(&self, pkt: InFlight, c: &LinkCounters) -> bool {
+        let mut line = self.line.lock().unwrap();
+        if line.bytes + pkt.bytes.len() > self.capacity {
+            c.dropped.fetch_add(1, Ordering::Relaxed);
+            if c.overflowed.fetch_add(1, Ordering::Relaxed) == 0 {
+                eprintln!(
+                    "svcbench: WARNING: a link's delay line holds {} MiB in flight; packets beyond it are dropped \
+                     and counted as the link's loss",
+                    self.capacity >> 20
+                );
+            }
+            return false;
+        }
+        line.bytes += pkt.bytes.len();
+        line.packets.push_back(pkt);
+        drop(line);
+        self.ready.notify_one();
+        true
+    }
+
+    /// The next packet, waiting up to `wait` for one.
+    fn pop(&self, wait: Duration) -> Option<InFlight> {
+        let mut line = self.line.lock().unwrap();
+        if line.packets.is_empty() {
+            line = self.ready.wait_timeout(line, wait).unwrap().0;
+        }
+        let pkt = line.packets.pop_front()?;
+        line.bytes -= pkt.bytes.len();
+        Some(pkt)
+    }
 }
 
 /// Packets carried and dropped, both directions together.
 #[derive(Default)]
 pub struct LinkCounters {
     pub carried: AtomicU64,
+    /// Every packet that did not cross: the link's loss, and the overflows of its queue.
     pub dropped: AtomicU64,
+    /// Of those, the packets dropped because the queue held [`MAX_IN_FLIGHT_BYTES`].
+    pub overflowed: AtomicU64,
 }
 
 pub struct Relay {
@@ -102,7 +157,7 @@ impl Relay {
         shape.set(link);
         let mut threads = Vec::new();
         for (from, to) in [(dev_a.clone(), dev_b.clone()), (dev_b, dev_a)] {
-            let q = Arc::new(Queue::default());
+            let q = Arc::new(Queue::new(MAX_IN_FLIGHT_BYTES));
             let (stop_r, q_r, c_r, cpus_r, shape_r) =
                 (stop.clone(), q.clone(), counters.clone(), cpus.to_vec(), shape.clone());
             threads.push(std::thread::spawn(move || {
@@ -175,21 +230,13 @@ fn read_loop(dev: &tun::Device, q: &Queue, shape: &Shape, stop: &AtomicBool, c: 
         // In order, as on a wire: a packet never overtakes the one before it.
         let due = (Instant::now() + delay).max(last_due);
         last_due = due;
-        q.packets.lock().unwrap().push_back(InFlight { due, bytes: buf[..n].to_vec() });
-        q.ready.notify_one();
+        q.push(InFlight { due, bytes: buf[..n].to_vec() }, c);
     }
 }
 
 fn write_loop(dev: &tun::Device, q: &Queue, stop: &AtomicBool, c: &LinkCounters) {
     while !stop.load(Ordering::Relaxed) {
-        let next = {
-            let mut p = q.packets.lock().unwrap();
-            if p.is_empty() {
-                p = q.ready.wait_timeout(p, Duration::from_millis(100)).unwrap().0;
-            }
-            p.pop_front()
-        };
-        let Some(pkt) = next else { continue };
+        let Some(pkt) = q.pop(Duration::from_millis(100)) else { continue };
         let now = Instant::now();
         if pkt.due > now {
             std::thread::sleep(pkt.due - now);
@@ -197,5 +244,24 @@ fn write_loop(dev: &tun::Device, q: &Queue, stop: &AtomicBool, c: &LinkCounters)
         if dev.send(&pkt.bytes).is_ok() {
             c.carried.fetch_add(1, Ordering::Relaxed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_queue_drops_what_passes_its_bound_and_counts_it_as_loss() {
+        let (q, c) = (Queue::new(3000), LinkCounters::default());
+        let pkt = |n: usize| InFlight { due: Instant::now(), bytes: vec![0; n] };
+        assert!(q.push(pkt(1500), &c) && q.push(pkt(1500), &c));
+        assert!(!q.push(pkt(1), &c), "3000 bytes in flight: not one more");
+        assert_eq!((c.dropped.load(Ordering::Relaxed), c.overflowed.load(Ordering::Relaxed)), (1, 1));
+        // What leaves makes room again, to the byte.
+        assert_eq!(q.pop(Duration::ZERO).map(|p| p.bytes.len()), Some(1500));
+        assert!(q.push(pkt(1500), &c) && !q.push(pkt(1), &c));
+        assert_eq!(c.dropped.load(Ordering::Relaxed), 2);
+        assert_eq!(q.line.lock().unwrap().bytes, 3000);
     }
 }

@@ -74,7 +74,8 @@ pub enum Place {
 }
 
 impl Place {
-    /// `ssh` arguments for a command here: no password prompts (keys only), the user's own config.
+    /// `ssh` arguments for a command here: no password prompts (keys only), the user's own config, and
+    /// svcbench's time limits ([`super::ssh::wait_options`]) where the hosts file's options set none.
     pub fn ssh_args(&self, command: &str) -> Vec<String> {
         let Place::Ssh { destination, port, options, .. } = self else { return vec![] };
         let mut a = vec!["-o".to_string(), "BatchMode=yes".to_string()];
@@ -82,6 +83,7 @@ impl Place {
             a.extend(["-p".into(), p.to_string()]);
         }
         a.extend(options.iter().cloned());
+        a.extend(super::ssh::wait_options());
         a.extend([destination.clone(), "--".into(), command.into()]);
         a
     }

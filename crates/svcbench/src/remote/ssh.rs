@@ -2,16 +2,76 @@
 use super::hosts_file::Place;
 use crate::sandbox::process::shell_quote;
 use anyhow::{bail, Context, Result};
+use std::time::Duration;
+
+/// How long ssh may take to connect: the TCP handshake and the other side's first words (its banner).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// How often ssh asks the other side, inside the encrypted connection, whether it is still there…
+pub const ALIVE_INTERVAL: Duration = Duration::from_secs(10);
+/// …and how many questions may go unanswered before it ends the connection: a machine or network lost
+/// mid-run ends every ssh within `ALIVE_INTERVAL × ALIVE_COUNT_MAX` (30 s).
+pub const ALIVE_COUNT_MAX: u32 = 3;
+/// How long `svcbench host-facts` there may take in all, the connection included.
+pub const HOST_FACTS_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often this side writes an empty line to a [`FarProcess`], so the far side knows it is still there…
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(10);
+/// …and how long the far side waits without a line before it takes this side for lost and stops what it
+/// started: sshd may not notice a vanished client for hours (its keep-alives are its own configuration).
+pub const CONTROLLER_SILENCE_LIMIT: Duration = Duration::from_secs(45);
+
+/// The `-o` options every ssh of svcbench gets after the hosts file's own `ssh_options` (ssh keeps the
+/// first value it is given, so a hosts file may set other ones).
+pub fn wait_options() -> Vec<String> {
+    [
+        format!("ConnectTimeout={}", CONNECT_TIMEOUT.as_secs()),
+        format!("ServerAliveInterval={}", ALIVE_INTERVAL.as_secs()),
+        format!("ServerAliveCountMax={ALIVE_COUNT_MAX}"),
+    ]
+    .into_iter()
+    .flat_map(|o| ["-o".to_string(), o])
+    .collect()
+}
+
+/// Runs `cmd` to its end, its output collected, or kills it after `limit` (None).
+fn output_within(cmd: &mut std::process::Command, limit: Duration) -> std::io::Result<Option<std::process::Output>> {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    let read_all = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = read_all(Box::new(child.stdout.take().expect("piped")));
+    let err = read_all(Box::new(child.stderr.take().expect("piped")));
+    let status = crate::poll::until(limit, Duration::from_millis(50), || child.try_wait().ok().flatten());
+    let Some(status) = status else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Ok(None);
+    };
+    let (stdout, stderr) = (out.join().unwrap_or_default(), err.join().unwrap_or_default());
+    Ok(Some(std::process::Output { status, stdout, stderr }))
+}
 
 /// The facts of the machine at `place`, as svcbench there reads them (`svcbench host-facts`). Asked before
 /// anything is built, it is also the first proof that ssh and svcbench work there.
 pub fn remote_facts(place: &Place, role: &str) -> Result<crate::host::HostFacts> {
     let Place::Ssh { svcbench, .. } = place else { return Ok(crate::host::facts()) };
-    let out = std::process::Command::new("ssh")
-        .args(place.ssh_args(&format!("{} host-facts", shell_quote(svcbench))))
-        .stdin(std::process::Stdio::null())
-        .output()
+    let mut ssh = std::process::Command::new("ssh");
+    ssh.args(place.ssh_args(&format!("{} host-facts", shell_quote(svcbench)))).stdin(std::process::Stdio::null());
+    let out = output_within(&mut ssh, HOST_FACTS_TIMEOUT)
         .with_context(|| format!("cannot run ssh (install OpenSSH's client) for the {role} on another host"))?;
+    let Some(out) = out else {
+        bail!(
+            "{role} host {}: `{svcbench} host-facts` did not answer within {} s over ssh; check that svcbench \
+             there runs (try the same ssh command by hand)",
+            place.describe(),
+            HOST_FACTS_TIMEOUT.as_secs()
+        );
+    };
     let err = String::from_utf8_lossy(&out.stderr).trim().replace('\n', " ");
     if !out.status.success() {
         bail!(
@@ -92,7 +152,10 @@ fn unreachable_dependencies(
 /// closes all the same.
 pub struct FarProcess {
     ssh: std::process::Child,
-    input: Option<std::process::ChildStdin>,
+    /// Shared with the heartbeat thread; None once closed.
+    input: std::sync::Arc<std::sync::Mutex<Option<std::process::ChildStdin>>>,
+    /// Dropped with this, which ends the heartbeat thread.
+    _heartbeat: std::sync::mpsc::Sender<()>,
     /// Where it runs, for messages (`ssh://bench@10.0.0.9`).
     pub place: String,
     /// What that machine is to the run (`store`, `service`), for messages.
@@ -121,7 +184,8 @@ impl FarProcess {
             .stderr(Stdio::piped())
             .spawn()
             .with_context(|| format!("cannot run ssh (install OpenSSH's client) for the {role} on another host"))?;
-        let input = ssh.stdin.take();
+        let input = std::sync::Arc::new(std::sync::Mutex::new(ssh.stdin.take()));
+        let heartbeat = heartbeat(input.clone());
         let last_words = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
         let (err, last, who) = (ssh.stderr.take().expect("piped"), last_words.clone(), place.describe());
         std::thread::spawn(move || {
@@ -139,13 +203,14 @@ impl FarProcess {
                 }
             }
         });
-        Ok(FarProcess { ssh, input, place: place.describe(), role, last_words, lines })
+        Ok(FarProcess { ssh, input, _heartbeat: heartbeat, place: place.describe(), role, last_words, lines })
     }
 
     /// One line on its standard input.
     pub fn send(&mut self, line: &str) -> Result<()> {
         use std::io::Write;
-        let input = self.input.as_mut().context("the connection is closed")?;
+        let mut input = self.input.lock().unwrap();
+        let input = input.as_mut().context("the connection is closed")?;
         writeln!(input, "{line}").and_then(|_| input.flush()).with_context(|| {
             format!("{} host {}: the connection was lost: {}", self.role, self.place, self.last_words())
         })
@@ -167,7 +232,7 @@ impl FarProcess {
 impl Drop for FarProcess {
     /// Closes its input, which stops what it started there, and waits for it to finish removing it.
     fn drop(&mut self) {
-        drop(self.input.take());
+        drop(self.input.lock().unwrap().take());
         let poll_every = std::time::Duration::from_millis(100);
         if crate::poll::until(FAR_STOP_TIMEOUT, poll_every, || self.ssh.try_wait().ok().flatten()).is_some() {
             eprintln!("svcbench: the {} machine {} stopped what it ran", self.role, self.place);
@@ -182,6 +247,24 @@ impl Drop for FarProcess {
         let _ = self.ssh.kill();
         let _ = self.ssh.wait();
     }
+}
+
+/// Writes an empty line to `input` every [`HEARTBEAT_EVERY`] until the returned sender is dropped or the
+/// input is closed.
+fn heartbeat(input: std::sync::Arc<std::sync::Mutex<Option<std::process::ChildStdin>>>) -> std::sync::mpsc::Sender<()> {
+    use std::io::Write;
+    use std::sync::mpsc::RecvTimeoutError;
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        while let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(HEARTBEAT_EVERY) {
+            let mut input = input.lock().unwrap();
+            let Some(w) = input.as_mut() else { return };
+            if writeln!(w).and_then(|_| w.flush()).is_err() {
+                return;
+            }
+        }
+    });
+    tx
 }
 
 /// What the far side of a [`FarProcess`] (`serve-deps`, `serve-service`) does first: checks that `listen`
@@ -214,12 +297,9 @@ pub fn far_side_input(
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     log: std::path::PathBuf,
 ) -> std::sync::mpsc::Receiver<String> {
-    use std::io::BufRead;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines().map_while(|l| l.ok()) {
-            let _ = tx.send(line);
-        }
+        let lost = pass_on_lines(std::io::BufReader::new(std::io::stdin()), CONTROLLER_SILENCE_LIMIT, &tx);
         if let Ok(f) = std::fs::File::create(&log) {
             use std::os::fd::AsRawFd;
             // SAFETY: dup2 onto the standard descriptors; `f` stays open until both are replaced.
@@ -228,7 +308,98 @@ pub fn far_side_input(
                 libc::dup2(f.as_raw_fd(), 2);
             }
         }
+        if lost {
+            eprintln!(
+                "svcbench: no word from the controlling svcbench for {} s: its machine or the connection is lost; \
+                 stopping",
+                CONTROLLER_SILENCE_LIMIT.as_secs()
+            );
+        }
         stop.store(true, std::sync::atomic::Ordering::SeqCst);
     });
     rx
+}
+
+/// Passes the lines of `input` on to `tx`, all but the controller's empty heartbeat lines, until it closes
+/// (false) or stays silent for `silence` (true: the controller is lost).
+fn pass_on_lines(
+    input: impl std::io::BufRead + Send + 'static,
+    silence: Duration,
+    tx: &std::sync::mpsc::Sender<String>,
+) -> bool {
+    use std::sync::mpsc::RecvTimeoutError;
+    let (raw_tx, raw) = std::sync::mpsc::channel();
+    // A blocking read cannot time out: it runs on its own, and is left behind when the controller is lost.
+    std::thread::spawn(move || {
+        for line in input.lines().map_while(|l| l.ok()) {
+            if raw_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    loop {
+        match raw.recv_timeout(silence) {
+            Ok(line) if line.is_empty() => {}
+            Ok(line) => {
+                let _ = tx.send(line);
+            }
+            Err(RecvTimeoutError::Timeout) => return true,
+            Err(RecvTimeoutError::Disconnected) => return false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn every_ssh_gets_the_time_limits_after_the_hosts_files_own_options() {
+        let place = Place::Ssh {
+            destination: "bench@10.0.0.9".into(),
+            port: None,
+            options: vec!["-o".into(), "ConnectTimeout=99".into()],
+            svcbench: "svcbench".into(),
+        };
+        let a = place.ssh_args("true");
+        let at = |o: &str| a.iter().position(|x| x.starts_with(o)).unwrap_or_else(|| panic!("no {o} in {a:?}"));
+        assert!(a[..2] == ["-o", "BatchMode=yes"], "{a:?}");
+        assert_eq!(a[at("ConnectTimeout=")], "ConnectTimeout=99", "ssh keeps the first value: the hosts file's");
+        assert!(a.contains(&"ConnectTimeout=15".to_string()) && at("ServerAliveInterval=10") < at("bench@"));
+        assert!(at("ServerAliveCountMax=3") < at("bench@"), "options go before the destination: {a:?}");
+    }
+
+    #[test]
+    fn a_one_shot_command_that_hangs_is_killed_at_its_limit() {
+        let t0 = Instant::now();
+        let out = output_within(std::process::Command::new("sleep").arg("30"), Duration::from_millis(300)).unwrap();
+        assert!(out.is_none() && t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+        let out = output_within(std::process::Command::new("echo").arg("facts"), Duration::from_secs(10)).unwrap();
+        assert_eq!(out.unwrap().stdout, b"facts\n");
+    }
+
+    #[test]
+    fn the_far_side_passes_on_requests_skips_heartbeats_and_stops_when_the_controller_falls_silent() {
+        use std::io::Write;
+        use std::os::unix::net::UnixStream;
+        let (mut controller, far) = UnixStream::pair().unwrap();
+        controller.write_all(b"{\"a\":1}\n\n\n{\"b\":2}\n").unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t0 = Instant::now();
+        let lost = pass_on_lines(std::io::BufReader::new(far), Duration::from_millis(400), &tx);
+        assert!(lost && t0.elapsed() < Duration::from_secs(3), "silence noticed after {:?}", t0.elapsed());
+        assert_eq!(rx.try_iter().collect::<Vec<_>>(), ["{\"a\":1}", "{\"b\":2}"]);
+        // Heartbeats keep it going past the limit; a closed input ends it as closed, not lost.
+        let (mut controller, far) = UnixStream::pair().unwrap();
+        std::thread::spawn(move || {
+            for _ in 0..6 {
+                controller.write_all(b"\n").unwrap();
+                std::thread::sleep(Duration::from_millis(150));
+            }
+        });
+        let t0 = Instant::now();
+        let lost = pass_on_lines(std::io::BufReader::new(far), Duration::from_millis(400), &tx);
+        assert!(!lost && t0.elapsed() >= Duration::from_millis(700), "{lost} after {:?}", t0.elapsed());
+    }
 }

@@ -86,13 +86,13 @@ pub fn run_step(
     let kernel_peak = inst.sandbox.reset_peak();
     let sampler = Sampler::start(inst.sandbox.probe(), Some(step_stop.clone()));
     if let Some(m) = &ctx.metrics {
-        *m.lock().unwrap() = crate::metrics::Current {
+        m.publish(crate::metrics::Current {
             service: service.to_string(),
             run: run_index,
             step: step.label(),
             live: Some(live.clone()),
             probe: Some(inst.sandbox.probe()),
-        };
+        });
     }
 
     let agents = ctx.opts.generators > 1 || ctx.opts.hosts_plan.as_ref().is_some_and(|p| p.uses_agents());
@@ -140,7 +140,7 @@ pub fn run_step(
     let samples = sampler.take();
     drop(sampler);
     if let Some(m) = &ctx.metrics {
-        m.lock().unwrap().live = None;
+        m.step_ended();
     }
     let report = report.context("load generator failed")?;
     let interrupted = ctx.stop.load(Ordering::Relaxed);

@@ -99,7 +99,9 @@ pub fn run_checks_until(
 }
 
 pub fn run_checks(base_url: &str, checks: &[Check]) -> Vec<CheckResult> {
-    let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(10)).redirects(0).build();
+    // Each check waits at most 10 s for its whole answer: a check that hangs fails, the next one runs.
+    let within = Duration::from_secs(10);
+    let agent = crate::http_client::builder(within).timeout(within).redirects(0).build();
     checks
         .iter()
         .map(|c| {

@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How long a read of the node statistics may wait (they are read around every step).
+const STATS_TIMEOUT: Duration = Duration::from_secs(5);
+
 pub struct ExistingOpenSearch {
     url: String,
     probe: Option<Arc<NodeStats>>,
@@ -78,7 +81,8 @@ struct NodeStats {
 
 impl NodeStats {
     fn get(&self, path: &str) -> Result<serde_json::Value> {
-        super::loader::request(ureq::get(&format!("{}{path}", self.url)).timeout(Duration::from_secs(5)), None)
+        let req = crate::http_client::agent(STATS_TIMEOUT).get(&format!("{}{path}", self.url));
+        super::loader::request(req, None, STATS_TIMEOUT)
     }
 
     /// Summed over the nodes; an error when no node reports it.
@@ -127,5 +131,18 @@ mod tests {
         let at = |url: &str| ExistingOpenSearch { url: url.into(), probe: None, cpus: 1 }.shares_generator_cpus();
         assert!(at("http://127.0.0.1:9200") && at("http://localhost:9200/") && at("http://[::1]:9200"));
         assert!(!at("http://10.0.0.5:9200") && !at("https://search.example:443"));
+    }
+
+    #[test]
+    fn a_store_that_accepts_and_never_answers_fails_within_its_timeout_in_one_line() {
+        let url = format!("http://{}", crate::http_client::silent_peer());
+        let t0 = std::time::Instant::now();
+        let err = ExistingOpenSearch::open(&url, Path::new("/nonexistent"), &[], true).err().expect("no store there");
+        let took = t0.elapsed();
+        assert!(took < Duration::from_secs(15), "the store's silence held the run for {took:?}");
+        let line = format!("{err:#}");
+        assert!(!line.contains('\n'), "{line}");
+        assert!(line.starts_with(&format!("no OpenSearch answers at {url}")), "{line}");
+        assert!(line.contains("no answer within 10 s"), "{line}");
     }
 }

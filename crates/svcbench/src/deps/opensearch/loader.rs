@@ -1,6 +1,7 @@
 //! The scenario's data in an OpenSearch node, started by svcbench or not: its indices created from
 //! `<scenario>/store/*.json`, the conformance sample and the load dataset (`<scenario>/dataset/`, built
 //! with `build.py` when missing) bulk-loaded with refreshes off, and the counts checked.
+use crate::http_client::READ_TIMEOUT;
 use anyhow::{anyhow, bail, Context, Result};
 use std::fs;
 use std::io::{BufRead, BufReader};
@@ -14,6 +15,10 @@ const BULK_BYTES: usize = 4 << 20;
 const INDICES: [&str; 2] = ["region_v1", "city_v1"];
 /// Bulk files in load order (regions first, as cities refer to them).
 const BULK_FILES: [&str; 2] = ["region.ndjson", "city.ndjson"];
+/// How long the node may take to say who it is: the first question, a node that cannot answer it is no store.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one bulk request may wait for each read of its answer (a 4 MiB piece indexed on a small heap).
+const BULK_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The bulk files of the scenario's data, in load order: the conformance sample's, then (for load) the
 /// dataset's, built first when missing, so a dataset that cannot be built fails before a node starts.
@@ -45,11 +50,13 @@ fn documents_in(file: &Path) -> Result<u64> {
 /// An OpenSearch node's HTTP API, at `url`.
 pub struct Loader {
     pub url: String,
+    /// For the short questions (counts, indices, settings): [`crate::http_client::READ_TIMEOUT`].
+    agent: ureq::Agent,
 }
 
 impl Loader {
     pub fn new(url: &str) -> Loader {
-        Loader { url: url.trim_end_matches('/').to_string() }
+        Loader { url: url.trim_end_matches('/').to_string(), agent: crate::http_client::agent(READ_TIMEOUT) }
     }
 
     /// A node svcbench just started: every index created, every file loaded.
@@ -60,7 +67,7 @@ impl Loader {
 
     /// `distribution version` of the node (`opensearch 3.6.0`), or why it cannot be reached.
     pub fn version(&self) -> Result<String> {
-        let v = request(ureq::get(&self.url).timeout(Duration::from_secs(10)), None)
+        let v = request(crate::http_client::agent(VERSION_TIMEOUT).get(&self.url), None, VERSION_TIMEOUT)
             .with_context(|| format!("no OpenSearch answers at {}", self.url))?;
         let number = v["version"]["number"].as_str().ok_or_else(|| anyhow!("{} is not OpenSearch: {v}", self.url))?;
         Ok(format!("{} {number}", v["version"]["distribution"].as_str().unwrap_or("elasticsearch")))
@@ -106,13 +113,17 @@ impl Loader {
 
     /// Documents in `index`; None when it does not exist.
     fn count(&self, index: &str) -> Result<Option<u64>> {
-        match ureq::get(&format!("{}/{index}/_count", self.url)).call() {
+        match self.agent.get(&format!("{}/{index}/_count", self.url)).call() {
             Ok(r) => {
                 let v: serde_json::Value = serde_json::from_reader(r.into_reader())?;
                 Ok(Some(v["count"].as_u64().ok_or_else(|| anyhow!("no count in {v}"))?))
             }
             Err(ureq::Error::Status(404, _)) => Ok(None),
-            Err(e) => Err(e).with_context(|| format!("cannot count the documents of {index} at {}", self.url)),
+            Err(e) => bail!(
+                "cannot count the documents of {index} at {}: {}",
+                self.url,
+                crate::http_client::describe(&e, READ_TIMEOUT)
+            ),
         }
     }
 
@@ -120,7 +131,8 @@ impl Loader {
         for index in indices {
             let path = store_dir.join(format!("{index}.json"));
             let body = fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
-            request(ureq::put(&format!("{}/{index}", self.url)).set("Content-Type", "application/json"), Some(&body))
+            let req = self.agent.put(&format!("{}/{index}", self.url)).set("Content-Type", "application/json");
+            request(req, Some(&body), READ_TIMEOUT)
                 .with_context(|| format!("cannot create index {index} from {}", path.display()))?;
         }
         Ok(())
@@ -134,7 +146,7 @@ impl Loader {
         }
         let indices: Vec<&str> = INDICES.into_iter().filter(|i| files.iter().any(|f| index_of(f) == Some(i))).collect();
         self.set_refresh_interval(&indices, Some("-1"))?;
-        let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(600)).build();
+        let agent = crate::http_client::agent(BULK_TIMEOUT);
         let bulk_url = format!("{}/_bulk?filter_path=errors,items.*.error", self.url);
         let mut loaded = std::collections::BTreeMap::<&str, u64>::new();
         for path in files {
@@ -148,7 +160,7 @@ impl Loader {
             );
         }
         self.set_refresh_interval(&indices, None)?;
-        request(ureq::post(&format!("{}/_refresh", self.url)), None)?;
+        request(self.agent.post(&format!("{}/_refresh", self.url)), None, READ_TIMEOUT)?;
         for (index, docs) in loaded {
             let stored = self.count(index)?.unwrap_or(0);
             if stored != docs {
@@ -161,17 +173,15 @@ impl Loader {
     /// `None` restores the default.
     fn set_refresh_interval(&self, indices: &[&str], value: Option<&str>) -> Result<()> {
         let body = serde_json::json!({"index": {"refresh_interval": value}}).to_string();
-        request(
-            ureq::put(&format!("{}/{}/_settings", self.url, indices.join(","))).set("Content-Type", "application/json"),
-            Some(&body),
-        )?;
+        let url = format!("{}/{}/_settings", self.url, indices.join(","));
+        request(self.agent.put(&url).set("Content-Type", "application/json"), Some(&body), READ_TIMEOUT)?;
         Ok(())
     }
 }
 
 /// Sends `body` (if any) and returns the JSON answer; a non-2xx answer is an error carrying
-/// OpenSearch's reason.
-pub(super) fn request(req: ureq::Request, body: Option<&str>) -> Result<serde_json::Value> {
+/// OpenSearch's reason; one that does not come within `timeout` (the agent's read timeout) says so.
+pub(super) fn request(req: ureq::Request, body: Option<&str>, timeout: Duration) -> Result<serde_json::Value> {
     let sent = match body {
         Some(body) => req.send_string(body),
         None => req.call(),
@@ -182,7 +192,7 @@ pub(super) fn request(req: ureq::Request, body: Option<&str>) -> Result<serde_js
             let text = resp.into_string().unwrap_or_default();
             bail!("OpenSearch answered {code}: {}", text.chars().take(500).collect::<String>())
         }
-        Err(e) => Err(e.into()),
+        Err(e) => bail!("{}", crate::http_client::describe(&e, timeout)),
     }
 }
 
@@ -209,7 +219,8 @@ fn bulk_file(agent: &ureq::Agent, bulk_url: &str, path: &Path) -> Result<u64> {
             docs += 1;
         }
         if (action.is_none() && !chunk.is_empty()) || chunk.len() >= BULK_BYTES {
-            let resp = request(agent.post(bulk_url).set("Content-Type", "application/x-ndjson"), Some(&chunk))
+            let req = agent.post(bulk_url).set("Content-Type", "application/x-ndjson");
+            let resp = request(req, Some(&chunk), BULK_TIMEOUT)
                 .with_context(|| format!("bulk load of {} failed", path.display()))?;
             if resp["errors"].as_bool() != Some(false) {
                 let first = resp["items"].as_array().and_then(|items| items.first()).cloned().unwrap_or_default();

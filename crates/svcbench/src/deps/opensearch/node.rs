@@ -127,7 +127,8 @@ impl OpenSearch {
     }
 
     fn wait_ready(&mut self, log_path: &Path) -> Result<()> {
-        let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(5)).build();
+        // Each health question waits at most 5 s (it asks the node to answer within 2 s).
+        let agent = crate::http_client::builder(Duration::from_secs(5)).timeout(Duration::from_secs(5)).build();
         let health = format!("{}/_cluster/health?wait_for_status=yellow&timeout=2s", self.url);
         let timeout = std::env::var("SVCBENCH_OPENSEARCH_READY_S")
             .ok()
