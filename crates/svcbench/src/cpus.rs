@@ -1,7 +1,6 @@
 //! CPU sets: parsing "0-3,6", the default split that keeps the service away from the load generator
 //! and dependencies (on 2 cores: service on CPU 1, the rest on CPU 0), and the split a session asks for,
 //! checked before any work.
-use crate::sandbox::Limits;
 use anyhow::{bail, Result};
 
 /// Parses "0-2,5" (the load generator's parser), sorted and without repeats.
@@ -36,14 +35,31 @@ pub fn default_split(allowed: &[usize]) -> (Vec<usize>, Vec<usize>) {
 /// Resolves the CPU split: the service's cpuset (from --cpuset or the default split) and the generator's.
 /// Refuses, before any work, CPUs that do not exist here, a generator sharing the service's CPUs when the
 /// user chose either set, and a quota the service's CPUs could never reach.
-pub fn cpu_split(limits: &mut Limits, loadgen_cpuset: Option<&str>) -> Result<Vec<usize>> {
-    split_cpus(limits, loadgen_cpuset, &crate::sandbox::procfs::allowed_cpus())
+/// `cpuset` is the service's (normalised in place), `quota` its CPU quota.
+pub fn cpu_split(cpuset: &mut Option<String>, quota: Option<f64>, loadgen_cpuset: Option<&str>) -> Result<Vec<usize>> {
+    split_cpus(cpuset, quota, loadgen_cpuset, &allowed())
 }
 
-fn split_cpus(limits: &mut Limits, loadgen_cpuset: Option<&str>, allowed: &[usize]) -> Result<Vec<usize>> {
+/// The CPUs this process may run on.
+pub fn allowed() -> Vec<usize> {
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return (0..std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).collect();
+        }
+        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+    }
+}
+
+fn split_cpus(
+    cpuset: &mut Option<String>,
+    quota: Option<f64>,
+    loadgen_cpuset: Option<&str>,
+    allowed: &[usize],
+) -> Result<Vec<usize>> {
     let (svc_default, gen_default) = default_split(allowed);
     let all = format(allowed);
-    let chosen = limits.cpuset.is_some() || loadgen_cpuset.is_some();
+    let chosen = cpuset.is_some() || loadgen_cpuset.is_some();
     let check = |option: &str, set: &[usize]| -> Result<()> {
         if let Some(c) = set.iter().find(|c| !allowed.contains(c)) {
             bail!(
@@ -52,12 +68,12 @@ fn split_cpus(limits: &mut Limits, loadgen_cpuset: Option<&str>, allowed: &[usiz
         }
         Ok(())
     };
-    let svc = match &limits.cpuset {
+    let svc = match cpuset.as_deref() {
         Some(s) => parse(s)?,
         None => svc_default,
     };
     check("--cpuset", &svc)?;
-    limits.cpuset = Some(format(&svc));
+    *cpuset = Some(format(&svc));
     let gen = match loadgen_cpuset {
         Some(s) => parse(s)?,
         None => {
@@ -87,7 +103,7 @@ fn split_cpus(limits: &mut Limits, loadgen_cpuset: Option<&str>, allowed: &[usiz
             );
         }
     }
-    if let Some(q) = limits.cpus {
+    if let Some(q) = quota {
         if q > svc.len() as f64 {
             bail!(
                 "--cpus {q} is more than the {} CPU(s) of the service's cpuset ({}): the quota could never be reached; \
@@ -114,9 +130,9 @@ mod tests {
     }
 
     fn split(cpuset: Option<&str>, cpus: Option<f64>, gen: Option<&str>) -> Result<(String, Vec<usize>)> {
-        let mut l = Limits { cpus, memory_bytes: None, cpuset: cpuset.map(String::from) };
-        let g = split_cpus(&mut l, gen, &[0, 1])?;
-        Ok((l.cpuset.unwrap(), g))
+        let mut set = cpuset.map(String::from);
+        let g = split_cpus(&mut set, cpus, gen, &[0, 1])?;
+        Ok((set.unwrap(), g))
     }
 
     #[test]

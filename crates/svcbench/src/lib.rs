@@ -29,5 +29,6 @@ pub mod service;
 pub mod speed_probe;
 pub mod store;
 pub mod study;
+pub mod teardown;
 pub mod toml_file;
 pub mod upstream;

@@ -20,7 +20,7 @@ pub fn check_service(
     std::fs::create_dir_all(work_dir)?;
     let work_dir = &std::path::absolute(work_dir)?;
     let mut limits = Limits::default();
-    let gen = crate::cpus::cpu_split(&mut limits, None)?;
+    let gen = crate::cpus::cpu_split(&mut limits.cpuset, limits.cpus, None)?;
     let how = super::Alone {
         service_at: None,
         what: "check",

@@ -47,7 +47,7 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     }
     let svc = &services[0];
     let mut limits = a.limits.limits()?;
-    let gen = cpu_split(&mut limits, None)?;
+    let gen = cpu_split(&mut limits.cpuset, limits.cpus, None)?;
     let links = a.network.links()?;
     let given = a.given.given()?;
     let plan = match &a.hosts {
@@ -74,7 +74,7 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     let work_dir = std::path::absolute(&a.work_dir)?;
     // results/work/up → the results folder, whose work/ holds the lock files of killed sessions.
     let results_dir = work_dir.parent().and_then(|p| p.parent()).unwrap_or(&work_dir);
-    for line in crate::guard::leftovers::clean(results_dir) {
+    for line in crate::teardown::leftovers::clean(results_dir) {
         eprintln!("{line}");
     }
     let how = Alone {

@@ -6,12 +6,19 @@ use crate::cli::{Cli, Command};
 use crate::options::{self, SessionPlan};
 use crate::{alone, guard, host, remote, report, runner, store, upstream};
 use anyhow::Result;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// The command's stop flag: Ctrl-C asks it to stop; a second one ends every part at once (teardown/).
+fn stop_flag() -> Result<Arc<AtomicBool>> {
+    guard::signals::stop_flag(crate::teardown::teardown_all)
+}
 
 /// Runs the command asked; returns the exit code (0 done, 1 a failure it reports, 130 interrupted).
 pub fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Run(a) => {
-            let stop = guard::signals::stop_flag()?;
+            let stop = stop_flag()?;
             let plan = SessionPlan {
                 services: a.services,
                 scenario: a.scenario,
@@ -52,7 +59,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             })
         }
         Command::Check(a) => {
-            let stop = guard::signals::stop_flag()?;
+            let stop = stop_flag()?;
             let results = alone::check::check_service(
                 &a.service,
                 a.scenario.as_deref(),
@@ -73,7 +80,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             Ok(if failed > 0 { 1 } else { 0 })
         }
         Command::Build(a) => {
-            let stop = guard::signals::stop_flag()?;
+            let stop = stop_flag()?;
             build::run(&a, stop)
         }
         Command::Load(a) => loadgen::cli::run_cli(&a),
@@ -90,19 +97,19 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Report(a) => report::run_report(&a),
         Command::Compare(a) => report::run_compare(&a),
         Command::ServeDeps(a) => {
-            let stop = guard::signals::stop_flag()?;
+            let stop = stop_flag()?;
             remote::serve_deps::run(a, stop)
         }
         Command::ServeService(a) => {
-            let stop = guard::signals::stop_flag()?;
+            let stop = stop_flag()?;
             remote::serve_service::run(a, stop)
         }
         Command::Up(a) => {
-            let stop = guard::signals::stop_flag()?;
+            let stop = stop_flag()?;
             alone::up::run_up(a, stop)
         }
         Command::Study(a) => {
-            let stop = guard::signals::stop_flag()?;
+            let stop = stop_flag()?;
             study::run(a, stop)
         }
     }

@@ -76,7 +76,7 @@ impl Identity {
 pub fn started_at(pid: i32) -> Option<SystemTime> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     let btime: u64 = stat.lines().find_map(|l| l.strip_prefix("btime ")?.trim().parse().ok())?;
-    let ticks = start_ticks(pid)? as f64 / crate::sandbox::procfs::ticks_per_second();
+    let ticks = start_ticks(pid)? as f64 / ticks_per_second();
     Some(SystemTime::UNIX_EPOCH + Duration::from_secs(btime) + Duration::from_secs_f64(ticks))
 }
 
@@ -104,6 +104,11 @@ pub fn in_cgroup(pid: i32, dir: &Path) -> bool {
         .lines()
         .filter_map(|l| l.splitn(3, ':').nth(2))
         .any(|p| p.ends_with(&tail) || p.contains(&format!("{tail}/")))
+}
+
+/// Clock ticks per second, the unit of /proc's start times.
+pub fn ticks_per_second() -> f64 {
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) as f64 }
 }
 
 #[cfg(test)]

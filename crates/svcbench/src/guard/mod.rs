@@ -7,10 +7,8 @@
 //! measurements from sharing the CPUs; signals.rs turns Ctrl-C into an orderly stop, and a second one into
 //! a teardown.
 pub mod identity;
-pub mod leftovers;
 pub mod lock_dir;
 pub mod machine_lock;
-pub mod quiet_cpus;
 pub mod signals;
 
 use identity::Identity;
@@ -109,20 +107,14 @@ pub fn unregister(name: &str) {
     write_lock(&r);
 }
 
-/// Kills every registered part and removes its cgroups, then marks the session aborted and drops the lock
-/// file: the end of svcbench that cannot wait for the session to wind down (a second Ctrl-C).
-pub fn teardown_all(why: &str) {
-    let parts = registry().parts.clone();
-    for p in &parts {
-        leftovers::end_part(&p.part);
-    }
-    crate::network::remove_mine();
+/// The parts registered now (what a teardown ends).
+pub fn registered() -> Vec<RecordedPart> {
+    registry().parts.clone()
+}
+
+/// Forgets every part and the lock file; returns the lock file, its store and session, if one was kept.
+pub fn forget_all() -> Option<(PathBuf, PathBuf, i64)> {
     let mut r = registry();
     r.parts.clear();
-    if let Some((path, store, session)) = r.lock.take() {
-        if let Ok(s) = crate::store::Store::open(&store) {
-            let _ = s.abort_session(session, why, &crate::figures::validity::run_flags("aborted", &[]));
-        }
-        let _ = std::fs::remove_file(path);
-    }
+    r.lock.take()
 }

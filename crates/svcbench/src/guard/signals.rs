@@ -14,7 +14,8 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
 }
 
-pub fn stop_flag() -> Result<Arc<AtomicBool>> {
+/// The stop flag of a command; a second signal calls `teardown` (what ends every part at once), then exits.
+pub fn stop_flag(teardown: fn(&str)) -> Result<Arc<AtomicBool>> {
     let flag = Arc::new(AtomicBool::new(false));
     let mut signals = Signals::new([SIGINT, SIGTERM])?;
     let f = flag.clone();
@@ -23,7 +24,7 @@ pub fn stop_flag() -> Result<Arc<AtomicBool>> {
             INTERRUPTED.store(true, Ordering::SeqCst);
             if f.swap(true, Ordering::SeqCst) {
                 eprintln!("\nsvcbench: second signal ({sig}): stopping every service and dependency now");
-                super::teardown_all(&format!("svcbench stopped at once by a second signal ({sig})"));
+                teardown(&format!("svcbench stopped at once by a second signal ({sig})"));
                 std::process::exit(130);
             }
             eprintln!("\nsvcbench: stopping after the current wait (again to stop at once; it still cleans up)");

@@ -282,7 +282,7 @@ pub fn far_side_setup(
     let work_dir = std::path::absolute(work_dir)?;
     // results/work/<part> → the results folder, whose work/ holds the lock files of killed sessions.
     let results_dir = work_dir.parent().and_then(|p| p.parent()).unwrap_or(&work_dir);
-    for line in crate::guard::leftovers::clean(results_dir) {
+    for line in crate::teardown::leftovers::clean(results_dir) {
         eprintln!("{line}");
     }
     let log = work_dir.join(format!("{what}-{}.log", std::process::id()));

@@ -41,14 +41,15 @@ pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
         .filter_map(|c| c.limits.cpus)
         .fold(opts.limits.cpus, |a, b| Some(a.map_or(b, |a: f64| a.max(b))));
     let asked_cpus = std::mem::replace(&mut opts.limits.cpus, widest);
-    let loadgen_cpus = crate::cpus::cpu_split(&mut opts.limits, opts.loadgen_cpuset.as_deref())?;
+    let loadgen_cpus =
+        crate::cpus::cpu_split(&mut opts.limits.cpuset, opts.limits.cpus, opts.loadgen_cpuset.as_deref())?;
     opts.limits.cpus = asked_cpus;
     let cells = opts.cell_specs();
     let results_dir = opts.db.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
     // One measurement at a time, then whatever a killed svcbench left behind, then the limits: all before
     // anything is built or started.
     let machine = guard::machine_lock::acquire("run", opts.wait_lock)?;
-    for line in guard::leftovers::clean(&results_dir) {
+    for line in crate::teardown::leftovers::clean(&results_dir) {
         eprintln!("{line}");
     }
     let service_at = opts.hosts_plan.as_ref().and_then(|p| p.service_at.clone());

@@ -44,7 +44,7 @@ pub fn open_session(pre: &Preflight) -> Result<Opened> {
         .into_iter()
         .chain(pre.loadgen_cpus.clone())
         .collect();
-    if let Some(w) = guard::quiet_cpus::check(&measured, Duration::from_millis(500)) {
+    if let Some(w) = crate::sandbox::quiet_cpus::check(&measured, Duration::from_millis(500)) {
         eprintln!("svcbench: WARNING: {w}");
         store.add_session_warning(session_id, &w)?;
     }

@@ -81,7 +81,7 @@ pub fn run_one(
     // The previous run's service is gone by now: what still uses these CPUs is someone else.
     if ctx.session_runs > 0 {
         let cpus: Vec<usize> = ctx.service_cpus.iter().chain(&ctx.loadgen_cpus).copied().collect();
-        if let Some(w) = crate::guard::quiet_cpus::check(&cpus, Duration::from_millis(300)) {
+        if let Some(w) = crate::sandbox::quiet_cpus::check(&cpus, Duration::from_millis(300)) {
             eprintln!("svcbench: WARNING: {} run {run_index}: {w}", svc.name());
             ctx.store.add_run_warnings(run_id, &[w])?;
         }

@@ -7,6 +7,7 @@ pub mod cgroup_v2;
 pub mod listening;
 pub mod process;
 pub mod procfs;
+pub mod quiet_cpus;
 pub mod sampler;
 pub mod service_user;
 

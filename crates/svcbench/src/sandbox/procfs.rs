@@ -13,9 +13,7 @@ fn page_size() -> u64 {
     unsafe { libc::sysconf(libc::_SC_PAGESIZE) as u64 }
 }
 
-pub fn ticks_per_second() -> f64 {
-    unsafe { libc::sysconf(libc::_SC_CLK_TCK) as f64 }
-}
+pub use crate::guard::identity::ticks_per_second;
 
 pub fn stat(pid: i32) -> Option<ProcStat> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -73,12 +71,4 @@ pub fn runqueue_wait_ns(pids: &[i32]) -> u64 {
 }
 
 /// The machine-wide CPU count this process may use.
-pub fn allowed_cpus() -> Vec<usize> {
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return (0..std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).collect();
-        }
-        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
-    }
-}
+pub use crate::cpus::allowed as allowed_cpus;

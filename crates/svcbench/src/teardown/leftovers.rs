@@ -8,8 +8,8 @@
 //! session's own cgroups, or in a group whose leader is still the process recorded; only cgroups under
 //! svcbench's own parent folders, named after the session's svcbench, are removed. Whatever else a file
 //! names is left alone, and the file is called untrusted in one warning line.
-use super::identity::{self, Liveness};
-use super::{LockFile, Part, RecordedPart};
+use crate::guard::identity::{self, Liveness};
+use crate::guard::{LockFile, Part, RecordedPart};
 use crate::sandbox::{cgroup, process, CGROUP_PARENT};
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -137,7 +137,7 @@ fn old_lock_files(results_dir: &Path) -> Vec<String> {
 /// untrusted and said so).
 fn lock_files(said: &mut Vec<String>) -> Vec<PathBuf> {
     use std::os::unix::fs::MetadataExt;
-    let dir = match super::lock_dir::sessions_dir() {
+    let dir = match crate::guard::lock_dir::sessions_dir() {
         Ok(d) => d,
         Err(e) => {
             said.push(format!(
