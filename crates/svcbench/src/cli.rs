@@ -24,7 +24,7 @@ pub enum Command {
     /// Print the store as JSON.
     Export(ExportArgs),
     /// The mock third-party service of the `upstream` scenario.
-    Upstream(crate::upstream::UpstreamArgs),
+    Upstream(crate::mock_upstream::UpstreamArgs),
     /// Render the store as a self-contained HTML page (charts + tables) or Markdown.
     Report(crate::report::ReportArgs),
     /// Compare two stores (or two filters of one): ratios and verdicts per service and metric.

@@ -42,7 +42,9 @@ pub struct Manifest {
     pub language: String,
     pub framework: String,
     pub framework_version: String,
-    pub model: ProgrammingModel,
+    /// The programming model (`model` in the file: blocking threads or async), not the load model.
+    #[serde(rename = "model")]
+    pub programming_model: ProgrammingModel,
     #[serde(default)]
     pub build: Option<String>,
     /// Environment of the build command (cargo profile settings, RUSTFLAGS, Maven properties).
@@ -84,7 +86,8 @@ pub struct Variant {
     #[serde(default)]
     pub framework_version: Option<String>,
     #[serde(default)]
-    pub model: Option<ProgrammingModel>,
+    #[serde(rename = "model")]
+    pub programming_model: Option<ProgrammingModel>,
     #[serde(default)]
     pub build: Option<String>,
     #[serde(default)]
@@ -185,8 +188,8 @@ impl Service {
         if let Some(f) = &v.framework_version {
             m.framework_version = f.clone();
         }
-        if let Some(x) = v.model {
-            m.model = x;
+        if let Some(x) = v.programming_model {
+            m.programming_model = x;
         }
         if let Some(b) = &v.build {
             m.build = Some(b.clone());
@@ -394,7 +397,7 @@ PORT = "{port}"
         write(d.path(), GOOD);
         let s = Service::load(d.path()).unwrap();
         assert_eq!(s.name(), "x");
-        assert_eq!(s.manifest.model, ProgrammingModel::Async);
+        assert_eq!(s.manifest.programming_model, ProgrammingModel::Async);
         assert_eq!(s.manifest.env["PORT"], "{port}");
     }
 

@@ -43,7 +43,7 @@ pub struct Alone<'a> {
 
 /// The started parts. Field order is drop order: the service, then its dependencies, then the network
 /// they ran on.
-pub struct Started {
+pub struct StartedAlone {
     pub inst: Instance,
     /// Held so that the dependencies run as long as the service does.
     _deps: Dependencies,
@@ -54,7 +54,7 @@ pub struct Started {
     pub startup: Duration,
 }
 
-pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool) -> Result<Started> {
+pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool) -> Result<StartedAlone> {
     how.given.check(&scenario.file.dependency, scenario.name())?;
     // The service's machine runs it as long as the instance holds it.
     let remote_service = how.service_at.map(crate::remote::service_client::RemoteService::connect).transpose()?;
@@ -105,5 +105,5 @@ pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool)
         },
     )?;
     let startup = inst.wait_ready(svc, crate::runner::STARTUP_TIMEOUT, stop)?;
-    Ok(Started { inst, _deps: deps, _remote: remote, network, placeholders, startup })
+    Ok(StartedAlone { inst, _deps: deps, _remote: remote, network, placeholders, startup })
 }

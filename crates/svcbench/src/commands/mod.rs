@@ -4,7 +4,7 @@ pub mod study;
 
 use crate::cli::{Cli, Command};
 use crate::options::{self, SessionPlan};
-use crate::{alone, guard, host, remote, report, runner, store, upstream};
+use crate::{alone, guard, host, mock_upstream, remote, report, runner, store};
 use anyhow::Result;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -93,7 +93,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             println!("{}", serde_json::to_string_pretty(&store::export::export(&st, a.session, a.samples)?)?);
             Ok(0)
         }
-        Command::Upstream(a) => upstream::run_cli(&a),
+        Command::Upstream(a) => mock_upstream::run_cli(&a),
         Command::Report(a) => report::run_report(&a),
         Command::Compare(a) => report::run_compare(&a),
         Command::ServeDeps(a) => {

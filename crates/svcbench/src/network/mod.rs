@@ -61,7 +61,7 @@ impl Hosts {
 }
 
 /// One namespace of the network: a role, and its own name (`client2` for a second generator).
-struct Part {
+struct Member {
     role: Role,
     name: String,
     /// Its letter in interface names: the role's, or one of its own from the second generator on.
@@ -72,7 +72,7 @@ struct Part {
 pub struct Network {
     pid: u32,
     bridge: String,
-    parts: Vec<Part>,
+    parts: Vec<Member>,
     /// What the links do now (a study's link axis changes it between runs).
     links: Vec<Link>,
     /// Per pair of parts joined by a link: its relay, dropped before the namespaces are removed (Network's
@@ -171,10 +171,10 @@ impl Network {
             netns::ip_in(&ns, &["link", "set", "eth0", "up"])?;
             netns::ip_in(&ns, &["link", "set", "lo", "up"])?;
             let host = Host { addr, netns: Some(Arc::new(NsHandle::open(&ns)?)) };
-            self.parts.push(Part { role, name, letter, host });
+            self.parts.push(Member { role, name, letter, host });
         }
         let pid = self.pid;
-        fn end<'a>(p: &'a Part, pid: u32, other: &Part) -> relay::End<'a> {
+        fn end<'a>(p: &'a Member, pid: u32, other: &Member) -> relay::End<'a> {
             relay::End {
                 ns: p.host.netns.as_ref().expect("namespaces are made above"),
                 own_addr: p.host.addr,

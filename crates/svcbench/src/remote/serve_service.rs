@@ -2,7 +2,7 @@
 //! over ssh in a svcbench checkout on the service's machine, it builds and starts the services it is asked
 //! for, each in its sandbox, and answers questions about them (protocol.rs) until its input closes; then it
 //! stops and removes every one of them.
-use super::service_protocol::{Built, Reply, Request, Started};
+use super::service_protocol::{BuiltThere, Reply, Request, StartedThere};
 use crate::manifest::Service;
 use crate::network::Host;
 use crate::service::instance::{Instance, StartSpec};
@@ -73,7 +73,7 @@ impl Served {
             Request::Build { service, skip } => {
                 let svc = load(&service)?;
                 let b = crate::service::build::build(&svc, &self.work_dir, skip)?;
-                to_value(Built { seconds: b.seconds, artifact_bytes: b.artifact_bytes })?
+                to_value(BuiltThere { seconds: b.seconds, artifact_bytes: b.artifact_bytes })?
             }
             Request::Start { service, sandbox_name, limits, cgroup, placeholders, env_overrides, log_name } => {
                 let svc = load(&service)?;
@@ -94,7 +94,7 @@ impl Served {
                 )?;
                 let id = self.next_id;
                 self.next_id += 1;
-                let started = Started {
+                let started = StartedThere {
                     id,
                     port: inst.port,
                     cgroup_version: inst.sandbox.cgroup_version().to_string(),

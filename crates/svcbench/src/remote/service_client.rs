@@ -1,6 +1,6 @@
 //! This side of a service on another machine: the ssh connection to `svcbench serve-service` there, and the
 //! sandbox and probe that stand here for the service's own sandbox there.
-use super::service_protocol::{Built, Reply, Request, Started};
+use super::service_protocol::{BuiltThere, Reply, Request, StartedThere};
 use crate::manifest::Service;
 use crate::remote::hosts_file::{Place, RemotePlace};
 use crate::remote::ssh::FarProcess;
@@ -108,7 +108,7 @@ impl RemoteService {
 
     /// Builds it there.
     pub fn build(&self, svc: &Service, skip: bool) -> Result<crate::service::build::Built> {
-        let b: Built = self.call(&Request::Build { service: self.spec_of(svc)?, skip }, BUILD_TIMEOUT)?;
+        let b: BuiltThere = self.call(&Request::Build { service: self.spec_of(svc)?, skip }, BUILD_TIMEOUT)?;
         Ok(crate::service::build::Built { seconds: b.seconds, artifact_bytes: b.artifact_bytes })
     }
 }
@@ -118,7 +118,7 @@ impl StartsElsewhere for RemoteService {
     /// machine's plan does not apply there: the service has that machine's CPUs, under its quota.
     fn start(self: Arc<Self>, svc: &Service, spec: &StartSpec) -> Result<Instance> {
         let spawned_at = Instant::now();
-        let s: Started = self.call(
+        let s: StartedThere = self.call(
             &Request::Start {
                 service: self.spec_of(svc)?,
                 sandbox_name: spec.sandbox_name.clone(),

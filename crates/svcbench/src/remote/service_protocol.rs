@@ -58,13 +58,13 @@ pub enum Request {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Built {
+pub struct BuiltThere {
     pub seconds: f64,
     pub artifact_bytes: u64,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Started {
+pub struct StartedThere {
     pub id: u64,
     pub port: u16,
     pub cgroup_version: String,

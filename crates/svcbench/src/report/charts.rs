@@ -1,7 +1,7 @@
 //! Chart specifications: what each chart shows, as plain data (axes, one series per run, points with the
 //! step and any saturation flag). assets/report.js turns them into Apache ECharts options; no plotting
 //! math happens here beyond choosing the load axis and accumulating the "bang for the buck" curve.
-use super::data::{Dataset, Run, Step};
+use super::data::{Dataset, Run, StepRow};
 use super::seconds;
 use loadgen::knee::Slice;
 use loadgen::{LoadAxis as Measure, LoadModel};
@@ -90,7 +90,7 @@ pub struct Point {
     pub flag: Option<String>,
 }
 
-fn flag(s: &Step) -> Option<String> {
+fn flag(s: &StepRow) -> Option<String> {
     let v = s.validity();
     (!v.valid()).then(|| v.summary())
 }
@@ -108,21 +108,21 @@ enum LoadAxis {
 }
 
 impl LoadAxis {
-    fn choose(runs: &[(&Run, Vec<&Step>)], measure: Measure) -> LoadAxis {
-        let strictly_increasing = |f: &dyn Fn(&Step) -> Option<f64>| {
+    fn choose(runs: &[(&Run, Vec<&StepRow>)], measure: Measure) -> LoadAxis {
+        let strictly_increasing = |f: &dyn Fn(&StepRow) -> Option<f64>| {
             runs.iter().all(|(_, steps)| {
                 let xs: Vec<Option<f64>> = steps.iter().map(|s| f(s)).collect();
                 xs.iter().all(|x| x.is_some()) && xs.windows(2).all(|w| w[0] < w[1])
             })
         };
-        let varies = |f: &dyn Fn(&Step) -> Option<f64>| {
+        let varies = |f: &dyn Fn(&StepRow) -> Option<f64>| {
             let mut v: Vec<f64> = runs.iter().flat_map(|(_, s)| s.iter().filter_map(|s| f(s))).collect();
             v.sort_by(|a, b| a.total_cmp(b));
             v.dedup();
             v.len() > 1
         };
-        let load = |s: &Step| s.load().map(|m| m.load());
-        let delay = |s: &Step| s.upstream_delay_ms.map(|d| d as f64);
+        let load = |s: &StepRow| s.load().map(|m| m.load());
+        let delay = |s: &StepRow| s.upstream_delay_ms.map(|d| d as f64);
         // A single rate is no axis (nothing to compare); a single connection count still is.
         let enough = measure == Measure::Connections || varies(&load);
         if enough && strictly_increasing(&load) {
@@ -157,7 +157,7 @@ impl LoadAxis {
         }
     }
 
-    fn x(&self, s: &Step) -> Option<f64> {
+    fn x(&self, s: &StepRow) -> Option<f64> {
         match self {
             LoadAxis::Load(_) => s.load().map(|m| m.load()),
             LoadAxis::UpstreamDelay => s.upstream_delay_ms.map(|d| d as f64),
@@ -173,7 +173,7 @@ struct StepMetric {
     note: &'static str,
     unit: &'static str,
     log: bool,
-    value: fn(&Step) -> Option<f64>,
+    value: fn(&StepRow) -> Option<f64>,
 }
 
 const CLOSED_METRICS: &[StepMetric] = &[
@@ -323,7 +323,7 @@ pub fn charts(d: &Dataset) -> Vec<Chart> {
     let mut out = vec![startup_chart(d)];
     out.extend(errors_chart(d));
     for (measure, metrics) in [(Measure::Connections, CLOSED_METRICS), (Measure::OfferedRate, OPEN_METRICS)] {
-        let runs: Vec<(&Run, Vec<&Step>)> = d
+        let runs: Vec<(&Run, Vec<&StepRow>)> = d
             .groups
             .iter()
             .enumerate()
@@ -408,7 +408,7 @@ const SECOND_METRICS: &[SecondMetric] = &[
 
 /// Steps whose model reads them second by second (a ramp): one line per run and step, a point per second.
 fn per_second_charts(d: &Dataset) -> Vec<Chart> {
-    let lines: Vec<(&Run, &Step, Vec<Slice>)> = all_runs(d)
+    let lines: Vec<(&Run, &StepRow, Vec<Slice>)> = all_runs(d)
         .into_iter()
         .flat_map(|r| r.steps.iter().filter_map(move |s| Some((r, s, seconds::slices(s)?))))
         .collect();

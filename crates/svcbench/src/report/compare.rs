@@ -7,7 +7,7 @@
 //! whether a JIT-compiled service caught up attempt by attempt. Only counted runs enter (completed, or ended by
 //! the service, under the limits asked); the others are listed apart, and BASE and NEW recorded on other hosts
 //! or far apart in time get a warning.
-use super::data::{Dataset, Step};
+use super::data::{Dataset, StepRow};
 use super::quality::steps_by_position;
 use super::stats::{self, Change, LogTest, Spread, Untestable, MIN_RUNS, POWER};
 use super::summary::{run_figures, RunFigures};
@@ -88,7 +88,7 @@ pub const METRICS: &[Metric<RunFigures>] = &[
 ];
 
 /// Per-step metrics: one verdict per step both sides ran.
-pub const STEP_METRICS: &[Metric<Step>] = &[
+pub const STEP_METRICS: &[Metric<StepRow>] = &[
     Metric {
         key: "step_rps",
         title: "success req/s",
@@ -499,7 +499,7 @@ pub fn compare(base: &Dataset, new: &Dataset, alpha: f64, metrics: &[String]) ->
             let Some((_, _, nsteps)) = new_steps.iter().find(|(s, l, _)| *s == seq && *l == label) else { continue };
             for m in STEP_METRICS.iter().filter(|m| wanted(m.key)) {
                 let side =
-                    |v: &[&Step]| Some(v.iter().filter(|s| base.quotable(s)).filter_map(|s| (m.value)(s)).collect());
+                    |v: &[&StepRow]| Some(v.iter().filter(|s| base.quotable(s)).filter_map(|s| (m.value)(s)).collect());
                 values.push(Values::of(&name, Some(format!("#{seq} {label}")), m, side(&bsteps), side(nsteps)));
             }
         }

@@ -2,8 +2,9 @@
 //! sessions, their services, runs, steps and checks, with the runs grouped into the lines a reader
 //! compares (one group = one colour).
 use super::filter::{Filter, SessionKey};
-pub use crate::store::read::{Run, Service, Session, Step};
+pub use crate::store::read::{Run, Session, StoredService};
 use crate::store::Reader;
+pub use crate::store::StepRow;
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,7 +14,7 @@ use std::path::Path;
 #[derive(Debug, Clone)]
 pub struct Group {
     pub name: String,
-    pub service: Service,
+    pub service: StoredService,
     /// The limits cell of the group's runs, when the selection holds several (a study's limits axis).
     pub cell: Option<String>,
     pub runs: Vec<usize>,
@@ -43,7 +44,7 @@ impl Dataset {
     }
 
     /// Whether a step's figures may be quoted.
-    pub fn quotable(&self, s: &Step) -> bool {
+    pub fn quotable(&self, s: &StepRow) -> bool {
         self.include_invalid || s.validity().valid()
     }
 
@@ -83,7 +84,7 @@ pub fn load(store: &Reader, source: &str, filter: &Filter, pooled: bool) -> Resu
         }
     }
 
-    let mut services: Vec<Service> = Vec::new();
+    let mut services: Vec<StoredService> = Vec::new();
     let mut runs: Vec<Run> = Vec::new();
     for s in &sessions {
         services.extend(store.services(s.id)?.into_iter().filter(|svc| filter.service_matches(&svc.name)));
@@ -127,7 +128,7 @@ pub fn load(store: &Reader, source: &str, filter: &Filter, pooled: bool) -> Resu
 }
 
 /// Groups runs into colours. Group order follows the services' order in the store (the command line's).
-fn group(sessions: &[Session], services: &[Service], runs: &mut [Run], pooled: bool) -> Vec<Group> {
+fn group(sessions: &[Session], services: &[StoredService], runs: &mut [Run], pooled: bool) -> Vec<Group> {
     // How many selected sessions each service name appears in: names seen in several get a session tag.
     let mut seen: BTreeMap<String, Vec<i64>> = BTreeMap::new();
     for r in runs.iter() {
@@ -167,7 +168,7 @@ fn group(sessions: &[Session], services: &[Service], runs: &mut [Run], pooled: b
     };
     let mut groups: Vec<Group> = Vec::new();
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
-    let mut add = |name: String, svc: &Service, cell: Option<String>, groups: &mut Vec<Group>| -> usize {
+    let mut add = |name: String, svc: &StoredService, cell: Option<String>, groups: &mut Vec<Group>| -> usize {
         *index.entry(name.clone()).or_insert_with(|| {
             groups.push(Group { name, service: svc.clone(), cell, runs: Vec::new() });
             groups.len() - 1
@@ -193,7 +194,7 @@ fn group(sessions: &[Session], services: &[Service], runs: &mut [Run], pooled: b
         let cell = cell_of(r);
         let name = named(tag(&r.service, r.session_id), &cell);
         let known = services.iter().find(|s| s.name == r.service && s.session_id == r.session_id);
-        let row = known.cloned().unwrap_or_else(|| Service::placeholder(r.session_id, &r.service));
+        let row = known.cloned().unwrap_or_else(|| StoredService::placeholder(r.session_id, &r.service));
         let g = add(name, &row, cell, &mut groups);
         r.group = g;
         groups[g].runs.push(i);

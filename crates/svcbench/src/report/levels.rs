@@ -10,7 +10,7 @@
 //! A cell is the median of the runs' *valid* steps at its level. Where no run's step there was valid (the
 //! service was OOM-killed, the generator saturated, …) the figure is still shown, since a seed's table has a
 //! cell there, but in parentheses, with the reasons in its hover text: it is not a figure to quote.
-use super::data::{Dataset, Run, Step};
+use super::data::{Dataset, Run, StepRow};
 use super::stats::Spread;
 use super::table::{num, Cell, Row, Table};
 use crate::figures::validity::Validity;
@@ -26,7 +26,7 @@ struct Column {
     head: String,
 }
 
-fn columns(d: &Dataset, value: &dyn Fn(&Step) -> Option<String>) -> Vec<Column> {
+fn columns(d: &Dataset, value: &dyn Fn(&StepRow) -> Option<String>) -> Vec<Column> {
     let mut cols: Vec<(i64, String)> = Vec::new();
     for r in &d.runs {
         for s in &r.steps {
@@ -59,10 +59,15 @@ fn columns(d: &Dataset, value: &dyn Fn(&Step) -> Option<String>) -> Vec<Column> 
 }
 
 /// One run's step at a cell's level.
-type RunStep<'a> = (&'a Run, &'a Step);
+type RunStep<'a> = (&'a Run, &'a StepRow);
 
 /// The group's steps at one column, one per run that reached it.
-fn cell_steps<'a>(d: &'a Dataset, g: usize, col: &Column, value: &dyn Fn(&Step) -> Option<String>) -> Vec<RunStep<'a>> {
+fn cell_steps<'a>(
+    d: &'a Dataset,
+    g: usize,
+    col: &Column,
+    value: &dyn Fn(&StepRow) -> Option<String>,
+) -> Vec<RunStep<'a>> {
     d.group_runs(g)
         .filter_map(|r| {
             r.steps.iter().find(|s| s.seq == col.seq && value(s).as_ref() == Some(&col.value)).map(|s| (r, s))
@@ -80,9 +85,9 @@ fn step_validity((run, step): RunStep) -> Validity {
 }
 
 /// The steps a cell's figure comes from: the valid ones, or, when none is, all of them with the reasons.
-fn quotable<'a>(d: &Dataset, steps: &[RunStep<'a>]) -> (Vec<&'a Step>, Option<String>) {
-    let judged: Vec<(&Step, Validity)> = steps.iter().map(|rs| (rs.1, step_validity(*rs))).collect();
-    let valid: Vec<&Step> = judged.iter().filter(|(_, v)| d.include_invalid || v.valid()).map(|(s, _)| *s).collect();
+fn quotable<'a>(d: &Dataset, steps: &[RunStep<'a>]) -> (Vec<&'a StepRow>, Option<String>) {
+    let judged: Vec<(&StepRow, Validity)> = steps.iter().map(|rs| (rs.1, step_validity(*rs))).collect();
+    let valid: Vec<&StepRow> = judged.iter().filter(|(_, v)| d.include_invalid || v.valid()).map(|(s, _)| *s).collect();
     if !valid.is_empty() {
         return (valid, None);
     }
@@ -93,7 +98,7 @@ fn quotable<'a>(d: &Dataset, steps: &[RunStep<'a>]) -> (Vec<&'a Step>, Option<St
 }
 
 /// A cell's figure from the quotable steps; in parentheses when it comes from steps that were not valid.
-fn quoted_cell(d: &Dataset, steps: &[RunStep], cell: &dyn Fn(&[&Step]) -> Cell) -> Cell {
+fn quoted_cell(d: &Dataset, steps: &[RunStep], cell: &dyn Fn(&[&StepRow]) -> Cell) -> Cell {
     if steps.is_empty() {
         return Cell::text("");
     }
@@ -109,7 +114,7 @@ fn quoted_cell(d: &Dataset, steps: &[RunStep], cell: &dyn Fn(&[&Step]) -> Cell) 
 const NOT_VALID_NOTE: &str = "In parentheses: no run's step at that level was valid (the Validity section says why); \
                               not a figure to quote.";
 
-fn median(steps: &[&Step], f: fn(&Step) -> Option<f64>) -> Option<f64> {
+fn median(steps: &[&StepRow], f: fn(&StepRow) -> Option<f64>) -> Option<f64> {
     crate::figures::median(steps.iter().filter_map(|s| f(s)))
 }
 
@@ -118,12 +123,12 @@ fn median(steps: &[&Step], f: fn(&Step) -> Option<f64>) -> Option<f64> {
 /// connections) still shows it plainly; only steps whose measurement failed (generator, machine,
 /// dependency, limits) leave it in parentheses.
 fn response_cell(d: &Dataset, steps: &[RunStep]) -> Cell {
-    let sound: Vec<&Step> = steps
+    let sound: Vec<&StepRow> = steps
         .iter()
         .filter(|rs| d.include_invalid || step_validity(**rs).service_failures_only())
         .map(|(_, s)| *s)
         .collect();
-    let all: Vec<&Step> = steps.iter().map(|(_, s)| *s).collect();
+    let all: Vec<&StepRow> = steps.iter().map(|(_, s)| *s).collect();
     let judged = if sound.is_empty() { &all } else { &sound };
     let ok = Spread::of(judged.iter().map(|s| s.success_ratio())).map(|s| s.median).unwrap_or(0.0);
     if ok < ANSWERING {
@@ -142,7 +147,7 @@ fn level_table(
     caption: String,
     note: &str,
     cols: &[Column],
-    value: &dyn Fn(&Step) -> Option<String>,
+    value: &dyn Fn(&StepRow) -> Option<String>,
     cell: &dyn Fn(&[RunStep]) -> Cell,
 ) -> Table {
     let mut t = Table {
@@ -166,7 +171,7 @@ fn level_table(
 pub fn tables(d: &Dataset) -> Vec<Table> {
     let mut out = Vec::new();
 
-    let mix = |s: &Step| Some(s.mix.clone());
+    let mix = |s: &StepRow| Some(s.mix.clone());
     let cols = columns(d, &mix);
     if !cols.is_empty() {
         let mut t = Table {
@@ -209,7 +214,7 @@ pub fn tables(d: &Dataset) -> Vec<Table> {
         out.push(t);
     }
 
-    let rate = |s: &Step| {
+    let rate = |s: &StepRow| {
         let m = s.load().filter(|m| m.axis() == loadgen::LoadAxis::OfferedRate)?;
         Some(format!("{} req/s", num(m.load())))
     };
@@ -245,7 +250,7 @@ pub fn tables(d: &Dataset) -> Vec<Table> {
         ));
     }
 
-    let delay = |s: &Step| s.upstream_delay_ms.map(|d| format!("{} ms", num(d as f64)));
+    let delay = |s: &StepRow| s.upstream_delay_ms.map(|d| format!("{} ms", num(d as f64)));
     let cols = columns(d, &delay);
     if !cols.is_empty() {
         out.push(level_table(
@@ -286,7 +291,7 @@ pub fn tables(d: &Dataset) -> Vec<Table> {
 
 /// Successful requests/s per load step (median over runs): the Markdown report's stand-in for chart 3.
 pub fn rps_by_step(d: &Dataset) -> Option<Table> {
-    let label = |s: &Step| Some(s.label.clone());
+    let label = |s: &StepRow| Some(s.label.clone());
     let mut cols: Vec<Column> = Vec::new();
     for r in &d.runs {
         for s in &r.steps {

@@ -1,13 +1,13 @@
 //! How far the figures can be trusted: which steps and runs were left out of the quoted figures and why
 //! (validity), failed requests by kind, the connections that got no answers, and whether an open model
 //! kept its schedule. Shown in both outputs right after the summary.
-use super::data::{Dataset, Step};
+use super::data::{Dataset, StepRow};
 use super::table::{num, Cell, Row, Table};
 use crate::figures::Validity;
 
 /// The steps of a group at each position of the profile: (seq, label, one step per run).
-pub fn steps_by_position(d: &Dataset, g: usize) -> Vec<(i64, String, Vec<&Step>)> {
-    let mut out: Vec<(i64, String, Vec<&Step>)> = Vec::new();
+pub fn steps_by_position(d: &Dataset, g: usize) -> Vec<(i64, String, Vec<&StepRow>)> {
+    let mut out: Vec<(i64, String, Vec<&StepRow>)> = Vec::new();
     for r in d.counted_runs(g) {
         for s in &r.steps {
             match out.iter_mut().find(|(seq, label, _)| *seq == s.seq && *label == s.label) {
@@ -20,7 +20,7 @@ pub fn steps_by_position(d: &Dataset, g: usize) -> Vec<(i64, String, Vec<&Step>)
     out
 }
 
-fn median(steps: &[&Step], f: impl Fn(&Step) -> Option<f64>) -> Option<f64> {
+fn median(steps: &[&StepRow], f: impl Fn(&StepRow) -> Option<f64>) -> Option<f64> {
     crate::figures::median(steps.iter().filter_map(|s| f(s)))
 }
 
@@ -125,7 +125,7 @@ pub fn errors(d: &Dataset) -> Option<Table> {
             cells.push(Cell::num(median(&steps, |s| s.connect_attempts_failed.map(|n| n as f64))));
             let starved = median(&steps, |s| s.conn_starved.map(|n| n as f64));
             cells.push(Cell::num(starved).class(if starved.unwrap_or(0.0) > 0.0 { "fail" } else { "num" }));
-            let a = |f: fn(&Step) -> Option<i64>| median(&steps, |s| f(s).map(|n| n as f64)).map(num);
+            let a = |f: fn(&StepRow) -> Option<i64>| median(&steps, |s| f(s).map(|n| n as f64)).map(num);
             cells.push(Cell::text(match (a(|s| s.answers_min), a(|s| s.answers_median), a(|s| s.answers_max)) {
                 (Some(lo), Some(mid), Some(hi)) => format!("{lo} / {mid} / {hi}"),
                 _ => "–".into(),
@@ -138,7 +138,7 @@ pub fn errors(d: &Dataset) -> Option<Table> {
 }
 
 /// A step whose load is an offered rate: it ran on a schedule.
-fn offered_rate(s: &Step) -> bool {
+fn offered_rate(s: &StepRow) -> bool {
     use loadgen::LoadModel;
     s.load().is_some_and(|m| m.axis() == loadgen::LoadAxis::OfferedRate)
 }
@@ -179,8 +179,8 @@ pub fn schedule(d: &Dataset) -> Option<Table> {
             if !steps.iter().any(|s| offered_rate(s)) {
                 continue;
             }
-            let m = |f: fn(&Step) -> Option<f64>| Cell::num(median(&steps, f));
-            let mi = |f: fn(&Step) -> Option<i64>| Cell::num(median(&steps, |s| f(s).map(|n| n as f64)));
+            let m = |f: fn(&StepRow) -> Option<f64>| Cell::num(median(&steps, f));
+            let mi = |f: fn(&StepRow) -> Option<i64>| Cell::num(median(&steps, |s| f(s).map(|n| n as f64)));
             t.rows.push(Row {
                 cells: vec![
                     Cell::header(grp.name.clone()),

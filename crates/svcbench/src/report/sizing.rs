@@ -4,7 +4,7 @@
 //! (an interrupted run, limits not applied, a step flagged only for the generator or the machine) leaves
 //! a run unjudged.
 use super::charts::{self, Axis, Chart, Point, Series};
-use super::data::{Dataset, Run, Step};
+use super::data::{Dataset, Run, StepRow};
 use super::table::{num, Cell, Row, Table};
 use crate::study::file::Slo;
 use loadgen::{LoadAxis, LoadModel};
@@ -19,7 +19,7 @@ enum Verdict {
 }
 
 /// Whether the rate is reached: the offered rate where the load is one, else the answered req/s.
-fn reaches(s: &Step, slo: &Slo) -> bool {
+fn reaches(s: &StepRow, slo: &Slo) -> bool {
     match s.load().map(|m| (m.axis(), m.load())) {
         Some((LoadAxis::OfferedRate, rate)) => rate >= slo.at_rps * 0.99,
         _ => s.success_rps >= slo.at_rps,
@@ -29,7 +29,7 @@ fn reaches(s: &Step, slo: &Slo) -> bool {
 /// One run's verdict at its lowest step reaching the rate whose measurement held (a valid step, or one
 /// flagged only for the service's own failures); None when its steps at the rate were all unsound.
 fn judge_run(run: &Run, slo: &Slo, include_invalid: bool) -> Option<Verdict> {
-    let load = |s: &Step| s.load().map_or(0.0, |m| m.load());
+    let load = |s: &StepRow| s.load().map_or(0.0, |m| m.load());
     let judged = run
         .steps
         .iter()

@@ -1,6 +1,6 @@
 //! The figures of the summary table: per run, then per group as median and min–max over its runs.
 //! Compare uses the same per-run figures, so the report and the verdicts can never disagree.
-use super::data::{Dataset, Run, Step};
+use super::data::{Dataset, Run, StepRow};
 use super::stats::Spread;
 use loadgen::LoadModel;
 use serde::Serialize;
@@ -32,7 +32,7 @@ pub struct RunFigures {
 /// The run's figures from the steps that may be quoted (valid ones, unless `include_invalid`): a step where
 /// the store or the generator was saturated, or connections starved, never makes the peak.
 pub fn run_figures(run: &Run, vcpu_hour_price: f64, include_invalid: bool) -> RunFigures {
-    let peak: Option<&Step> = run
+    let peak: Option<&StepRow> = run
         .steps
         .iter()
         .filter(|s| s.success_rps.is_finite() && (include_invalid || s.validity().valid()))

@@ -164,7 +164,7 @@ impl Store {
                 m.language,
                 m.framework,
                 m.framework_version,
-                m.model.as_str(),
+                m.programming_model.as_str(),
                 svc.dir.display().to_string(),
                 build_ok,
                 build_s,

@@ -38,7 +38,7 @@ pub struct Session {
 }
 
 #[derive(Debug, Clone)]
-pub struct Service {
+pub struct StoredService {
     pub session_id: i64,
     pub name: String,
     pub language: String,
@@ -56,10 +56,10 @@ pub struct Service {
     pub variant: Option<String>,
 }
 
-impl Service {
+impl StoredService {
     /// A service known only from its runs (its row is missing or filtered out).
-    pub fn placeholder(session_id: i64, name: &str) -> Service {
-        Service {
+    pub fn placeholder(session_id: i64, name: &str) -> StoredService {
+        StoredService {
             session_id,
             name: name.to_string(),
             language: String::new(),
@@ -79,14 +79,12 @@ impl Service {
 }
 
 #[derive(Debug, Clone)]
-pub struct Check {
+pub struct StoredCheck {
     pub seq: i64,
     pub name: String,
     pub passed: bool,
     pub reason: String,
 }
-
-pub type Step = StepRow;
 
 #[derive(Debug, Clone)]
 pub struct Run {
@@ -132,8 +130,8 @@ pub struct Run {
     /// not read: on another machine, or in an older store).
     pub listen_warning: Option<String>,
     flags: Option<String>,
-    pub steps: Vec<Step>,
-    pub checks: Vec<Check>,
+    pub steps: Vec<StepRow>,
+    pub checks: Vec<StoredCheck>,
     pub figures: Vec<(String, f64)>,
 }
 
@@ -203,8 +201,8 @@ fn session_of(r: &Row) -> rusqlite::Result<Session> {
     })
 }
 
-fn service_of(r: &Row) -> rusqlite::Result<Service> {
-    Ok(Service {
+fn service_of(r: &Row) -> rusqlite::Result<StoredService> {
+    Ok(StoredService {
         session_id: r.get("session_id")?,
         name: r.get("name")?,
         language: r.get("language")?,
@@ -339,7 +337,7 @@ impl Reader {
         Ok(self.conn.query_row("SELECT COUNT(*) FROM run WHERE session_id = ?1", [session], |r| r.get(0))?)
     }
 
-    pub fn services(&self, session: i64) -> Result<Vec<Service>> {
+    pub fn services(&self, session: i64) -> Result<Vec<StoredService>> {
         Ok(self
             .conn
             .prepare("SELECT * FROM service WHERE session_id = ?1 ORDER BY rowid")?
@@ -356,7 +354,7 @@ impl Reader {
             .collect::<rusqlite::Result<_>>()?)
     }
 
-    pub fn steps(&self, run: i64) -> Result<Vec<Step>> {
+    pub fn steps(&self, run: i64) -> Result<Vec<StepRow>> {
         let mut stmt = self.conn.prepare(
             "SELECT s.*, (SELECT rss_mib FROM sample WHERE step_id = s.id ORDER BY t_s DESC LIMIT 1) AS rss_end_mib
              FROM step s WHERE s.run_id = ?1 ORDER BY s.seq",
@@ -365,12 +363,12 @@ impl Reader {
         rows.collect::<std::result::Result<Vec<_>, _>>().context("cannot read a step row")
     }
 
-    pub fn checks(&self, run: i64) -> Result<Vec<Check>> {
+    pub fn checks(&self, run: i64) -> Result<Vec<StoredCheck>> {
         Ok(self
             .conn
             .prepare("SELECT seq, name, passed, reason FROM check_result WHERE run_id = ?1 ORDER BY seq")?
             .query_map([run], |r| {
-                Ok(Check { seq: r.get(0)?, name: r.get(1)?, passed: r.get::<_, i64>(2)? != 0, reason: r.get(3)? })
+                Ok(StoredCheck { seq: r.get(0)?, name: r.get(1)?, passed: r.get::<_, i64>(2)? != 0, reason: r.get(3)? })
             })?
             .collect::<rusqlite::Result<_>>()?)
     }
