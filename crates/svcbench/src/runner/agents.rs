@@ -60,8 +60,6 @@ pub fn run(step: &AgentStep, places: &[AgentAt], stops: &[&AtomicBool]) -> Resul
     let mix_path = step.dir.join(format!("step-{}-mix.toml", step.seq));
     std::fs::write(&mix_path, mix_file(step.mix, step.mix_dir)?)
         .with_context(|| format!("cannot write {}", mix_path.display()))?;
-    let exe = std::env::current_exe().context("cannot find svcbench's own executable for the agents")?;
-    let n = places.len();
     // Copies to other machines first, so that the agreed start is not spent on them. Each goes into a
     // private folder there, removed when `remote_mix` drops unless its agent's script already did.
     let mut remote_mix = Vec::new();
@@ -71,6 +69,44 @@ pub fn run(step: &AgentStep, places: &[AgentAt], stops: &[&AtomicBool]) -> Resul
             AgentAt::Here(_) => None,
         });
     }
+    let mut agents = spawn_all(step, places, &mix_path, &remote_mix)?;
+    let status = wait_all(step, &mut agents, stops)?;
+    for (mix, status) in remote_mix.iter_mut().zip(&status) {
+        // ssh ends with the script's code once the script ran to its end (its removal included); 255 is
+        // ssh's own failure.
+        if let (Some(mix), Some(code)) = (mix, status.and_then(|s| s.code())) {
+            mix.removed = code != 255;
+        }
+    }
+    let n = places.len();
+    let mut reports = Vec::new();
+    for (i, (_, out, log)) in agents.into_iter().enumerate() {
+        let why = || last_line(&log);
+        match status[i] {
+            Some(s) if s.success() => {}
+            Some(s) => bail!("generator agent {} of {n} failed ({s}): {}", i + 1, why()),
+            None => bail!("generator agent {} of {n} did not finish in time: {}", i + 1, why()),
+        }
+        let text = std::fs::read_to_string(&out).with_context(|| format!("cannot read {}", out.display()))?;
+        let report: LoadReport = serde_json::from_str(&text)
+            .with_context(|| format!("generator agent {} of {n} wrote no report ({})", i + 1, out.display()))?;
+        reports.push(report);
+    }
+    loadgen::merge_reports(&reports).context("the agents' reports do not merge")
+}
+
+/// A started agent: its process, its report file and its log.
+type Spawned = (std::process::Child, PathBuf, PathBuf);
+
+/// Starts every agent, here or over ssh, all agreed on one start time.
+fn spawn_all(
+    step: &AgentStep,
+    places: &[AgentAt],
+    mix_path: &Path,
+    remote_mix: &[Option<RemoteMix>],
+) -> Result<Vec<Spawned>> {
+    let exe = std::env::current_exe().context("cannot find svcbench's own executable for the agents")?;
+    let n = places.len();
     let start_at = SystemTime::now() + START_MARGIN;
     let mut agents = Vec::new();
     for (i, at) in places.iter().enumerate() {
@@ -99,7 +135,7 @@ pub fn run(step: &AgentStep, places: &[AgentAt], stops: &[&AtomicBool]) -> Resul
                 )?
             }
             (AgentAt::Here(host), _) => {
-                let args = agent_args(step.config, &step.url, &mix_path, (i, n), start_at, Remote::No);
+                let args = agent_args(step.config, &step.url, mix_path, (i, n), start_at, Remote::No);
                 let ns = host.netns.as_ref().map(|ns| ns.fd());
                 crate::sandbox::process::spawn_program(
                     &exe,
@@ -114,8 +150,18 @@ pub fn run(step: &AgentStep, places: &[AgentAt], stops: &[&AtomicBool]) -> Resul
         };
         agents.push((child, out, log));
     }
+    Ok(agents)
+}
+
+/// Waits for every agent up to the step's end plus its margins; a stop ends them all at once (each still
+/// writes what it measured); none is left running, whatever happens.
+fn wait_all(
+    step: &AgentStep,
+    agents: &mut [Spawned],
+    stops: &[&AtomicBool],
+) -> Result<Vec<Option<std::process::ExitStatus>>> {
     let deadline = Instant::now() + START_MARGIN + step.config.duration + step.config.request_timeout + REPORT_MARGIN;
-    let mut status: Vec<Option<std::process::ExitStatus>> = vec![None; n];
+    let mut status: Vec<Option<std::process::ExitStatus>> = vec![None; agents.len()];
     let mut stopped = false;
     while status.iter().any(Option::is_none) && Instant::now() < deadline {
         for (i, (child, _, _)) in agents.iter_mut().enumerate() {
@@ -124,9 +170,8 @@ pub fn run(step: &AgentStep, places: &[AgentAt], stops: &[&AtomicBool]) -> Resul
             }
         }
         if stops.iter().any(|s| s.load(Ordering::Relaxed)) && !stopped {
-            // All of them at once: each ends its load and still writes what it measured.
             stopped = true;
-            for (child, _, _) in &mut agents {
+            for (child, _, _) in agents.iter_mut() {
                 // Here: SIGINT. Over ssh: closing its input ends the remote agent (--exit-with-stdin).
                 drop(child.stdin.take());
                 crate::sandbox::process::signal_pids(&[child.id() as i32], libc::SIGINT);
@@ -134,34 +179,13 @@ pub fn run(step: &AgentStep, places: &[AgentAt], stops: &[&AtomicBool]) -> Resul
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    // None is left running, whatever happens next.
     for (i, (child, _, _)) in agents.iter_mut().enumerate() {
         if status[i].is_none() {
             let _ = child.kill();
             let _ = child.wait();
         }
     }
-    for (mix, status) in remote_mix.iter_mut().zip(&status) {
-        // ssh ends with the script's code once the script ran to its end (its removal included); 255 is
-        // ssh's own failure.
-        if let (Some(mix), Some(code)) = (mix, status.and_then(|s| s.code())) {
-            mix.removed = code != 255;
-        }
-    }
-    let mut reports = Vec::new();
-    for (i, (_, out, log)) in agents.into_iter().enumerate() {
-        let why = || last_line(&log);
-        match status[i] {
-            Some(s) if s.success() => {}
-            Some(s) => bail!("generator agent {} of {n} failed ({s}): {}", i + 1, why()),
-            None => bail!("generator agent {} of {n} did not finish in time: {}", i + 1, why()),
-        }
-        let text = std::fs::read_to_string(&out).with_context(|| format!("cannot read {}", out.display()))?;
-        let report: LoadReport = serde_json::from_str(&text)
-            .with_context(|| format!("generator agent {} of {n} wrote no report ({})", i + 1, out.display()))?;
-        reports.push(report);
-    }
-    loadgen::merge_reports(&reports).context("the agents' reports do not merge")
+    Ok(status)
 }
 
 /// Whether an agent runs on another machine.

@@ -2,6 +2,7 @@
 //! figures and validity are derived (figures/) and written to the store at once.
 use super::progress::Progress;
 use super::SessionCtx;
+use crate::figures::validity::FlagCode;
 use crate::figures::validity::{dependency_flags, service_end_flags, DependencyUsage};
 use crate::figures::{Flag, Validity};
 use crate::profile::Step;
@@ -33,6 +34,8 @@ struct Around {
     probe_ms: Option<f64>,
 }
 
+/// One step, stored as it ends (unless interrupted): its load configured, driven while the sandbox is read,
+/// its figures and flags derived.
 #[allow(clippy::too_many_arguments)]
 pub fn run_step(
     ctx: &mut SessionCtx,
@@ -43,6 +46,51 @@ pub fn run_step(
     prefix: &str,
     left_after: std::time::Duration,
 ) -> Result<StepOutcome> {
+    let load = configure(ctx, inst, step, seq)?;
+    let (report, around) = drive(ctx, inst, &load, (service, run_index, run_id, seq), step, prefix, left_after)?;
+    let interrupted = ctx.stop.load(Ordering::Relaxed);
+    let exited = inst.sandbox.try_exit();
+    let oom_killed = around.after.oom_kills > around.before.oom_kills;
+    let crashed = exited.is_some() && !oom_killed;
+    let mut row = step_row(seq, step, &load.mix_name, &report, &around, report.threads.max(1));
+    let mut flags = step_flags(ctx, inst, step, &report, &row, &around);
+    flags.extend(service_end_flags(oom_killed, crashed));
+    row.oom_killed = oom_killed;
+    row.crashed = crashed;
+    row.client_saturated = flags.iter().any(|f| f.code == FlagCode::GeneratorSaturated);
+    row.dep_saturated = flags.iter().any(|f| f.code == FlagCode::DependencySaturated);
+    let validity = Validity { flags };
+    row.valid = Some(validity.valid());
+    row.flags = Some(validity.to_json());
+    if !interrupted {
+        ctx.store.add_step(run_id, &row, &around.samples)?;
+        print_step_line(prefix, &row, &validity);
+    }
+    Ok(StepOutcome {
+        requests_ok: report.requests_ok,
+        success_ratio: row.success_ratio(),
+        crashed,
+        oom_killed,
+        interrupted,
+    })
+}
+
+/// A step's load as the generator takes it.
+struct StepLoadConfig {
+    cfg: loadgen::LoadConfig,
+    /// The mix as the scenario names it (agents get it to resolve themselves).
+    mix_spec: loadgen::MixSpec,
+    mix_name: String,
+}
+
+/// The generator's configuration for a step: its mix (seeded per step), its model, and the dependency's
+/// delay where the step sets one.
+fn configure(
+    ctx: &mut SessionCtx,
+    inst: &crate::service::instance::Instance,
+    step: &Step,
+    seq: u32,
+) -> Result<StepLoadConfig> {
     let mix_name = step.mix_name(ctx.opts.mix.as_deref()).to_string();
     let mut mix_spec = ctx.scenario.mix(&mix_name)?.clone();
     let success = mix_spec.success_set().with_context(|| format!("mix `{mix_name}`"))?;
@@ -73,15 +121,29 @@ pub fn run_step(
     if let Some(s) = success {
         cfg.success = s;
     }
+    Ok(StepLoadConfig { cfg, mix_spec, mix_name })
+}
+
+/// Drives the step's load (here, or from generator agents) while the sampler reads the sandbox; the
+/// machine-speed probe before and after, the dependencies' counters right around the load.
+#[allow(clippy::too_many_arguments)]
+fn drive(
+    ctx: &mut SessionCtx,
+    inst: &mut crate::service::instance::Instance,
+    load: &StepLoadConfig,
+    (service, run_index, run_id, seq): (&str, u32, i64, u32),
+    step: &Step,
+    prefix: &str,
+    left_after: std::time::Duration,
+) -> Result<(loadgen::LoadReport, Around)> {
+    let mut cfg = load.cfg.clone();
     let step_stop = Arc::new(AtomicBool::new(false));
     cfg.stop = Some(step_stop.clone());
     let live = Arc::new(loadgen::LiveStats::default());
-
     // The machine-speed probe runs on every CPU the step uses, before the load and after it.
     let mut probe_cpus = ctx.service_cpus.clone();
     probe_cpus.extend(ctx.loadgen_cpus.iter().filter(|c| !ctx.service_cpus.contains(c)));
     let probe_before = crate::speed_probe::measure(&probe_cpus);
-
     // Figures at the step's start.
     let kernel_peak = inst.sandbox.reset_peak();
     let sampler = Sampler::start(inst.sandbox.probe(), Some(step_stop.clone()));
@@ -94,7 +156,6 @@ pub fn run_step(
             probe: Some(inst.sandbox.probe()),
         });
     }
-
     let agents = ctx.opts.generators > 1 || ctx.opts.hosts_plan.as_ref().is_some_and(|p| p.uses_agents());
     let progress = Progress::start(
         prefix.to_string(),
@@ -107,31 +168,10 @@ pub fn run_step(
     // Counters are read right around the load, so the step's CPU time covers the load and nothing else.
     let (dep_before, dep_wait_before, calls_before) = (ctx.deps.cpu_s(), ctx.deps.wait_s(), ctx.deps.calls());
     let before = inst.sandbox.sample();
-    // On the client's host: under --net its packets cross the client-service link. Several agents: one on
-    // each generator host, their reports merged.
     let report = if agents {
-        use super::agents::AgentAt;
-        let places: Vec<AgentAt> = match &ctx.opts.hosts_plan {
-            Some(plan) => plan
-                .generators
-                .iter()
-                .map(|p| match p {
-                    crate::remote::hosts_file::Place::Local => AgentAt::Here(ctx.hosts.client()),
-                    remote => AgentAt::Ssh(remote),
-                })
-                .collect(),
-            None => (0..ctx.opts.generators).map(|i| AgentAt::Here(ctx.hosts.generator(i))).collect(),
-        };
-        let agents = super::agents::AgentStep {
-            config: &cfg,
-            mix: &mix_spec,
-            mix_dir: &ctx.scenario.dir,
-            url: inst.base_url(),
-            dir: ctx.work_dir.join("agents").join(format!("run-{run_id}")),
-            seq,
-        };
-        super::agents::run(&agents, &places, &[&ctx.stop, &step_stop])
+        drive_agents(ctx, inst, &cfg, &load.mix_spec, (run_id, seq), &step_stop)
     } else {
+        // On the client's host: under --net its packets cross the client-service link.
         ctx.hosts.client().within(|| loadgen::run(&cfg, Some(live)))?
     };
     let after = inst.sandbox.sample();
@@ -143,7 +183,6 @@ pub fn run_step(
         m.step_ended();
     }
     let report = report.context("load generator failed")?;
-    let interrupted = ctx.stop.load(Ordering::Relaxed);
     let probe_after = crate::speed_probe::measure(&probe_cpus);
     let diff = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| (b - a).max(0.0));
     let around = Around {
@@ -160,15 +199,54 @@ pub fn run_step(
             (a, b) => a.or(b),
         },
     };
+    Ok((report, around))
+}
 
-    let exited = inst.sandbox.try_exit();
-    let oom_killed = around.after.oom_kills > around.before.oom_kills;
-    let crashed = exited.is_some() && !oom_killed;
-    let mut row = step_row(seq, step, &mix_name, &report, &around, report.threads.max(1));
-    // The generator's own judgements first (headroom, open-model fidelity, starved connections), then
-    // what only svcbench sees.
+/// Several agents: one on each generator host (a hosts file's, or the network's generator namespaces),
+/// their reports merged.
+fn drive_agents(
+    ctx: &SessionCtx,
+    inst: &crate::service::instance::Instance,
+    cfg: &loadgen::LoadConfig,
+    mix_spec: &loadgen::MixSpec,
+    (run_id, seq): (i64, u32),
+    step_stop: &AtomicBool,
+) -> Result<loadgen::LoadReport> {
+    use super::agents::AgentAt;
+    let places: Vec<AgentAt> = match &ctx.opts.hosts_plan {
+        Some(plan) => plan
+            .generators
+            .iter()
+            .map(|p| match p {
+                crate::remote::hosts_file::Place::Local => AgentAt::Here(ctx.hosts.client()),
+                remote => AgentAt::Ssh(remote),
+            })
+            .collect(),
+        None => (0..ctx.opts.generators).map(|i| AgentAt::Here(ctx.hosts.generator(i))).collect(),
+    };
+    let agents = super::agents::AgentStep {
+        config: cfg,
+        mix: mix_spec,
+        mix_dir: &ctx.scenario.dir,
+        url: inst.base_url(),
+        dir: ctx.work_dir.join("agents").join(format!("run-{run_id}")),
+        seq,
+    };
+    super::agents::run(&agents, &places, &[&ctx.stop, step_stop])
+}
+
+/// The step's flags: the generator's own judgements first (headroom, open-model fidelity, starved
+/// connections), then what only svcbench sees (a growing backlog, the dependencies' CPU).
+fn step_flags(
+    ctx: &SessionCtx,
+    inst: &crate::service::instance::Instance,
+    step: &Step,
+    report: &loadgen::LoadReport,
+    row: &StepRow,
+    around: &Around,
+) -> Vec<Flag> {
     let mut flags: Vec<Flag> = report.flags();
-    if let Some(offered) = step.load.held_rate(&report) {
+    if let Some(offered) = step.load.held_rate(report) {
         let p50s: Vec<f64> = report.timeline.iter().map(|s| s.p50_ms).collect();
         flags.extend(crate::figures::validity::sustain_flag(offered, row.success_rps, &p50s));
     }
@@ -190,25 +268,7 @@ pub fn run_step(
         );
         flags.extend(dependency_flags(&usage, generator_cpu_s, shared, report.duration_s, bound));
     }
-    flags.extend(service_end_flags(oom_killed, crashed));
-    row.oom_killed = oom_killed;
-    row.crashed = crashed;
-    row.client_saturated = flags.iter().any(|f| f.code == crate::figures::validity::FlagCode::GeneratorSaturated);
-    row.dep_saturated = flags.iter().any(|f| f.code == crate::figures::validity::FlagCode::DependencySaturated);
-    let validity = Validity { flags };
-    row.valid = Some(validity.valid());
-    row.flags = Some(validity.to_json());
-    if !interrupted {
-        ctx.store.add_step(run_id, &row, &around.samples)?;
-        print_step_line(prefix, &row, &validity);
-    }
-    Ok(StepOutcome {
-        requests_ok: report.requests_ok,
-        success_ratio: row.success_ratio(),
-        crashed,
-        oom_killed,
-        interrupted,
-    })
+    flags
 }
 
 /// The closing line of a step: its figure and, when it may not be quoted, why.
