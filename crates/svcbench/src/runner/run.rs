@@ -125,7 +125,7 @@ fn measure(
 ) -> Result<()> {
     ctx.deps.before_run(&format!("{}-run{run_index}", svc.name()))?;
     let what = sandbox_what(cell, run_index);
-    let (mut inst, started) = start(ctx, svc, cell, &what, run_id, unlimited)?;
+    let (mut inst, started) = start(ctx, svc, cell, &what, (run_index, run_id), unlimited)?;
     check_conformance(ctx, svc, &mut inst, &started, (run_index, run_id))?;
     let steps = run_steps(ctx, svc, cell, &mut inst, (run_index, run_id), &what)?;
     let last = inst.sandbox.sample();
@@ -155,7 +155,7 @@ fn start(
     svc: &Service,
     cell: &CellRun,
     what: &str,
-    run_id: i64,
+    (run_index, run_id): (u32, i64),
     unlimited: &mut Vec<String>,
 ) -> Result<(Instance, crate::store::RunStartup)> {
     let placeholders = ctx.deps.placeholders();
@@ -206,7 +206,7 @@ fn start(
     if let Some(l) = inst.listening() {
         ctx.store.record_listening(run_id, &l.addrs_text(), l.warning.as_deref())?;
         if let Some(w) = &l.warning {
-            eprintln!("svcbench: WARNING: {} {what}: {w}", svc.name());
+            eprintln!("svcbench: WARNING: {} run {run_index}: {w}", svc.name());
         }
     }
     Ok((inst, started))
