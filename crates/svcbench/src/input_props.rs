@@ -15,18 +15,15 @@ const CASE_LIMIT: Duration = Duration::from_secs(1);
 /// The CPU time this thread has used: a parser that loops burns it, while the wall clock of a machine
 /// shared with other builds also counts the time the thread waited for a CPU.
 #[derive(Clone, Copy)]
-struct Started(Duration);
+struct Started(f64);
 
 impl Started {
     fn now() -> Started {
-        let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: clock_gettime writes the timespec it is given.
-        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-        Started(Duration::new(t.tv_sec as u64, t.tv_nsec as u32))
+        Started(loadgen::limits::thread_cpu_seconds())
     }
 
     fn elapsed(self) -> Duration {
-        Started::now().0.saturating_sub(self.0)
+        Duration::from_secs_f64((loadgen::limits::thread_cpu_seconds() - self.0).max(0.0))
     }
 }
 
