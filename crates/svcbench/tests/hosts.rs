@@ -34,7 +34,8 @@ impl Drop for SshHost {
         let _ = self.sshd.kill();
         let _ = self.sshd.wait();
         let _ = Command::new(ip_program()).args(["netns", "delete", &self.ns]).status();
-        let _ = Command::new(ip_program()).args(["link", "delete", &self.veth]).status();
+        // Usually gone with its namespace already; then `ip` only says so.
+        let _ = Command::new(ip_program()).args(["link", "delete", &self.veth]).output();
     }
 }
 
@@ -51,7 +52,8 @@ fn keygen(path: &Path) {
 fn ssh_host(dir: &Path) -> SshHost {
     let sshd = Path::new("/usr/sbin/sshd");
     assert!(sshd.is_file(), "this test needs OpenSSH's server: apt install openssh-server (scripts/setup.sh does)");
-    let id = std::process::id() % 100_000;
+    common::remove_stale_test_hosts();
+    let id = std::process::id();
     let (ns, veth, peer) = (format!("svbt-ssh-{id}"), format!("svbt{id}a"), format!("svbt{id}b"));
     // A /24 of 10.215.0.0/16 for this test alone.
     let net = id % 250 + 1;

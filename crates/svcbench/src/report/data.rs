@@ -208,3 +208,8 @@ fn group(sessions: &[Session], services: &[StoredService], runs: &mut [Run], poo
     }
     groups
 }
+
+/// The median of one figure over the steps that have it (runs' steps at one level, say).
+pub fn median_of(steps: &[&StepRow], f: impl Fn(&StepRow) -> Option<f64>) -> Option<f64> {
+    crate::figures::median(steps.iter().filter_map(|s| f(s)))
+}

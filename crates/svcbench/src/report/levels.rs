@@ -10,7 +10,7 @@
 //! A cell is the median of the runs' *valid* steps at its level. Where no run's step there was valid (the
 //! service was OOM-killed, the generator saturated, …) the figure is still shown, since a seed's table has a
 //! cell there, but in parentheses, with the reasons in its hover text: it is not a figure to quote.
-use super::data::{Dataset, Run, StepRow};
+use super::data::{median_of, Dataset, Run, StepRow};
 use super::stats::Spread;
 use super::table::{num, Cell, Row, Table};
 use crate::figures::validity::Validity;
@@ -114,10 +114,6 @@ fn quoted_cell(d: &Dataset, steps: &[RunStep], cell: &dyn Fn(&[&StepRow]) -> Cel
 const NOT_VALID_NOTE: &str = "In parentheses: no run's step at that level was valid (the Validity section says why); \
                               not a figure to quote.";
 
-fn median(steps: &[&StepRow], f: fn(&StepRow) -> Option<f64>) -> Option<f64> {
-    crate::figures::median(steps.iter().filter_map(|s| f(s)))
-}
-
 /// Median average response time, or X when the median run had fewer than 90 % successes. X is the
 /// service's own verdict: a step the service failed itself (OOM kill, crash, growing backlog, starved
 /// connections) still shows it plainly; only steps whose measurement failed (generator, machine,
@@ -136,7 +132,7 @@ fn response_cell(d: &Dataset, steps: &[RunStep]) -> Cell {
         return if sound.is_empty() { quoted_cell(d, steps, &|_| x.clone()) } else { x };
     }
     quoted_cell(d, steps, &|v| {
-        let mean = median(v, |s| s.mean_ms);
+        let mean = median_of(v, |s| s.mean_ms);
         Cell::num(mean).data("value", mean.map(|v| v.to_string()).unwrap_or_default())
     })
 }
@@ -199,11 +195,11 @@ pub fn tables(d: &Dataset) -> Vec<Table> {
             ];
             for c in &cols {
                 let steps = cell_steps(d, g, c, &mix);
-                cells.push(quoted_cell(d, &steps, &|v| Cell::num(median(v, |s| Some(s.success_rps)))));
-                cells.push(quoted_cell(d, &steps, &|v| Cell::num(median(v, |s| Some(s.requests_ok as f64)))));
+                cells.push(quoted_cell(d, &steps, &|v| Cell::num(median_of(v, |s| Some(s.success_rps)))));
+                cells.push(quoted_cell(d, &steps, &|v| Cell::num(median_of(v, |s| Some(s.requests_ok as f64)))));
                 cells.push(quoted_cell(d, &steps, &|v| {
-                    let rss = Cell::num(median(v, |s| s.rss_end_mib));
-                    match median(v, |s| s.rss_peak_mib) {
+                    let rss = Cell::num(median_of(v, |s| s.rss_end_mib));
+                    match median_of(v, |s| s.rss_peak_mib) {
                         Some(p) => rss.title(format!("peak RSS during the step: {} MiB", num(p))),
                         None => rss,
                     }
@@ -237,7 +233,7 @@ pub fn tables(d: &Dataset) -> Vec<Table> {
             "CPU-seconds the service used during the step. Medians over runs.",
             &cols,
             &rate,
-            &|v| quoted_cell(d, v, &|v| Cell::num(median(v, |s| s.cpu_s))),
+            &|v| quoted_cell(d, v, &|v| Cell::num(median_of(v, |s| s.cpu_s))),
         ));
         out.push(level_table(
             d,
@@ -246,7 +242,7 @@ pub fn tables(d: &Dataset) -> Vec<Table> {
             "The cgroup's memory high-water mark up to the end of the step. Medians over runs.",
             &cols,
             &rate,
-            &|v| quoted_cell(d, v, &|v| Cell::num(median(v, |s| s.mem_peak_mib))),
+            &|v| quoted_cell(d, v, &|v| Cell::num(median_of(v, |s| s.mem_peak_mib))),
         ));
     }
 
@@ -317,6 +313,6 @@ pub fn rps_by_step(d: &Dataset) -> Option<Table> {
         "Median over runs.",
         &cols,
         &label,
-        &|v| quoted_cell(d, v, &|v| Cell::num(median(v, |s| Some(s.success_rps)))),
+        &|v| quoted_cell(d, v, &|v| Cell::num(median_of(v, |s| Some(s.success_rps)))),
     ))
 }

@@ -1,7 +1,7 @@
 //! How far the figures can be trusted: which steps and runs were left out of the quoted figures and why
 //! (validity), failed requests by kind, the connections that got no answers, and whether an open model
 //! kept its schedule. Shown in both outputs right after the summary.
-use super::data::{Dataset, StepRow};
+use super::data::{median_of, Dataset, StepRow};
 use super::table::{num, Cell, Row, Table};
 use crate::figures::Validity;
 
@@ -18,10 +18,6 @@ pub fn steps_by_position(d: &Dataset, g: usize) -> Vec<(i64, String, Vec<&StepRo
     }
     out.sort_by_key(|e| e.0);
     out
-}
-
-fn median(steps: &[&StepRow], f: impl Fn(&StepRow) -> Option<f64>) -> Option<f64> {
-    crate::figures::median(steps.iter().filter_map(|s| f(s)))
 }
 
 /// Every run and step whose figures were left out (or, with --include-invalid, flagged), with why.
@@ -117,20 +113,20 @@ pub fn errors(d: &Dataset) -> Option<Table> {
     for (g, grp) in d.groups.iter().enumerate() {
         for (seq, label, steps) in steps_by_position(d, g) {
             let mut cells = vec![Cell::header(grp.name.clone()), Cell::text(format!("#{seq} {label}"))];
-            cells.push(Cell::num(median(&steps, |s| Some(s.requests_ok as f64))));
+            cells.push(Cell::num(median_of(&steps, |s| Some(s.requests_ok as f64))));
             for k in &kinds {
-                let v = median(&steps, |s| s.errors_by_kind().iter().find(|(x, _)| x == k).map(|(_, n)| *n as f64));
+                let v = median_of(&steps, |s| s.errors_by_kind().iter().find(|(x, _)| x == k).map(|(_, n)| *n as f64));
                 cells.push(Cell::num(v).class(if v.unwrap_or(0.0) > 0.0 { "fail" } else { "num" }));
             }
-            cells.push(Cell::num(median(&steps, |s| s.connect_attempts_failed.map(|n| n as f64))));
-            let starved = median(&steps, |s| s.conn_starved.map(|n| n as f64));
+            cells.push(Cell::num(median_of(&steps, |s| s.connect_attempts_failed.map(|n| n as f64))));
+            let starved = median_of(&steps, |s| s.conn_starved.map(|n| n as f64));
             cells.push(Cell::num(starved).class(if starved.unwrap_or(0.0) > 0.0 { "fail" } else { "num" }));
-            let a = |f: fn(&StepRow) -> Option<i64>| median(&steps, |s| f(s).map(|n| n as f64)).map(num);
+            let a = |f: fn(&StepRow) -> Option<i64>| median_of(&steps, |s| f(s).map(|n| n as f64)).map(num);
             cells.push(Cell::text(match (a(|s| s.answers_min), a(|s| s.answers_median), a(|s| s.answers_max)) {
                 (Some(lo), Some(mid), Some(hi)) => format!("{lo} / {mid} / {hi}"),
                 _ => "–".into(),
             }));
-            cells.push(Cell::num(median(&steps, |s| s.oldest_unanswered_ms)));
+            cells.push(Cell::num(median_of(&steps, |s| s.oldest_unanswered_ms)));
             t.rows.push(Row { cells, data: vec![("service".into(), grp.name.clone())] });
         }
     }
@@ -179,8 +175,8 @@ pub fn schedule(d: &Dataset) -> Option<Table> {
             if !steps.iter().any(|s| offered_rate(s)) {
                 continue;
             }
-            let m = |f: fn(&StepRow) -> Option<f64>| Cell::num(median(&steps, f));
-            let mi = |f: fn(&StepRow) -> Option<i64>| Cell::num(median(&steps, |s| f(s).map(|n| n as f64)));
+            let m = |f: fn(&StepRow) -> Option<f64>| Cell::num(median_of(&steps, f));
+            let mi = |f: fn(&StepRow) -> Option<i64>| Cell::num(median_of(&steps, |s| f(s).map(|n| n as f64)));
             t.rows.push(Row {
                 cells: vec![
                     Cell::header(grp.name.clone()),

@@ -201,8 +201,25 @@ pub fn svcbench_network() -> Vec<String> {
     };
     let mut left: Vec<String> =
         out(&["netns", "list"]).lines().filter(|l| l.starts_with("svcbench-")).map(String::from).collect();
-    left.extend(out(&["-o", "link", "show"]).lines().filter(|l| l.contains(": svb")).map(String::from));
+    // `svbt…` are the test suite's own far hosts (tests/hosts.rs), not svcbench's.
+    left.extend(
+        out(&["-o", "link", "show"]).lines().filter(|l| l.contains(": svb") && !l.contains(": svbt")).map(String::from),
+    );
     left
+}
+
+/// Removes the far hosts (`svbt-ssh-PID` namespaces and their `svbtPIDa` veth) of a test process that is
+/// gone: a hosts test killed before its fixture's drop left them, and a host's name would collide.
+pub fn remove_stale_test_hosts() {
+    let ip = ip_program();
+    let list = Command::new(ip).args(["netns", "list"]).output().map(|o| o.stdout).unwrap_or_default();
+    for line in String::from_utf8_lossy(&list).lines() {
+        let Some(id) = line.split_whitespace().next().and_then(|n| n.strip_prefix("svbt-ssh-")) else { continue };
+        if id.parse::<u32>().is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+            let _ = Command::new(ip).args(["netns", "delete", &format!("svbt-ssh-{id}")]).status();
+            let _ = Command::new(ip).args(["link", "delete", &format!("svbt{id}a")]).output();
+        }
+    }
 }
 
 /// The svcbench process that made a cgroup, namespace or interface: its names start with the maker's
