@@ -135,6 +135,53 @@ fn a_build_past_its_time_limit_is_ended_with_its_whole_group() {
     assert_eq!(live_members(pgid), Vec::<i32>::new(), "the build's process group {pgid} is still running");
 }
 
+#[test]
+fn ctrl_c_during_a_runs_build_ends_the_whole_build_and_the_run() {
+    let tmp = open_tempdir();
+    let svc = service(
+        tmp.path(),
+        "endless-build",
+        "build = \"echo $$ > build.pgid; sleep 120 & sleep 120; wait\"\nrun = \"./x\"",
+    );
+    let prof = tmp.path().join("p.toml");
+    std::fs::write(&prof, "name = \"t\"\n[[step]]\nconnections = 1\nduration = \"1s\"\n").unwrap();
+    let dbp = tmp.path().join("r.db");
+    let args = [
+        "run",
+        svc.to_str().unwrap(),
+        "--profile",
+        prof.to_str().unwrap(),
+        "--runs",
+        "1",
+        "--db",
+        dbp.to_str().unwrap(),
+    ];
+    let mut bg = spawn_svcbench(tmp.path(), "interrupted", &args);
+    let pgid_file = svc.join("build.pgid");
+    let t0 = Instant::now();
+    while std::fs::read_to_string(&pgid_file).map_or(true, |s| !s.ends_with('\n')) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the build never started: {}",
+            stderr_of(tmp.path(), "interrupted")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pgid: i32 = std::fs::read_to_string(&pgid_file).unwrap().trim().parse().unwrap();
+    assert!(!live_members(pgid).is_empty(), "the build should be running");
+    let status = bg.interrupt(Duration::from_secs(15));
+    let err = stderr_of(tmp.path(), "interrupted");
+    let status = status.unwrap_or_else(|| panic!("svcbench still runs 15 s after Ctrl-C during a build:\n{err}"));
+    assert!(!status.success(), "an interrupted build is not a success: {err}");
+    assert!(err.contains("asked to stop"), "the build's end is said: {err}");
+    let t0 = Instant::now();
+    while !live_members(pgid).is_empty() && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(live_members(pgid), Vec::<i32>::new(), "the build's process group {pgid} is still running");
+    assert_no_leftovers("endless-build");
+}
+
 /// The processes of process group `pgid` that are not zombies (/proc/PID/stat: state, ppid, pgrp).
 fn live_members(pgid: i32) -> Vec<i32> {
     let mut out = Vec::new();
