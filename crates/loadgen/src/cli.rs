@@ -7,10 +7,11 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
 
-use crate::config::{
-    split_url, LoadConfig, Model, Pacing, RateRamp, StatusSet, MAX_DURATION, MAX_START_DELAY, MAX_TIMEOUT,
-};
+use crate::client::pacing::Pacing;
+use crate::config::{split_url, LoadConfig, Model, MAX_DURATION, MAX_START_DELAY, MAX_TIMEOUT};
+use crate::models::RateRamp;
 use crate::models::{LoadModel, Open, Ramp};
+use crate::request::StatusSet;
 use crate::request::{RequestMix, RequestTemplate, ValueList, ValueOrder};
 use crate::{histogram, limits, printer};
 

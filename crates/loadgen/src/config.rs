@@ -7,10 +7,9 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use serde::{Deserialize, Serialize};
-
+use crate::client::pacing::Pacing;
 use crate::models::LoadModel;
-use crate::request::RequestMix;
+use crate::request::{RequestMix, StatusSet};
 
 /// The server under load: plain HTTP/1.1 over TCP.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,19 +101,6 @@ pub fn split_url(url: &str) -> Result<(Target, String)> {
     Ok((Target { host: host.to_string(), port }, path))
 }
 
-/// Arrival rate of the open model, in requests per second. Constant when `start == end`;
-/// otherwise it moves from `start` to `end` over the run, linearly, or in `steps` equal steps.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RateRamp {
-    pub start: f64,
-    pub end: f64,
-    pub steps: Option<u32>,
-}
-
-/// Highest rate the open model accepts, in requests per second.
-pub const MAX_RATE: f64 = 10_000_000.0;
-/// Most connections to one target (local ports).
-pub const MAX_CONNECTIONS: usize = 65_000;
 /// Longest run: a day. Longer is a typo (soak tests run as several runs), and far beyond it the
 /// run's deadline no longer fits the clock's arithmetic.
 pub const MAX_DURATION: Duration = Duration::from_secs(86_400);
@@ -125,114 +111,7 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(3_600);
 /// few seconds ahead; a start further off is a wrong clock or a typo, and would wait unattended.
 pub const MAX_START_DELAY: Duration = Duration::from_secs(3_600);
 
-impl RateRamp {
-    pub fn constant(rate: f64) -> RateRamp {
-        RateRamp { start: rate, end: rate, steps: None }
-    }
-
-    /// `R` or `A:B` (requests per second).
-    pub fn parse(s: &str) -> Result<RateRamp> {
-        let num = |v: &str| -> Result<f64> {
-            v.trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|r| r.is_finite() && *r >= 0.0)
-                .ok_or_else(|| anyhow!("rate '{v}' is not a number of requests per second (e.g. 1000 or 100:2000)"))
-                .and_then(|r| {
-                    // Beyond what one machine can send; a schedule that size is a typo.
-                    if r > MAX_RATE {
-                        bail!("rate '{v}' is above {MAX_RATE:.0} requests per second: give a rate one machine can send")
-                    }
-                    Ok(r)
-                })
-        };
-        let ramp = match s.split_once(':') {
-            Some((a, b)) => RateRamp { start: num(a)?, end: num(b)?, steps: None },
-            None => RateRamp::constant(num(s)?),
-        };
-        if ramp.start == 0.0 && ramp.end == 0.0 {
-            bail!("rate '{s}' is zero: give a positive number of requests per second");
-        }
-        Ok(ramp)
-    }
-
-    pub fn is_constant(&self) -> bool {
-        self.start == self.end
-    }
-}
-
-impl std::fmt::Display for RateRamp {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.is_constant() {
-            write!(f, "{} req/s", self.start)
-        } else if let Some(n) = self.steps {
-            write!(f, "{} to {} req/s in {n} steps", self.start, self.end)
-        } else {
-            write!(f, "{} to {} req/s (linear)", self.start, self.end)
-        }
-    }
-}
-
 pub use crate::models::Model;
-
-/// Which response statuses count as success (the others are `status` errors).
-#[derive(Clone, PartialEq, Eq)]
-pub struct StatusSet {
-    bits: [u64; 16], // statuses 0..1023
-    text: String,
-}
-
-impl StatusSet {
-    /// A comma-separated list of statuses and inclusive ranges: `200-399,404`.
-    pub fn parse(s: &str) -> Result<StatusSet> {
-        let mut set = StatusSet { bits: [0; 16], text: s.trim().to_string() };
-        let status = |v: &str| -> Result<u16> {
-            v.trim().parse::<u16>().ok().filter(|c| (100..=999).contains(c)).ok_or_else(|| {
-                anyhow!("success statuses '{s}': '{v}' is not an HTTP status (100-999); write e.g. 200-399,404")
-            })
-        };
-        for part in s.split(',') {
-            let (lo, hi) = match part.split_once('-') {
-                Some((a, b)) => (status(a)?, status(b)?),
-                None => {
-                    let c = status(part)?;
-                    (c, c)
-                }
-            };
-            if lo > hi {
-                bail!("success statuses '{s}': range '{part}' is reversed; write LOW-HIGH");
-            }
-            for c in lo..=hi {
-                set.bits[c as usize / 64] |= 1 << (c % 64);
-            }
-        }
-        Ok(set)
-    }
-
-    #[inline]
-    pub fn contains(&self, status: u16) -> bool {
-        let c = status as usize;
-        c < 1024 && self.bits[c / 64] & (1 << (c % 64)) != 0
-    }
-}
-
-impl Default for StatusSet {
-    fn default() -> Self {
-        StatusSet::parse("200-399").expect("valid default")
-    }
-}
-
-impl std::fmt::Debug for StatusSet {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "StatusSet({})", self.text)
-    }
-}
-
-impl std::fmt::Display for StatusSet {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.text)
-    }
-}
 
 /// Everything one run needs. Build it with [`LoadConfig::new`] and adjust the fields.
 #[derive(Debug, Clone)]
@@ -265,47 +144,6 @@ pub struct LoadConfig {
     pub agent: (usize, usize),
     /// Start at this wall-clock time (agents agree on one), not at once.
     pub start_at: Option<std::time::SystemTime>,
-}
-
-/// How the open model waits for a request's due time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Pacing {
-    /// Sleep on a microsecond timer (timerfd), polling only for sends due within 50 µs.
-    #[default]
-    Timer,
-    /// Never sleep between sends: poll the sockets until the next one is due. Costs the worker
-    /// a whole CPU, but the CPU never idles, so a virtual machine's CPU is not handed to
-    /// other guests between sends and woken late (bench/open-model-lag.sh compares the two).
-    Spin,
-}
-
-impl Pacing {
-    const ALL: [Pacing; 2] = [Pacing::Timer, Pacing::Spin];
-
-    /// The name on the command line and in profiles.
-    pub fn name(self) -> &'static str {
-        match self {
-            Pacing::Timer => "timer",
-            Pacing::Spin => "spin",
-        }
-    }
-}
-
-impl std::str::FromStr for Pacing {
-    type Err = anyhow::Error;
-    fn from_str(s: &str) -> Result<Pacing> {
-        Pacing::ALL
-            .into_iter()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| anyhow!("pacing {s:?} is unknown: use timer or spin"))
-    }
-}
-
-/// `total` shared out among `parts` (worker threads, or generator agents): part `i` gets its even
-/// share, the first ones one more when it does not divide.
-pub fn share(total: usize, parts: usize, i: usize) -> usize {
-    total / parts + usize::from(i < total % parts)
 }
 
 impl LoadConfig {
@@ -372,6 +210,7 @@ impl LoadConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::models::RateRamp;
 
     #[test]
     fn urls() {

@@ -6,7 +6,7 @@ use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
-use crate::report::Percentiles;
+use serde::{Deserialize, Serialize};
 
 /// Highest latency tracked exactly: one hour, in µs (longer values are clamped to it).
 pub const MAX_LATENCY_US: u64 = 3_600_000_000;
@@ -73,6 +73,20 @@ pub fn write_interval_log(
 
 fn ms(us: f64) -> f64 {
     us / 1000.0
+}
+
+/// Latency summary in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Percentiles {
+    pub mean: f64,
+    pub stdev: f64,
+    pub p50: f64,
+    pub p75: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub p9999: f64,
+    pub max: f64,
 }
 
 /// Summary figures in milliseconds (all zero for an empty histogram).

@@ -12,15 +12,18 @@
 //! # anyhow::Ok(())
 //! ```
 //!
-//! Layout: `config` (what to run), `request` + `template` (what to send), `client` (connections
-//! and the per-thread event loop), `http` (response parsing), `models` (one module per load model: closed, open),
-//! `stats` + `timeline` + `histogram` (what is measured), `knee` (a step read second by second), `report` (the result and merging),
-//! `printer` and `cli` (the `svcbench load` command), `validity` (flags saying when a figure
+//! Layout (no two top-level modules import each other): `config` (what to run), `request` (what to
+//! send: templates, value lists, the mix, the success statuses), `client` (connections, the per-thread
+//! event loop, its pacing, its recorder, and the driver a load model gives it), `http` (response
+//! parsing), `models` (one module per load model: closed, open, ramp), `timeline` + `histogram` (what is
+//! measured), `knee` (a step read second by second), `report` (the result and merging), `printer` and
+//! `cli` (the `svcbench load` command), `flag` + `validity` (flags saying when a figure
 //! measured the generator rather than the service).
 
 pub mod cli;
 mod client;
 mod config;
+mod flag;
 pub mod histogram;
 pub mod http;
 pub mod knee;
@@ -30,21 +33,19 @@ pub mod printer;
 mod report;
 mod request;
 mod run;
-mod stats;
-mod template;
 mod timeline;
 pub mod validity;
 
-pub use config::{
-    share, split_url, LoadConfig, Pacing, RateRamp, StatusSet, Target, MAX_DURATION, MAX_RATE, MAX_START_DELAY,
-    MAX_TIMEOUT,
-};
+pub use client::pacing::Pacing;
+pub use config::{split_url, LoadConfig, Target, MAX_DURATION, MAX_START_DELAY, MAX_TIMEOUT};
 pub use hdrhistogram::Histogram;
-pub use models::{Closed, LoadAxis, LoadModel, Model, Open, StoredLoad};
+pub use models::{share, Closed, LoadAxis, LoadModel, Model, Open, RateRamp, StoredLoad, MAX_RATE};
 pub use report::{
     merge_reports, ConnectionStats, ErrorCounts, LoadReport, OpenStats, Percentiles, SecondStats, WorkerUsage,
 };
-pub use request::{MixSpec, RequestMix, RequestSpec, RequestTemplate, ValueList, ValueOrder, ValuesSpec, DEFAULT_SEED};
+pub use request::{
+    MixSpec, RequestMix, RequestSpec, RequestTemplate, StatusSet, ValueList, ValueOrder, ValuesSpec, DEFAULT_SEED,
+};
 pub use run::run;
 pub use timeline::{LiveSnapshot, LiveStats};
 pub use validity::{Flag, FlagCode};

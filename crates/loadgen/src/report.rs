@@ -7,6 +7,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::histogram;
+pub use crate::histogram::Percentiles;
 
 /// Failed requests, each kind counted separately.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,20 +58,6 @@ impl ErrorCounts {
         self.malformed += o.malformed;
         self.status += o.status;
     }
-}
-
-/// Latency summary in milliseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Percentiles {
-    pub mean: f64,
-    pub stdev: f64,
-    pub p50: f64,
-    pub p75: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub p9999: f64,
-    pub max: f64,
 }
 
 /// One second of the run (second 0 starts when the run starts).

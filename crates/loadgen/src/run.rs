@@ -5,14 +5,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 
+use crate::client::driver::OpenResult;
+use crate::client::recorder::Recorder;
 use crate::client::worker::{run_loop, Clock, Core, WindowEnd, STALLED_AFTER};
 use crate::config::LoadConfig;
 use crate::histogram::{encode, new_latency_histogram, percentiles};
 use crate::limits;
-use crate::models::{LoadModel, OpenResult, RunShare};
+use crate::models::{LoadModel, RunShare};
 use crate::report::{ConnectionStats, ErrorCounts, LoadReport, OpenStats, WorkerUsage};
-use crate::stats::Recorder;
-use crate::template::RequestFactory;
+use crate::request::template::RequestFactory;
 use crate::timeline::{LiveStats, Timeline};
 
 /// What one worker hands back.

@@ -168,6 +168,13 @@ fn svcbench_top_level_modules_form_no_cycle() {
 }
 
 #[test]
+fn loadgen_top_level_modules_form_no_cycle() {
+    let g = graph(&src_of("loadgen"));
+    let found: Vec<String> = cycles(&g).iter().map(|c| describe(&g, c)).collect();
+    assert!(found.is_empty(), "cycles between loadgen's modules: {found:#?}");
+}
+
+#[test]
 fn nothing_below_cli_imports_it() {
     let g = graph(&src_of("svcbench"));
     // commands (what each parsed command does) is the one layer above cli.

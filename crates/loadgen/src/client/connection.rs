@@ -10,7 +10,7 @@ use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 
 use crate::http::parser::{Parsed, ResponseParser};
-use crate::template::{Prepared, RequestFactory};
+use crate::request::template::{Prepared, RequestFactory};
 
 /// Why a request (or connection attempt) failed; maps onto the report's error kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

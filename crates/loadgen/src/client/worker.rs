@@ -26,11 +26,11 @@ use anyhow::{Context, Result};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token};
 
-use crate::client::connection::{Connection, Failure, Outcome, Ready, State};
-use crate::config::Pacing;
-use crate::models::Driver;
-use crate::stats::Recorder;
-use crate::template::RequestFactory;
+use super::connection::{Connection, Failure, Outcome, Ready, State};
+use super::driver::Driver;
+use super::pacing::Pacing;
+use super::recorder::Recorder;
+use crate::request::template::RequestFactory;
 
 /// How often timeouts are checked, reconnects retried and live counters published.
 pub(crate) const TICK: Duration = Duration::from_millis(10);

@@ -9,10 +9,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 
-use super::{keys, Budget, Driver, Kind, LoadAxis, LoadModel, Model, RunShare, StoredLoad};
+use super::{keys, Budget, Kind, LoadAxis, LoadModel, Model, RunShare, StoredLoad};
+use super::{share, MAX_CONNECTIONS};
 use crate::client::connection::Failure;
+use crate::client::driver::Driver;
+use crate::client::pacing::Pacing;
 use crate::client::worker::Core;
-use crate::config::{share, Pacing, MAX_CONNECTIONS};
 use crate::report::LoadReport;
 
 /// Connections, each with one request in flight.

@@ -1,28 +1,29 @@
 //! Load models: how a step's load is given and driven. One module per model says everything that
 //! depends on the model (like k6's one file per executor): its step shape in a profile, its
 //! load value and chart axis, how it splits across generator agents, its success denominator,
-//! its own validity flags and, for the worker's event loop, its [`Driver`]. Everything outside
+//! its own validity flags and, for the worker's event loop, its driver (client/driver.rs). Everything outside
 //! this folder asks a [`Model`] through [`LoadModel`] and never tests which model it is.
 //!
-//! The drivers never do I/O themselves, they ask the [`Core`].
+//! The drivers never do I/O themselves, they ask the worker's core.
 
 pub(crate) mod closed;
 pub(crate) mod open;
 pub(crate) mod ramp;
+mod rate;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 
-use crate::client::connection::Failure;
-use crate::client::worker::Core;
-use crate::config::Pacing;
-use crate::report::{LoadReport, OpenStats};
+use crate::client::driver::Driver;
+use crate::client::pacing::Pacing;
+use crate::report::LoadReport;
 
 pub use closed::Closed;
 pub use open::{rate_range, Open, MAX_RANGE_RATES};
 pub use ramp::Ramp;
+pub use rate::{RateRamp, MAX_RATE};
 
 /// How load is offered: one variant per model module.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,7 +113,7 @@ pub trait LoadModel {
     /// How long the run waits, after its window, for answers to requests sent in it.
     fn drain(&self, request_timeout: Duration) -> Duration;
     /// The rate offered in each whole second of a `duration_s` step, for a model whose rate changes
-    /// within the step (read second by second: [`crate::knee`]); None where one figure is the step's.
+    /// within the step (read second by second: knee.rs); None where one figure is the step's.
     fn offered_per_second(&self, duration_s: f64) -> Option<Vec<f64>>;
 }
 
@@ -307,43 +308,6 @@ pub(crate) mod keys {
     }
 }
 
-pub(crate) trait Driver {
-    /// Once, before the loop starts.
-    fn start(&mut self, core: &mut Core, now: Instant);
-    /// Connection `idx` is idle: just connected (`fresh`), or done with a response.
-    fn on_idle(&mut self, core: &mut Core, idx: usize, now: Instant, fresh: bool);
-    /// Connection `idx` was closed: by the server, after an error (`failure`, already counted),
-    /// or a timeout. `was_connecting`: it never got connected.
-    fn on_closed(&mut self, core: &mut Core, idx: usize, now: Instant, failure: Option<Failure>, was_connecting: bool);
-    /// Every tick (about 10 ms): retries and other slow timers.
-    fn on_tick(&mut self, _core: &mut Core, _now: Instant) {}
-    /// Every loop iteration: send what is due.
-    fn dispatch(&mut self, _core: &mut Core, _now: Instant) {}
-    /// When the loop must wake up next for this model, if sooner than the next tick.
-    fn next_wakeup(&self, _now: Instant) -> Option<Instant> {
-        None
-    }
-    /// The run's deadline has passed: send nothing more (requests in flight may still be answered).
-    /// Called on every loop pass of the drain, so it must be idempotent.
-    fn stop_sending(&mut self) {}
-    /// The model has nothing left to do (request budget spent and every answer in).
-    fn finished(&self, core: &Core) -> bool;
-    /// Schedule bookkeeping at the end of the window `end` (open model only).
-    fn open_result(&mut self, _end: Instant) -> Option<OpenResult> {
-        None
-    }
-}
-
-/// A worker's open-model figures, with what merging them across workers exactly needs.
-pub(crate) struct OpenResult {
-    /// This worker's figures alone.
-    pub(crate) stats: OpenStats,
-    /// Schedule lag of every send (µs).
-    pub(crate) lag: hdrhistogram::Histogram<u64>,
-    /// Requests sent within the window.
-    pub(crate) sent: u64,
-}
-
 /// Shared request budget (`max_requests`) of the closed model's workers.
 pub(crate) struct Budget {
     max: u64,
@@ -360,4 +324,12 @@ impl Budget {
         // Relaxed: only the count matters, not ordering with other memory.
         self.issued.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < self.max
     }
+}
+
+/// Most connections to one target (local ports).
+pub const MAX_CONNECTIONS: usize = 65_000;
+/// `total` shared out among `parts` (worker threads, or generator agents): part `i` gets its even
+/// share, the first ones one more when it does not divide.
+pub fn share(total: usize, parts: usize, i: usize) -> usize {
+    total / parts + usize::from(i < total % parts)
 }

@@ -13,12 +13,14 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use hdrhistogram::Histogram;
 
-use super::{keys, Driver, Kind, LoadAxis, LoadModel, Model, OpenResult, RunShare, StoredLoad};
+use super::{keys, Kind, LoadAxis, LoadModel, Model, RunShare, StoredLoad};
+use super::{share, RateRamp, MAX_CONNECTIONS, MAX_RATE};
 use crate::client::connection::{Failure, State};
+use crate::client::driver::{Driver, OpenResult};
+use crate::client::pacing::Pacing;
 use crate::client::worker::Core;
-use crate::config::{share, Pacing, RateRamp, MAX_CONNECTIONS, MAX_RATE};
+use crate::flag::{Flag, FlagCode, RATE_HELD_SHARE, SCHEDULE_LAG_P99_MS};
 use crate::report::{LoadReport, OpenStats};
-use crate::validity::{Flag, FlagCode, RATE_HELD_SHARE, SCHEDULE_LAG_P99_MS};
 
 /// Requests per second (constant, or ramped over the run), with a cap on connections.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -15,7 +15,8 @@ use anyhow::{anyhow, bail, Result};
 
 use super::open::{self, OpenDriver, Schedule};
 use super::{keys, Kind, LoadAxis, LoadModel, Model, RunShare, StoredLoad};
-use crate::config::{share, Pacing, RateRamp, MAX_RATE};
+use super::{share, RateRamp, MAX_RATE};
+use crate::client::pacing::Pacing;
 use crate::report::LoadReport;
 
 /// Requests per second rising (or falling) linearly over the step, with a cap on connections.

@@ -6,10 +6,10 @@ use std::time::Instant;
 
 use hdrhistogram::Histogram;
 
-use crate::client::connection::{Failure, Traffic};
-use crate::config::StatusSet;
+use super::connection::{Failure, Traffic};
 use crate::histogram::{new_latency_histogram, new_second_histogram, record_us};
 use crate::report::ErrorCounts;
+use crate::request::StatusSet;
 use crate::timeline::{LiveStats, Timeline};
 
 pub(crate) struct Recorder {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Result};
 
-use crate::request::{is_identifier, RequestMix, RequestTemplate, ValueList, ValueOrder};
+use super::{is_identifier, RequestMix, RequestTemplate, ValueList, ValueOrder};
 
 #[derive(Debug, Clone, PartialEq)]
 enum Piece {

@@ -21,10 +21,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::config::StatusSet;
+pub(crate) mod template;
 
 /// How values are drawn from a list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -154,7 +154,7 @@ impl RequestMix {
         }
         let lists: Vec<Arc<ValueList>> = self.values.iter().cloned().map(Arc::new).collect();
         for t in &self.templates {
-            crate::template::CompiledTemplate::compile(t, &lists, "localhost", true)?;
+            template::CompiledTemplate::compile(t, &lists, "localhost", true)?;
         }
         Ok(())
     }
@@ -270,6 +270,65 @@ pub(crate) fn is_identifier(s: &str) -> bool {
     let mut bytes = s.bytes();
     matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
         && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Which response statuses count as success (the others are `status` errors).
+#[derive(Clone, PartialEq, Eq)]
+pub struct StatusSet {
+    bits: [u64; 16], // statuses 0..1023
+    text: String,
+}
+
+impl StatusSet {
+    /// A comma-separated list of statuses and inclusive ranges: `200-399,404`.
+    pub fn parse(s: &str) -> Result<StatusSet> {
+        let mut set = StatusSet { bits: [0; 16], text: s.trim().to_string() };
+        let status = |v: &str| -> Result<u16> {
+            v.trim().parse::<u16>().ok().filter(|c| (100..=999).contains(c)).ok_or_else(|| {
+                anyhow!("success statuses '{s}': '{v}' is not an HTTP status (100-999); write e.g. 200-399,404")
+            })
+        };
+        for part in s.split(',') {
+            let (lo, hi) = match part.split_once('-') {
+                Some((a, b)) => (status(a)?, status(b)?),
+                None => {
+                    let c = status(part)?;
+                    (c, c)
+                }
+            };
+            if lo > hi {
+                bail!("success statuses '{s}': range '{part}' is reversed; write LOW-HIGH");
+            }
+            for c in lo..=hi {
+                set.bits[c as usize / 64] |= 1 << (c % 64);
+            }
+        }
+        Ok(set)
+    }
+
+    #[inline]
+    pub fn contains(&self, status: u16) -> bool {
+        let c = status as usize;
+        c < 1024 && self.bits[c / 64] & (1 << (c % 64)) != 0
+    }
+}
+
+impl Default for StatusSet {
+    fn default() -> Self {
+        StatusSet::parse("200-399").expect("valid default")
+    }
+}
+
+impl std::fmt::Debug for StatusSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StatusSet({})", self.text)
+    }
+}
+
+impl std::fmt::Display for StatusSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
 }
 
 #[cfg(test)]
