@@ -10,14 +10,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-quick="" build=release
+quick="" no_build=""
 for arg in "$@"; do
   case "$arg" in
-    --quick) quick=1 build=ci ;;
-    --no-build) build="" ;;
+    --quick) quick=1 ;;
+    --no-build) no_build=1 ;;
     *) echo "setup: unknown option $arg; use --quick (the main job's set) and/or --no-build" >&2; exit 2 ;;
   esac
 done
+build=release
+if [ -n "$quick" ]; then build=ci; fi
+if [ -n "$no_build" ]; then build=""; fi
 
 # The main job needs only setfacl (below). The rest is for the tests, the other scenarios and bench/:
 # sqlite3 (a shell to read a store by hand), wrk and nginx (bench/loadgen-vs-wrk.sh), Chromium (the
