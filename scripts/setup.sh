@@ -1,11 +1,36 @@
 #!/usr/bin/env bash
 # Installs what svcbench, its reference services and its tests need on a fresh machine of this project's
-# kind (Debian with Rust, Go, Java 17 + Temurin 25, Maven, Node, Python), then builds target/release/svcbench
-# (not with --no-build). Idempotent: quick when done.
+# kind (Debian with Rust, Go, Java 17 + Temurin 25, Maven, Node, Python), then builds svcbench.
+# Idempotent: quick when done.
+#   scripts/setup.sh             every package, and target/release/svcbench (thin LTO: for measuring
+#                                svcbench itself, bench/)
+#   scripts/setup.sh --quick     only what the main job (quick.sh) uses, and target/ci/svcbench (the same
+#                                optimisation without link-time optimisation, minutes faster to build)
+#   scripts/setup.sh --no-build  every package, no build (test.sh: its tests build the `ci` profile)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-apt_packages=(wrk chromium upx-ucl sqlite3 python3 python3-venv nginx-light unzip iproute2 openssh-client openssh-server acl)
+quick="" no_build=""
+for arg in "$@"; do
+  case "$arg" in
+    --quick) quick=1 ;;
+    --no-build) no_build=1 ;;
+    *) echo "setup: unknown option $arg; use --quick (the main job's set) and/or --no-build" >&2; exit 2 ;;
+  esac
+done
+build=release
+if [ -n "$quick" ]; then build=ci; fi
+if [ -n "$no_build" ]; then build=""; fi
+
+# The main job needs only setfacl (below). The rest is for the tests, the other scenarios and bench/:
+# sqlite3 (a shell to read a store by hand), wrk and nginx (bench/loadgen-vs-wrk.sh), Chromium (the
+# report's rendering test), upx-ucl (the users scenario's packed Go binary), unzip (OpenSearch's
+# distribution), iproute2 (--net), OpenSSH (--hosts and its test), python3 (the store's data loader and
+# the test fixtures).
+apt_packages=(acl)
+if [ -z "$quick" ]; then
+  apt_packages+=(sqlite3 wrk chromium upx-ucl python3 python3-venv nginx-light unzip iproute2 openssh-client openssh-server)
+fi
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -65,7 +90,9 @@ for c in rustfmt clippy; do
   fi
 done
 
-# The binary quick.sh, bench/ and studies/ use; test.sh passes --no-build, as its tests build their own.
-if [ "${1:-}" != "--no-build" ]; then
+# The binary: `ci` for the main job (quick.sh), `release` for bench/ and for measuring svcbench itself.
+if [ "$build" = ci ]; then
+  cargo build --profile ci --locked -p svcbench 2>&1 | tail -n 3 >&2
+elif [ "$build" = release ]; then
   cargo build --release --locked -p svcbench 2>&1 | tail -n 3 >&2
 fi
