@@ -1,5 +1,6 @@
 //! `svcbench check` on every bundled service of each scenario: build, start (with the scenario's real
-//! dependencies), run the conformance checks. Every check must pass.
+//! dependencies), run the conformance checks. Every check must pass, and every service must listen only on
+//! the `{host}` it is given (no warning about its listening addresses).
 mod common;
 use common::*;
 
@@ -19,6 +20,13 @@ fn check_all(scenario: &str, at_least: usize) {
     for s in &services {
         let out = svcbench(&["check", s.to_str().unwrap(), "--work-dir", tmp.path().to_str().unwrap()], &repo());
         let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // svcbench's warning when a service listens elsewhere than on {host} (e.g. on every interface).
+        let misplaced: Vec<&str> =
+            stderr.lines().filter(|l| l.contains("WARNING") && l.contains("listens on")).collect();
+        if !misplaced.is_empty() {
+            failed.push(format!("{}: {}", s.display(), misplaced.join("; ")));
+        }
         if !out.status.success() || stdout.contains("FAIL") {
             failed.push(format!(
                 "{}: {}",

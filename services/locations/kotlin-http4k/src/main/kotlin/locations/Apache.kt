@@ -11,6 +11,7 @@ import org.http4k.filter.ServerFilters
 import org.http4k.server.Http4kServer
 import org.http4k.server.ServerConfig
 import org.http4k.server.ServerConfig.StopMode
+import java.net.InetAddress
 import java.net.InetSocketAddress
 import java.util.concurrent.TimeUnit
 import org.apache.hc.core5.http.ClassicHttpRequest as Core5Request
@@ -48,14 +49,16 @@ import org.apache.http.protocol.HttpRequestHandler as Core4RequestHandler
  * framing ones HttpCore sets itself, body as a stream of known length).
  */
 
-/** Apache HttpCore 4.4's classic server running an http4k handler. */
+/** Apache HttpCore 4.4's classic server running an http4k handler, listening on [host]. */
 class Apache4Server(
+    private val host: String,
     private val port: Int,
     private val backlog: Int,
     override val stopMode: StopMode,
 ) : ServerConfig {
     override fun toServer(http: HttpHandler): Http4kServer = object : Http4kServer {
         private val server: Core4HttpServer = Core4ServerBootstrap.bootstrap()
+            .setLocalAddress(InetAddress.getByName(host))
             .setListenerPort(port)
             .setSocketConfig(
                 Core4SocketConfig.custom()
@@ -102,14 +105,16 @@ private class Core4Handler(handler: HttpHandler) : Core4RequestHandler {
     }
 }
 
-/** Apache HttpCore 5's classic server running an http4k handler. */
+/** Apache HttpCore 5's classic server running an http4k handler, listening on [host]. */
 class Apache5Server(
+    private val host: String,
     private val port: Int,
     private val backlog: Int,
     override val stopMode: StopMode,
 ) : ServerConfig {
     override fun toServer(http: HttpHandler): Http4kServer = object : Http4kServer {
         private val server: Core5HttpServer = Core5ServerBootstrap.bootstrap()
+            .setLocalAddress(InetAddress.getByName(host))
             .setListenerPort(port)
             .setSocketConfig(
                 Core5SocketConfig.custom()

@@ -1,11 +1,10 @@
 package locations
 
+import org.eclipse.jetty.server.Server
+import org.eclipse.jetty.server.ServerConnector
 import org.http4k.server.Jetty
-import org.http4k.server.Netty
 import org.http4k.server.ServerConfig
 import org.http4k.server.ServerConfig.StopMode
-import org.http4k.server.SunHttp
-import org.http4k.server.Undertow
 import java.time.Duration
 
 /** On SIGTERM, in-flight requests get up to this long to finish (every backend here stops gracefully). */
@@ -13,29 +12,36 @@ private val GRACEFUL_STOP = StopMode.Graceful(Duration.ofSeconds(10))
 
 /**
  * The http4k server backends this one jar can run (seed 000's qualification round), chosen at start by
- * `HTTP4K_BACKEND` ([id]); [UNDERTOW] is the default. Each builds an http4k [ServerConfig] for a port.
+ * `HTTP4K_BACKEND` ([id]); [UNDERTOW] is the default. Each builds an http4k [ServerConfig] listening on a
+ * host address and port (http4k 4.x's own Undertow, Netty and SunHttp configs listen on every interface,
+ * hence ours in BoundServers.kt).
  */
-enum class Backend(val id: String, val config: (port: Int) -> ServerConfig) {
+enum class Backend(val id: String, val config: (host: String, port: Int) -> ServerConfig) {
     /** http4k-server-undertow: XNIO I/O threads hand each request to a worker pool (blocking handlers). */
-    UNDERTOW("undertow", { port -> Undertow(port, enableHttp2 = false, stopMode = GRACEFUL_STOP) }),
+    UNDERTOW("undertow", { host, port -> BoundUndertow(host, port, enableHttp2 = false, stopMode = GRACEFUL_STOP) }),
 
     /** Apache HttpCore 4.4, classic blocking I/O, a thread per connection (our adapter: Apache.kt). */
-    APACHE4("apache4", { port -> Apache4Server(port, backlog = 1000, stopMode = GRACEFUL_STOP) }),
+    APACHE4("apache4", { host, port -> Apache4Server(host, port, backlog = 1000, stopMode = GRACEFUL_STOP) }),
 
     /** Apache HttpCore 5, classic blocking I/O, a thread per connection (our adapter: Apache.kt). */
-    APACHE("apache", { port -> Apache5Server(port, backlog = 1000, stopMode = GRACEFUL_STOP) }),
+    APACHE("apache", { host, port -> Apache5Server(host, port, backlog = 1000, stopMode = GRACEFUL_STOP) }),
 
     /** As [APACHE], with seed 000's lowered socket backlog of 100 instead of http4k's 1000. */
-    APACHE_BACKLOG100("apache-backlog100", { port -> Apache5Server(port, backlog = 100, stopMode = GRACEFUL_STOP) }),
+    APACHE_BACKLOG100(
+        "apache-backlog100",
+        { host, port -> Apache5Server(host, port, backlog = 100, stopMode = GRACEFUL_STOP) },
+    ),
 
-    /** http4k-server-jetty (Jetty 11): a thread pool running blocking handlers. */
-    JETTY("jetty", { port -> Jetty(port, GRACEFUL_STOP) }),
+    /** http4k-server-jetty (Jetty 11): a thread pool running blocking handlers; http4k's connector, plus the host. */
+    JETTY("jetty", { host, port ->
+        Jetty(port, GRACEFUL_STOP, { server: Server -> ServerConnector(server).apply { this.port = port; this.host = host } })
+    }),
 
     /** http4k-server-netty: the handler runs on Netty's event-loop threads (2 × CPUs), store calls block them. */
-    NETTY("netty", { port -> Netty(port, GRACEFUL_STOP) }),
+    NETTY("netty", { host, port -> BoundNetty(host, port, GRACEFUL_STOP) }),
 
     /** http4k-core's SunHttp: the JDK's com.sun.net.httpserver on a work-stealing pool (one thread per CPU). */
-    SUNHTTP("sunhttp", { port -> SunHttp(port, GRACEFUL_STOP) }),
+    SUNHTTP("sunhttp", { host, port -> BoundSunHttp(host, port, GRACEFUL_STOP) }),
     ;
 
     companion object {

@@ -29,6 +29,9 @@ fun main() {
     val elasticUrl = System.getenv("ELASTIC_URL")?.takeIf { it.isNotBlank() }
         ?: fail("ELASTIC_URL is not set")
     val port = System.getenv("PORT")?.toIntOrNull() ?: 8080
+    // svcbench always passes the address to listen on; run by hand without it, listen everywhere as before.
+    val host = System.getenv("HOST")?.trim()?.takeIf { it.isNotEmpty() }
+        ?: "0.0.0.0".also { log.warn("HOST is not set: listening on every interface (0.0.0.0)") }
 
     val repository = LocationsRepository(storeClient(elasticUrl))
     // Never serve without a store: one round trip before listening.
@@ -44,11 +47,11 @@ fun main() {
     for (signal in listOf("TERM", "INT")) Signal.handle(Signal(signal)) { stopRequested.countDown() }
 
     val server = locationsApp(repository, backend.id, contract)
-        .asServer(backend.config(port))
+        .asServer(backend.config(host, port))
         .start()
     log.info(
-        "locations-http4k listening on {} (backend={}, contract={}), store {}",
-        server.port(), backend.id, if (contract) "on" else "off", elasticUrl,
+        "locations-http4k listening on {}:{} (backend={}, contract={}), store {}",
+        host, server.port(), backend.id, if (contract) "on" else "off", elasticUrl,
     )
 
     stopRequested.await()
