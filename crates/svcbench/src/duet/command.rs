@@ -83,7 +83,7 @@ pub fn parse_precision(s: &str) -> Result<f64, String> {
 }
 
 /// One service of a duet: exactly one variant.
-fn one_service(spec: &PathBuf) -> Result<Service> {
+fn one_service(spec: &std::path::Path) -> Result<Service> {
     let mut list = Service::load_spec(&spec.to_string_lossy())?;
     if list.len() != 1 {
         bail!("a duet compares two services: name one variant of {} (dir@variant), not dir@*", spec.display());

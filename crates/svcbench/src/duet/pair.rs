@@ -31,7 +31,7 @@ pub struct DuetSetup<'a> {
 /// Whether A is started and driven first in this pair: every other pair swaps, so neither side's position
 /// (start order, generator order) decides.
 pub fn a_first(pair: u32) -> bool {
-    pair % 2 == 0
+    pair.is_multiple_of(2)
 }
 
 /// Runs one pair through the profile; returns its slices, each judged by the guard.
