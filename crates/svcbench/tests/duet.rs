@@ -10,22 +10,38 @@ fn go() -> String {
     repo().join("services/hello/go-nethttp").display().to_string()
 }
 
-/// One open-model step: both sides get 1,500 req/s for 4 s, far below what 0.45 CPU serves.
+/// One open-model step: both sides get 1,500 req/s for 5 s, far below what 0.45 CPU serves.
 fn profile(tmp: &Path) -> PathBuf {
     let p = tmp.join("duet.toml");
-    std::fs::write(&p, "name = \"duet-test\"\n[[step]]\nrate = [1500]\nduration = \"4s\"\n").unwrap();
+    std::fs::write(&p, "name = \"duet-test\"\n[[step]]\nrate = [1500]\nduration = \"5s\"\n").unwrap();
     p
 }
 
-fn duet(tmp: &Path, a: &str, b: &str) -> (std::process::Output, PathBuf) {
+fn duet(tmp: &Path, a: &str, b: &str, pairs: &str) -> (std::process::Output, PathBuf) {
     let dbp = tmp.join("duet.db");
     let prof = profile(tmp);
     let out = svcbench_locked(
-        &["duet", a, b, "--profile", prof.to_str().unwrap(), "--pairs", "3", "--db", dbp.to_str().unwrap()],
+        &["duet", a, b, "--profile", prof.to_str().unwrap(), "--pairs", pairs, "--db", dbp.to_str().unwrap()],
         tmp,
     );
     eprintln!("{}", String::from_utf8_lossy(&out.stdout));
     (out, dbp)
+}
+
+/// Nothing of the duet left: no cgroup, no process running in this checkout's service folder (other
+/// checkouts on the machine run hello services of their own, in theirs).
+fn assert_nothing_left() {
+    let groups = leftover_cgroups();
+    assert!(groups.is_empty(), "cgroups left behind: {groups:?}");
+    let dir = repo().join("services/hello/go-nethttp");
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c == dir))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.is_empty(), "processes left behind in {}: {left:?}", dir.display());
 }
 
 fn line(c: &rusqlite::Connection, metric: &str) -> (f64, String) {
@@ -36,7 +52,7 @@ fn line(c: &rusqlite::Connection, metric: &str) -> (f64, String) {
 #[test]
 fn a_duet_of_a_service_with_itself_stores_both_sides_slices_pairs_swapped_and_ratios_near_1() {
     let tmp = tempfile::tempdir().unwrap();
-    let (out, dbp) = duet(tmp.path(), &go(), &go());
+    let (out, dbp) = duet(tmp.path(), &go(), &go(), "3");
     assert!(out.status.success(), "svcbench duet failed");
     let c = db(&dbp);
     assert_eq!(text_of(&c, "SELECT status FROM duet"), "done");
@@ -76,19 +92,21 @@ fn a_duet_of_a_service_with_itself_stores_both_sides_slices_pairs_swapped_and_ra
     assert_eq!(d["service_a"], d["service_b"]);
     assert!(d["slices"].as_array().unwrap().len() >= 9);
     assert_eq!(d["lines"].as_array().unwrap().len(), 4);
-    assert_no_leftovers("hello-nethttp");
+    assert_nothing_left();
 }
 
 #[test]
 fn a_known_extra_cpu_cost_per_request_is_found_slower() {
     let tmp = tempfile::tempdir().unwrap();
-    let (out, dbp) = duet(tmp.path(), &go(), &format!("{}@extra20us", go()));
+    let (out, dbp) = duet(tmp.path(), &go(), &format!("{}@extra60us", go()), "4");
     assert!(out.status.success(), "svcbench duet failed");
     let c = db(&dbp);
     let (cpu, verdict) = line(&c, "cpu_us_per_req");
-    assert!(cpu > 1.1, "20 µs extra per request: CPU per request B/A {cpu}");
+    eprintln!("{}", text_of(&c, "SELECT group_concat(invalid, '; ') FROM duet_slice"));
+    // 60 µs on about 90: a difference the pairs' spread on a shared machine (up to ±20 % here) cannot hide.
+    assert!(cpu > 1.3, "60 µs extra per request: CPU per request B/A {cpu}");
     assert_eq!(verdict, "slower");
-    assert_no_leftovers("hello-nethttp");
+    assert_nothing_left();
 }
 
 #[test]

@@ -28,7 +28,7 @@ pub struct DuetArgs {
     #[arg(long)]
     pub scenario: Option<String>,
     /// Load profile: a name from profiles/ or a .toml path; every step is driven at both sides at once.
-    #[arg(long, default_value = "quick")]
+    #[arg(long, default_value = "duet")]
     pub profile: String,
     /// Override every step's duration (whole seconds: a step is cut into 1 s slices).
     #[arg(long, value_parser = crate::options::parse_step_duration)]
