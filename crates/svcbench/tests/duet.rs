@@ -28,10 +28,11 @@ fn duet(tmp: &Path, a: &str, b: &str, pairs: &str) -> (std::process::Output, Pat
     (out, dbp)
 }
 
-/// Nothing of the duet left: no cgroup, no process running in this checkout's service folder (other
-/// checkouts on the machine run hello services of their own, in theirs).
+/// Nothing of the duet left: no duet cgroup (`<pid>-duet-p<N>-<side>`), no process running in this checkout's
+/// service folder (other checkouts on the machine run hello services and cgroups of their own).
 fn assert_nothing_left() {
-    let groups = leftover_cgroups();
+    let groups: Vec<PathBuf> =
+        svcbench_cgroups().into_iter().filter(|g| g.to_string_lossy().contains("-duet-p")).collect();
     assert!(groups.is_empty(), "cgroups left behind: {groups:?}");
     let dir = repo().join("services/hello/go-nethttp");
     let left: Vec<String> = std::fs::read_dir("/proc")
@@ -118,4 +119,28 @@ fn quotas_that_do_not_fit_side_by_side_are_refused_before_anything_starts() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("do not fit") && err.contains("at most 0.5"), "{err}");
     assert!(!tmp.path().join("results").exists(), "nothing may be made before the refusal");
+}
+
+#[test]
+fn ctrl_c_ends_a_duet_as_interrupted_with_nothing_left() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dbp = tmp.path().join("duet.db");
+    let prof = tmp.path().join("long.toml");
+    std::fs::write(&prof, "name = \"long\"\n[[step]]\nrate = [500]\nduration = \"60s\"\n").unwrap();
+    let mut bg = spawn_svcbench(
+        tmp.path(),
+        "duet",
+        &["duet", &go(), &go(), "--profile", prof.to_str().unwrap(), "--pairs", "3", "--db", dbp.to_str().unwrap()],
+    );
+    // Under way: the duet is stored and both services answer (a pair's load has started).
+    let t0 = std::time::Instant::now();
+    while !(dbp.exists() && i64_of(&db(&dbp), "SELECT COUNT(*) FROM duet") == 1) {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(60), "the duet never started");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let status = bg.interrupt(std::time::Duration::from_secs(30)).expect("svcbench duet did not end after Ctrl-C");
+    assert_eq!(status.code(), Some(130), "{}", stderr_of(tmp.path(), "duet"));
+    assert_eq!(text_of(&db(&dbp), "SELECT status FROM duet"), "interrupted");
+    assert_nothing_left();
 }

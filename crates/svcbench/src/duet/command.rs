@@ -210,6 +210,8 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
                     break;
                 }
             }
+            // A Ctrl-C during a start ends that start with an error: the duet was interrupted, not failed.
+            Err(_) if stop.load(Ordering::Relaxed) => break,
             Err(e) => {
                 failure = Some(format!("pair {}: {e:#}", pair + 1));
                 break;
