@@ -31,6 +31,9 @@ pub enum Command {
     Compare(crate::report::CompareArgs),
     /// Run a study file: services and variants × a limits axis, interleaved, resumable, with its report.
     Study(StudyArgs),
+    /// Two services side by side at the same moment, under the same limits, compared second by second over
+    /// several fresh pairs of instances: B/A per metric with its interval and verdict.
+    Duet(crate::duet::command::DuetArgs),
     /// Start a service under its limits with its scenario's dependencies (data loaded), print their URLs,
     /// and keep them until Ctrl-C, for your own tools.
     Up(crate::alone::up::UpArgs),

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod commands;
 pub mod cpus;
 pub mod deps;
+pub mod duet;
 pub mod figures;
 pub mod guard;
 pub mod host;

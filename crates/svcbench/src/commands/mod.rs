@@ -108,6 +108,10 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             let stop = stop_flag()?;
             alone::up::run_up(a, stop)
         }
+        Command::Duet(a) => {
+            let stop = stop_flag()?;
+            crate::duet::command::run(a, stop)
+        }
         Command::Study(a) => {
             let stop = stop_flag()?;
             study::run(a, stop)

@@ -14,7 +14,7 @@ mod quality;
 mod seconds;
 mod sections;
 mod sizing;
-mod stats;
+pub mod stats;
 pub mod study;
 mod summary;
 mod table;

@@ -72,5 +72,29 @@ pub fn export(store: &Reader, session: Option<i64>, with_samples: bool) -> Resul
         s["runs"] = Value::Array(runs);
         out.push(s);
     }
-    Ok(serde_json::json!({ "schema_version": super::SCHEMA_VERSION, "sessions": out }))
+    Ok(serde_json::json!({ "schema_version": super::SCHEMA_VERSION, "sessions": out, "duets": duets(store, session)? }))
+}
+
+/// Duets with their verdict lines and slices nested. With `--session`, none: a duet is not a run session.
+fn duets(store: &Reader, session: Option<i64>) -> Result<Vec<Value>> {
+    if session.is_some() || !has_table(store, "duet")? {
+        return Ok(Vec::new());
+    }
+    let mut duets = rows(store, "SELECT * FROM duet ORDER BY id", None)?;
+    for d in &mut duets {
+        let id = d["id"].as_i64().unwrap_or_default();
+        d["lines"] =
+            Value::Array(rows(store, "SELECT * FROM duet_line WHERE duet_id = ?1 ORDER BY step, metric", Some(id))?);
+        d["slices"] = Value::Array(rows(
+            store,
+            "SELECT * FROM duet_slice WHERE duet_id = ?1 ORDER BY pair, step, second",
+            Some(id),
+        )?);
+    }
+    Ok(duets)
+}
+
+/// A store read only, never upgraded, may predate the duet tables.
+fn has_table(store: &Reader, name: &str) -> Result<bool> {
+    Ok(store.conn.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")?.exists([name])?)
 }

@@ -2,6 +2,7 @@
 //! upgrade.rs, documented in docs/store.md). It owns its schema: its connection is private, writes go
 //! through typed records (records.rs) and readers use the read-only API (read.rs). Rows are written as soon
 //! as their figures exist, so nothing measured is lost when a later step, run or service fails.
+pub mod duet;
 pub mod export;
 pub mod read;
 pub mod records;
@@ -13,6 +14,7 @@ use anyhow::{Context, Result};
 use rusqlite::{params, Connection};
 use std::path::Path;
 
+pub use duet::{DuetInterval, DuetLineRow, DuetRecord, DuetSideRow, DuetSliceRow};
 pub use read::Reader;
 pub use records::{DeathCause, RunCell, RunDeath, RunEnd, RunLimits, RunStartup, SessionRecord, StepRow};
 pub use study_fingerprint::{RecordedStudy, StudyFingerprint};
@@ -22,7 +24,7 @@ pub struct Store {
     conn: Connection,
 }
 
-fn now() -> String {
+pub(crate) fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
@@ -31,6 +33,9 @@ fn prepare(conn: &Connection, path: &Path) -> Result<()> {
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
     conn.execute_batch(include_str!("schema.sql"))
         .with_context(|| format!("cannot create the schema in {}", path.display()))?;
+    // Tables added after version 1, whole (no column of theirs was ever added later).
+    conn.execute_batch(include_str!("duet.sql"))
+        .with_context(|| format!("cannot create the duet tables in {}", path.display()))?;
     // A new store starts as version 1 (schema.sql) and is brought up like any older one.
     conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '1')", [])?;
     upgrade::upgrade(conn).with_context(|| format!("cannot upgrade store {}", path.display()))

@@ -69,7 +69,8 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
     ("session", "service_code", "TEXT", 10, "JSON {service: hash of its build inputs} as the session ran them"),
 ];
 
-pub const SCHEMA_VERSION: u32 = 10;
+/// 11: the duet tables (duet.sql), created in every store that lacks them when it is opened.
+pub const SCHEMA_VERSION: u32 = 11;
 
 fn has_column(conn: &Connection, table: &str, col: &str) -> Result<bool> {
     let mut st = conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?;

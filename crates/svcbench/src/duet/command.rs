@@ -1,0 +1,323 @@
+//! `svcbench duet A B`: its arguments, the checks made before anything starts, the pairs one after the
+//! other (early stop at `--precision`), the verdict table and the store.
+use super::pair::{a_first, run_pair, DuetSetup};
+use super::slices::{log_ratios_by_pair, Metric, Slice};
+use super::verdict::{verdicts, Line, PairedRatio, Verdict};
+use crate::manifest::Service;
+use crate::options::LimitsArgs;
+use crate::profile::Profile;
+use crate::sandbox::CgroupChoice;
+use crate::store::{DuetInterval, DuetLineRow, DuetRecord, DuetSideRow, DuetSliceRow, Store};
+use anyhow::{bail, Result};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Each side's default CPU quota, per service CPU: two of them fit on the CPUs they share with room to spare.
+pub const DEFAULT_SHARE: f64 = 0.45;
+/// The most pairs a duet runs.
+pub const MAX_PAIRS: u32 = 200;
+
+#[derive(clap::Args, Debug)]
+pub struct DuetArgs {
+    /// The first service, A (`dir` or `dir@variant`).
+    pub a: PathBuf,
+    /// The second service, B; ratios are B/A. The same as A for an A/A duet.
+    pub b: PathBuf,
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// Load profile: a name from profiles/ or a .toml path; every step is driven at both sides at once.
+    #[arg(long, default_value = "duet")]
+    pub profile: String,
+    /// Override every step's duration (whole seconds: a step is cut into 1 s slices).
+    #[arg(long, value_parser = crate::options::parse_step_duration)]
+    pub step_duration: Option<std::time::Duration>,
+    /// Fresh pairs of instances, sides swapped every other pair (at least 3 for a verdict).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=MAX_PAIRS as i64))]
+    pub pairs: u32,
+    /// Stop after the pair at which every interval lies within ± this of its ratio (e.g. 2%).
+    #[arg(long, value_parser = parse_precision)]
+    pub precision: Option<f64>,
+    /// Each side's limits; --cpus is each side's quota (default 0.45 per service CPU), and both quotas
+    /// must fit on the service CPUs together.
+    #[command(flatten)]
+    pub limits: LimitsArgs,
+    /// CPUs of the generators (default: the CPUs the services do not get).
+    #[arg(long)]
+    pub loadgen_cpuset: Option<String>,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub cgroup: CgroupChoice,
+    /// The store (SQLite).
+    #[arg(long, default_value = "results/svcbench.db")]
+    pub db: PathBuf,
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Request mix of the scenario for steps that name none.
+    #[arg(long)]
+    pub mix: Option<String>,
+    #[arg(long, default_value_t = crate::runner::SEED)]
+    pub seed: u64,
+    /// Use the services as they are built (skip their build commands).
+    #[arg(long)]
+    pub no_build: bool,
+    /// Wait for another measurement on this machine to end instead of refusing.
+    #[arg(long)]
+    pub wait_lock: bool,
+    /// Where logs go.
+    #[arg(long, default_value = "results/work/duet")]
+    pub work_dir: PathBuf,
+}
+
+/// `2%` or `0.02` → 0.02.
+pub fn parse_precision(s: &str) -> Result<f64, String> {
+    let v = match s.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => s.trim().parse::<f64>(),
+    }
+    .map_err(|_| format!("`{s}` is not a share: give e.g. 2% or 0.02"))?;
+    if !(v > 0.0 && v < 1.0) {
+        return Err(format!("`{s}`: give a share between 0 and 100 %, e.g. 2%"));
+    }
+    Ok(v)
+}
+
+/// One service of a duet: exactly one variant.
+fn one_service(spec: &std::path::Path) -> Result<Service> {
+    let mut list = Service::load_spec(&spec.to_string_lossy())?;
+    if list.len() != 1 {
+        bail!("a duet compares two services: name one variant of {} (dir@variant), not dir@*", spec.display());
+    }
+    Ok(list.remove(0))
+}
+
+/// The verdict lines of the slices so far: per step and metric, B/A over pairs, Holm over all lines.
+pub fn lines_of(slices: &[Slice], steps: usize) -> Vec<(u32, Metric, Option<PairedRatio>, Verdict)> {
+    let keys: Vec<(u32, Metric)> =
+        (0..steps as u32).flat_map(|s| Metric::ALL.into_iter().map(move |m| (s, m))).collect();
+    let pairs: Vec<Vec<Vec<f64>>> = keys.iter().map(|&(s, m)| log_ratios_by_pair(slices, s, m)).collect();
+    let lines: Vec<Line> =
+        keys.iter().zip(&pairs).map(|(&(_, m), p)| Line { pairs: p, higher_is_better: m.higher_is_better() }).collect();
+    keys.into_iter().zip(verdicts(&lines)).map(|((s, m), (r, v))| (s, m, r, v)).collect()
+}
+
+pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
+    // Every input is checked before anything is built or started.
+    let services = [one_service(&a.a)?, one_service(&a.b)?];
+    let (_, scenario) = crate::runner::load_services(std::slice::from_ref(&a.a), a.scenario.as_deref())?;
+    if services[1].manifest.scenario != services[0].manifest.scenario && a.scenario.is_none() {
+        bail!(
+            "{} is scenario `{}`, {} is `{}`: a duet compares two services of one scenario",
+            services[0].name(),
+            services[0].manifest.scenario,
+            services[1].name(),
+            services[1].manifest.scenario
+        );
+    }
+    if !scenario.file.dependency.is_empty() {
+        bail!(
+            "scenario `{}` has dependencies; a duet runs scenarios without any for now (hello): use svcbench run for it",
+            scenario.name()
+        );
+    }
+    let mut profile = Profile::find(&a.profile, None)?;
+    if let Some(d) = a.step_duration {
+        profile = profile.with_step_duration(d)?;
+    }
+    if let Some(s) = profile.steps.iter().find(|s| s.duration.as_secs() < 2 || s.duration.subsec_nanos() != 0) {
+        bail!(
+            "a step of {:?} cannot be cut into whole 1 s slices: give steps of 2 s or more in whole seconds (--step-duration 5s)",
+            s.duration
+        );
+    }
+    let mut limits = a.limits.limits()?;
+    let gen = crate::cpus::cpu_split(&mut limits.cpuset, None, a.loadgen_cpuset.as_deref())?;
+    let service_cpus = limits.cpuset.as_deref().map(crate::cpus::parse).transpose()?.map_or(1, |c| c.len());
+    let quota = *limits.cpus.get_or_insert(DEFAULT_SHARE * service_cpus as f64);
+    if 2.0 * quota > service_cpus as f64 + 1e-9 {
+        bail!(
+            "--cpus {quota}: two sides of {quota} CPUs do not fit on the {service_cpus} service CPU(s) ({}); give at most {} each, or a wider --cpuset",
+            limits.cpuset.as_deref().unwrap_or("?"),
+            service_cpus as f64 / 2.0
+        );
+    }
+    std::fs::create_dir_all(&a.work_dir)?;
+    let work_dir = std::path::absolute(&a.work_dir)?;
+    let _machine = crate::guard::machine_lock::acquire("duet", a.wait_lock)?;
+    for svc in services.iter() {
+        crate::service::build::build(svc, &work_dir, a.no_build)?;
+    }
+    let store = Store::open(&a.db)?;
+    let cgroup = if a.cgroup == CgroupChoice::Auto { crate::sandbox::cgroup::detect() } else { a.cgroup };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let names = [services[0].name(), services[1].name()];
+    let duet = store.create_duet(&DuetRecord {
+        label: a.label.as_deref(),
+        command: &command,
+        scenario: scenario.name(),
+        profile: &profile.name,
+        services: names,
+        limit_cpus: Some(quota),
+        limit_memory_mib: limits.memory_bytes.map(|b| b as f64 / 1048576.0),
+        service_cpuset: limits.cpuset.as_deref(),
+        loadgen_cpuset: &crate::cpus::format(&gen),
+        cgroup_version: &format!("{cgroup:?}").to_lowercase(),
+        pairs_asked: a.pairs,
+        precision: a.precision,
+    })?;
+    let labels: Vec<String> = profile.steps.iter().map(|s| s.label()).collect();
+    let setup = DuetSetup {
+        services: [&services[0], &services[1]],
+        scenario: &scenario,
+        profile: &profile,
+        limits: &limits,
+        cgroup,
+        gen_cpus: &gen,
+        work_dir: &work_dir,
+        mix: a.mix.as_deref(),
+        seed: a.seed,
+    };
+    eprintln!(
+        "svcbench: duet {duet}: A = {}, B = {}, each --cpus {quota} on CPUs {}, generators on {}; up to {} pairs of {}",
+        names[0],
+        names[1],
+        limits.cpuset.as_deref().unwrap_or("any"),
+        crate::cpus::format(&gen),
+        a.pairs,
+        labels.join(", ")
+    );
+    let t0 = Instant::now();
+    let mut slices: Vec<Slice> = Vec::new();
+    let mut failure = None;
+    for pair in 0..a.pairs {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        match run_pair(&setup, pair, &stop) {
+            Ok(mut got) => {
+                store.add_duet_pair(duet, a_first(pair), &labels, &slice_rows(&got))?;
+                let invalid = got.iter().filter(|s| s.invalid.is_some()).count();
+                let lines = {
+                    slices.append(&mut got);
+                    lines_of(&slices, labels.len())
+                };
+                eprintln!("{}", progress_line(pair, &slices, invalid, &lines, t0));
+                let precise = a
+                    .precision
+                    .is_some_and(|p| lines.iter().all(|(_, _, r, _)| r.as_ref().is_some_and(|r| r.precise_to(p))));
+                if precise {
+                    eprintln!("svcbench: every interval within ±{:.1} %: stopping early", a.precision.unwrap() * 100.0);
+                    break;
+                }
+            }
+            // A Ctrl-C during a start ends that start with an error: the duet was interrupted, not failed.
+            Err(_) if stop.load(Ordering::Relaxed) => break,
+            Err(e) => {
+                failure = Some(format!("pair {}: {e:#}", pair + 1));
+                break;
+            }
+        }
+    }
+    let machine_s = t0.elapsed().as_secs_f64();
+    let lines = lines_of(&slices, labels.len());
+    let rows: Vec<DuetLineRow> = lines
+        .iter()
+        .map(|(s, m, r, v)| DuetLineRow {
+            step: *s,
+            step_label: &labels[*s as usize],
+            metric: metric_key(*m),
+            result: r.as_ref().map(|r| DuetInterval {
+                ratio: r.ratio,
+                ci: r.ci,
+                p: r.p,
+                pairs: r.pairs,
+                slices: r.slices,
+                pair_min: r.pair_min,
+                pair_max: r.pair_max,
+            }),
+            verdict: verdict_key(*v),
+        })
+        .collect();
+    let interrupted = stop.load(Ordering::Relaxed);
+    let status = if failure.is_some() {
+        "failed"
+    } else if interrupted {
+        "interrupted"
+    } else {
+        "done"
+    };
+    store.end_duet(duet, status, machine_s, failure.as_deref(), &rows)?;
+    print!("{}", super::table::render(names, &labels, &lines, machine_s));
+    eprintln!("svcbench: duet {duet} {status}; slices and verdicts in {}", a.db.display());
+    if let Some(f) = failure {
+        bail!("{f}");
+    }
+    Ok(if interrupted { 130 } else { 0 })
+}
+
+/// The slices as the store takes them.
+fn slice_rows(slices: &[Slice]) -> Vec<DuetSliceRow<'_>> {
+    let side = |s: &super::slices::SideSlice| DuetSideRow {
+        ok: s.ok,
+        errors: s.errors,
+        cpu_s: s.cpu_s,
+        throttled_s: s.throttled_s,
+        p50_ms: s.p50_ms,
+        p99_ms: s.p99_ms,
+    };
+    slices
+        .iter()
+        .map(|s| DuetSliceRow {
+            pair: s.pair,
+            step: s.step,
+            second: s.second,
+            seconds: s.seconds,
+            a: side(&s.a),
+            b: side(&s.b),
+            generator_busy: s.generator_busy,
+            invalid: s.invalid.as_deref(),
+        })
+        .collect()
+}
+
+fn progress_line(
+    pair: u32,
+    slices: &[Slice],
+    invalid: usize,
+    lines: &[(u32, Metric, Option<PairedRatio>, Verdict)],
+    t0: Instant,
+) -> String {
+    let cpu = lines
+        .iter()
+        .filter(|l| l.1 == Metric::CpuUsPerReq)
+        .filter_map(|l| l.2.as_ref().map(|r| format!("{:.3} [{:.3}, {:.3}]", r.ratio, r.ci[0], r.ci[1])))
+        .next_back()
+        .unwrap_or_else(|| "not yet".into());
+    format!(
+        "svcbench: pair {} done ({}, {} of its slices invalid); {} slices so far; CPU/req B/A at the last step {cpu}; {:.0} s",
+        pair + 1,
+        if a_first(pair) { "A first" } else { "B first" },
+        invalid,
+        slices.len(),
+        t0.elapsed().as_secs_f64()
+    )
+}
+
+pub fn metric_key(m: Metric) -> &'static str {
+    match m {
+        Metric::OkRps => "ok_rps",
+        Metric::CpuUsPerReq => "cpu_us_per_req",
+        Metric::P50Ms => "p50_ms",
+        Metric::P99Ms => "p99_ms",
+    }
+}
+
+pub fn verdict_key(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Faster => "faster",
+        Verdict::Slower => "slower",
+        Verdict::NoSignificantDifference => "no_significant_difference",
+        Verdict::TooFewPairs => "too_few_pairs",
+        Verdict::NoSpread => "no_spread",
+    }
+}

@@ -1,0 +1,8 @@
+//! `svcbench duet A B`: two services measured side by side at the same moment, their figures compared slice by
+//! slice. verdict.rs: the statistic over pairs; slices.rs: a slice's figures and the rules that invalidate
+//! it; pair.rs: one pair of fresh instances driven together; command.rs: the command; table.rs: its answer.
+pub mod command;
+pub mod pair;
+pub mod slices;
+pub mod table;
+pub mod verdict;

@@ -1,0 +1,218 @@
+//! One pair of a duet: both services started fresh, each in its own sandbox under the same limits, every
+//! profile step driven at both at the same moment by a generator each, and each second of the step read
+//! from both cgroups at the same instants: the pair's slices.
+use super::slices::{guard, SideSlice, Slice};
+use crate::manifest::Service;
+use crate::profile::{Profile, Step};
+use crate::sandbox::{CgroupChoice, Limits, Probe};
+use crate::scenario::Scenario;
+use crate::service::instance::{Instance, StartSpec};
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What every pair of a duet shares.
+pub struct DuetSetup<'a> {
+    /// A and B, in the duet's order.
+    pub services: [&'a Service; 2],
+    pub scenario: &'a Scenario,
+    pub profile: &'a Profile,
+    pub limits: &'a Limits,
+    pub cgroup: CgroupChoice,
+    pub gen_cpus: &'a [usize],
+    pub work_dir: &'a Path,
+    pub mix: Option<&'a str>,
+    pub seed: u64,
+}
+
+/// Whether A is started and driven first in this pair: every other pair swaps, so neither side's position
+/// (start order, generator order) decides.
+pub fn a_first(pair: u32) -> bool {
+    pair.is_multiple_of(2)
+}
+
+/// Runs one pair through the profile; returns its slices, each judged by the guard.
+pub fn run_pair(setup: &DuetSetup, pair: u32, stop: &Arc<AtomicBool>) -> Result<Vec<Slice>> {
+    let order: [usize; 2] = if a_first(pair) { [0, 1] } else { [1, 0] };
+    // Dropped (stopped, cgroups removed) when this returns, on every path.
+    let mut started: [Option<Instance>; 2] = [None, None];
+    for &side in &order {
+        let svc = setup.services[side];
+        let letter = ["a", "b"][side];
+        let mut inst = Instance::spawn(
+            svc,
+            &StartSpec {
+                sandbox_name: format!("{}-duet-p{pair}-{letter}", std::process::id()),
+                limits: setup.limits,
+                cgroup: setup.cgroup,
+                dep_placeholders: &BTreeMap::new(),
+                log_dir: setup.work_dir,
+                log_name: format!("{}-duet-p{pair}-{letter}.log", svc.name()),
+                env_overrides: &BTreeMap::new(),
+                host: &crate::network::Host::local(),
+                remote: None,
+            },
+        )?;
+        inst.wait_ready(svc, crate::runner::STARTUP_TIMEOUT, stop)?;
+        started[side] = Some(inst);
+    }
+    let [Some(a), Some(b)] = &mut started else { unreachable!("both sides started above") };
+    let mut slices = Vec::new();
+    for (seq, step) in setup.profile.steps.iter().enumerate() {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let mut step_slices = drive_step(setup, [&*a, &*b], order, step, seq as u32, stop)?;
+        for s in &mut step_slices {
+            s.pair = pair;
+            s.invalid = guard(s, setup.limits.cpus, open_rate(step));
+        }
+        slices.extend(step_slices);
+        for (inst, svc) in [(&mut *a, setup.services[0]), (&mut *b, setup.services[1])] {
+            if let Some(exit) = inst.sandbox.try_exit() {
+                bail!("{} ended during the duet ({exit}); last log lines: {}", svc.name(), inst.log_tail(3));
+            }
+        }
+    }
+    for inst in started.iter_mut().flatten() {
+        inst.sandbox.stop(crate::runner::STOP_GRACE);
+    }
+    Ok(slices)
+}
+
+/// The step's fixed open-model rate (None: closed model, or a ramp).
+fn open_rate(step: &Step) -> Option<f64> {
+    match &step.load {
+        loadgen::Model::Open(o) if o.rate.start == o.rate.end => Some(o.rate.start),
+        _ => None,
+    }
+}
+
+/// The generator's configuration for one side in a step, the same for both sides but their targets.
+fn load_config(
+    setup: &DuetSetup,
+    inst: &Instance,
+    step: &Step,
+    seq: u32,
+    stop: &Arc<AtomicBool>,
+) -> Result<loadgen::LoadConfig> {
+    let mix_name = step.mix_name(setup.mix).to_string();
+    let mut spec = setup.scenario.mix(&mix_name)?.clone();
+    let success = spec.success_set().with_context(|| format!("mix `{mix_name}`"))?;
+    spec.seed = Some(spec.seed.unwrap_or(setup.seed).wrapping_add(seq as u64));
+    let mix = spec.resolve(&setup.scenario.dir).with_context(|| format!("mix `{mix_name}`"))?;
+    let mut cfg = loadgen::LoadConfig::new(inst.target(), mix, step.load.clone());
+    cfg.duration = step.duration;
+    cfg.keepalive = step.keepalive;
+    cfg.pacing = step.pacing;
+    cfg.threads = setup.gen_cpus.len().max(1);
+    cfg.cpu_affinity = Some(setup.gen_cpus.to_vec());
+    cfg.request_timeout = setup.profile.request_timeout;
+    cfg.stop = Some(stop.clone());
+    if let Some(s) = success {
+        cfg.success = s;
+    }
+    Ok(cfg)
+}
+
+/// Both sides' counters and this process's CPU time (the generators') at one instant.
+struct Reading {
+    at: Instant,
+    cpu_s: [f64; 2],
+    throttled_s: [f64; 2],
+    generator_cpu_s: f64,
+}
+
+fn read_now(probes: &[Arc<dyn Probe>; 2]) -> Reading {
+    let (sa, sb) = (probes[0].sample(), probes[1].sample());
+    Reading {
+        at: Instant::now(),
+        cpu_s: [sa.cpu_s, sb.cpu_s],
+        throttled_s: [sa.throttled_s, sb.throttled_s],
+        generator_cpu_s: process_cpu_s(),
+    }
+}
+
+/// User and system CPU seconds of this process so far.
+fn process_cpu_s() -> f64 {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return f64::NAN;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(u.ru_utime) + secs(u.ru_stime)
+}
+
+/// Drives one step at both sides at once (generators started in `order`) while a reader takes both cgroups'
+/// counters at every second boundary; the step's whole seconds become slices.
+fn drive_step(
+    setup: &DuetSetup,
+    insts: [&Instance; 2],
+    order: [usize; 2],
+    step: &Step,
+    seq: u32,
+    stop: &Arc<AtomicBool>,
+) -> Result<Vec<Slice>> {
+    let cfgs = &[load_config(setup, insts[0], step, seq, stop)?, load_config(setup, insts[1], step, seq, stop)?];
+    let probes = [insts[0].sandbox.probe(), insts[1].sandbox.probe()];
+    let seconds = step.duration.as_secs() as u32;
+    let t0 = Instant::now();
+    let (reports, readings) = std::thread::scope(|scope| {
+        let reader = scope.spawn(|| {
+            let mut out = vec![read_now(&probes)];
+            for k in 1..=seconds {
+                let due = t0 + Duration::from_secs(k as u64);
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                out.push(read_now(&probes));
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+            }
+            out
+        });
+        let gens: Vec<_> =
+            order.iter().map(|&side| (side, scope.spawn(move || loadgen::run(&cfgs[side], None)))).collect();
+        let mut reports: [Option<Result<loadgen::LoadReport>>; 2] = [None, None];
+        for (side, g) in gens {
+            reports[side] = Some(g.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a generator thread panicked"))));
+        }
+        (reports, reader.join().expect("the counter reader does not panic"))
+    });
+    let [Some(ra), Some(rb)] = reports else { unreachable!("both generators joined") };
+    let (ra, rb) = (ra?, rb?);
+    Ok(slices_of(&readings, [&ra.timeline, &rb.timeline], setup.gen_cpus.len(), seq))
+}
+
+/// Whole seconds read at both ends and completed by both generators.
+fn slices_of(readings: &[Reading], timelines: [&[loadgen::SecondStats]; 2], gen_cpus: usize, step: u32) -> Vec<Slice> {
+    let second = |t: &[loadgen::SecondStats], k: u64| t.iter().find(|s| s.second == k).copied();
+    readings
+        .windows(2)
+        .enumerate()
+        .filter_map(|(k, w)| {
+            let (sa, sb) = (second(timelines[0], k as u64)?, second(timelines[1], k as u64)?);
+            let seconds = w[1].at.duration_since(w[0].at).as_secs_f64();
+            let side = |i: usize, s: loadgen::SecondStats| SideSlice {
+                ok: s.ok,
+                errors: s.errors,
+                cpu_s: w[1].cpu_s[i] - w[0].cpu_s[i],
+                throttled_s: w[1].throttled_s[i] - w[0].throttled_s[i],
+                p50_ms: s.p50_ms,
+                p99_ms: s.p99_ms,
+            };
+            Some(Slice {
+                pair: 0,
+                step,
+                second: k as u32,
+                seconds,
+                a: side(0, sa),
+                b: side(1, sb),
+                generator_busy: (w[1].generator_cpu_s - w[0].generator_cpu_s) / (seconds * gen_cpus.max(1) as f64),
+                invalid: None,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,146 @@
+//! `svcbench duet`: two hello services side by side, paired second by second over fresh pairs of instances.
+//! Short steps and three pairs keep each test under a minute; they assert structure (both sides' slices
+//! stored, sides swapped, ratios near 1 for a service against itself) and a known cost found (a variant
+//! spending fixed extra CPU per request), not a verdict that a noisy machine could flip.
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+
+fn go() -> String {
+    repo().join("services/hello/go-nethttp").display().to_string()
+}
+
+/// One open-model step: both sides get 1,500 req/s for 5 s, far below what 0.45 CPU serves.
+fn profile(tmp: &Path) -> PathBuf {
+    let p = tmp.join("duet.toml");
+    std::fs::write(&p, "name = \"duet-test\"\n[[step]]\nrate = [1500]\nduration = \"5s\"\n").unwrap();
+    p
+}
+
+fn duet(tmp: &Path, a: &str, b: &str, pairs: &str) -> (std::process::Output, PathBuf) {
+    let dbp = tmp.join("duet.db");
+    let prof = profile(tmp);
+    let out = svcbench_locked(
+        &["duet", a, b, "--profile", prof.to_str().unwrap(), "--pairs", pairs, "--db", dbp.to_str().unwrap()],
+        tmp,
+    );
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    (out, dbp)
+}
+
+/// Nothing of the duet left: no duet cgroup (`<pid>-duet-p<N>-<side>`), no process running in this checkout's
+/// service folder (other checkouts on the machine run hello services and cgroups of their own).
+fn assert_nothing_left() {
+    let groups: Vec<PathBuf> =
+        svcbench_cgroups().into_iter().filter(|g| g.to_string_lossy().contains("-duet-p")).collect();
+    assert!(groups.is_empty(), "cgroups left behind: {groups:?}");
+    let dir = repo().join("services/hello/go-nethttp");
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c == dir))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.is_empty(), "processes left behind in {}: {left:?}", dir.display());
+}
+
+fn line(c: &rusqlite::Connection, metric: &str) -> (f64, String) {
+    c.query_row("SELECT ratio, verdict FROM duet_line WHERE metric = ?1", [metric], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+}
+
+#[test]
+fn a_duet_of_a_service_with_itself_stores_both_sides_slices_pairs_swapped_and_ratios_near_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, dbp) = duet(tmp.path(), &go(), &go(), "3");
+    assert!(out.status.success(), "svcbench duet failed");
+    let c = db(&dbp);
+    assert_eq!(text_of(&c, "SELECT status FROM duet"), "done");
+    assert_eq!(i64_of(&c, "SELECT pairs_done FROM duet"), 3);
+    // Every pair has whole-second slices of both sides, each side with answers and CPU time of its own cgroup.
+    for pair in 0..3 {
+        let n = i64_of(
+            &c,
+            &format!(
+                "SELECT COUNT(*) FROM duet_slice WHERE pair = {pair} AND a_ok > 0 AND b_ok > 0 AND a_cpu_s > 0 AND b_cpu_s > 0"
+            ),
+        );
+        assert!(n >= 3, "pair {pair}: {n} slices with both sides measured");
+    }
+    // Sides swapped every other pair.
+    let firsts: Vec<i64> = c
+        .prepare("SELECT DISTINCT pair, a_first FROM duet_slice ORDER BY pair")
+        .unwrap()
+        .query_map([], |r| r.get(1))
+        .unwrap()
+        .map(|x| x.unwrap())
+        .collect();
+    assert_eq!(firsts, [1, 0, 1]);
+    // The same open-model rate at both: the same req/s; the same binary: CPU per request near 1 (wide bounds,
+    // the machine is shared).
+    let (rps, _) = line(&c, "ok_rps");
+    assert!((0.95..1.05).contains(&rps), "ok req/s B/A {rps}");
+    let (cpu, _) = line(&c, "cpu_us_per_req");
+    assert!((0.7..1.4).contains(&cpu), "CPU per request B/A {cpu}");
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM duet_line"), 4, "one line per metric of the one step");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("CPU µs/req") && stdout.contains("machine time"), "{stdout}");
+    // Exported with the store.
+    let export = svcbench(&["export", "--json", "--db", dbp.to_str().unwrap()], tmp.path());
+    let json: serde_json::Value = serde_json::from_slice(&export.stdout).unwrap();
+    let d = &json["duets"][0];
+    assert_eq!(d["service_a"], d["service_b"]);
+    assert!(d["slices"].as_array().unwrap().len() >= 9);
+    assert_eq!(d["lines"].as_array().unwrap().len(), 4);
+    assert_nothing_left();
+}
+
+#[test]
+fn a_known_extra_cpu_cost_per_request_is_found_slower() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, dbp) = duet(tmp.path(), &go(), &format!("{}@extra60us", go()), "4");
+    assert!(out.status.success(), "svcbench duet failed");
+    let c = db(&dbp);
+    let (cpu, verdict) = line(&c, "cpu_us_per_req");
+    eprintln!("{}", text_of(&c, "SELECT group_concat(invalid, '; ') FROM duet_slice"));
+    // 60 µs on about 90: a difference the pairs' spread on a shared machine (up to ±20 % here) cannot hide.
+    assert!(cpu > 1.3, "60 µs extra per request: CPU per request B/A {cpu}");
+    assert_eq!(verdict, "slower");
+    assert_nothing_left();
+}
+
+#[test]
+fn quotas_that_do_not_fit_side_by_side_are_refused_before_anything_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = svcbench_locked(&["duet", &go(), &go(), "--cpus", "0.6", "--cpuset", "1", "--no-build"], tmp.path());
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("do not fit") && err.contains("at most 0.5"), "{err}");
+    assert!(!tmp.path().join("results").exists(), "nothing may be made before the refusal");
+}
+
+#[test]
+fn ctrl_c_ends_a_duet_as_interrupted_with_nothing_left() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dbp = tmp.path().join("duet.db");
+    let prof = tmp.path().join("long.toml");
+    std::fs::write(&prof, "name = \"long\"\n[[step]]\nrate = [500]\nduration = \"60s\"\n").unwrap();
+    let mut bg = spawn_svcbench(
+        tmp.path(),
+        "duet",
+        &["duet", &go(), &go(), "--profile", prof.to_str().unwrap(), "--pairs", "3", "--db", dbp.to_str().unwrap()],
+    );
+    // Under way: the duet is stored and both services answer (a pair's load has started).
+    let t0 = std::time::Instant::now();
+    while !(dbp.exists() && i64_of(&db(&dbp), "SELECT COUNT(*) FROM duet") == 1) {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(60), "the duet never started");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let status = bg.interrupt(std::time::Duration::from_secs(30)).expect("svcbench duet did not end after Ctrl-C");
+    assert_eq!(status.code(), Some(130), "{}", stderr_of(tmp.path(), "duet"));
+    assert_eq!(text_of(&db(&dbp), "SELECT status FROM duet"), "interrupted");
+    assert_nothing_left();
+}
