@@ -73,8 +73,11 @@ impl Probe for ContainerProbe {
             // The engine removed the group with the container: its last figures stand.
             return Sample { alive: false, oom_kills: last.oom_kills.max(engine_ooms), ..last.clone() };
         }
-        let mut s = CgroupProbe { cg, main_pid: pid }.sample();
+        let mut s = CgroupProbe { cg: cg.clone(), main_pid: pid }.sample();
         s.oom_kills = s.oom_kills.max(engine_ooms);
+        // Alive while anything runs in the container's group: the pid it was found by may be the
+        // runtime's, gone once the service runs.
+        s.alive = !self.shared.ended.load(Ordering::Relaxed) && !cg.pids().is_empty();
         *last = s.clone();
         s
     }
@@ -172,6 +175,11 @@ fn find_group(name: &str) -> Option<(Arc<dyn CgroupBackend>, i32)> {
             continue;
         }
         let Some(&pid) = cgroup::read_pids(&e.path().join("cgroup.procs")).first() else { continue };
+        // The runtime's init joins the group before it sets the limits, and execs the service after.
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.is_empty() || comm.starts_with("runc") {
+            continue;
+        }
         let group: Option<Arc<dyn CgroupBackend>> = if v1.is_some() {
             crate::sandbox::cgroup_v1::CgroupV1::of_process(pid).map(|g| Arc::new(g) as _)
         } else {
@@ -183,6 +191,21 @@ fn find_group(name: &str) -> Option<(Arc<dyn CgroupBackend>, i32)> {
     }
     None
 }
+
+/// The limits the container's group holds once the runtime has set them. It joins the process to the
+/// group before it writes the limits, one controller after another (and the engine may report the
+/// container's pid before the last is written): the group is read again until it holds what was asked, or
+/// for [`SETTLE`], so that a real mismatch is still seen as one.
+fn settled_limits(g: &dyn CgroupBackend, asked: &Limits) -> Applied {
+    crate::poll::until(SETTLE, Duration::from_millis(2), || {
+        let held = g.applied();
+        cgroup::mismatches(asked, &held).is_empty().then_some(held)
+    })
+    .unwrap_or_else(|| g.applied())
+}
+
+/// How long the runtime may take to write the limits once the container's process is in its group.
+const SETTLE: Duration = Duration::from_secs(2);
 
 /// How long the container's group may take to appear after `run` (the engine's own set-up).
 const FIND_TIMEOUT: Duration = Duration::from_secs(60);
@@ -201,12 +224,13 @@ impl ContainerSandbox {
         });
         let shared = Arc::new(Shared::default());
         // Found on a thread of its own, so that the readiness wait starts at once.
-        let (finder, name) = (shared.clone(), spec.name.clone());
+        let (finder, name, asked) = (shared.clone(), spec.name.clone(), spec.limits.clone());
         std::thread::spawn(move || {
             let t0 = Instant::now();
             while t0.elapsed() < FIND_TIMEOUT && !finder.ended.load(Ordering::Relaxed) {
                 if let Some((g, pid)) = find_group(&name) {
-                    *finder.applied.lock().unwrap() = Some(g.applied());
+                    let applied = settled_limits(g.as_ref(), &asked);
+                    *finder.applied.lock().unwrap() = Some(applied);
                     *finder.group.lock().unwrap() = Some((g, pid));
                     return;
                 }
