@@ -26,10 +26,10 @@ if [ -n "$no_build" ]; then build=""; fi
 # sqlite3 (a shell to read a store by hand), wrk and nginx (bench/loadgen-vs-wrk.sh), Chromium (the
 # report's rendering test), upx-ucl (the users scenario's packed Go binary), unzip (OpenSearch's
 # distribution), iproute2 (--net), OpenSSH (--hosts and its test), python3 (the store's data loader and
-# the test fixtures).
+# the test fixtures), Podman with runc and mmdebstrap (services as containers: docs/containers.md).
 apt_packages=(acl)
 if [ -z "$quick" ]; then
-  apt_packages+=(sqlite3 wrk chromium upx-ucl python3 python3-venv nginx-light unzip iproute2 openssh-client openssh-server)
+  apt_packages+=(sqlite3 wrk chromium upx-ucl python3 python3-venv nginx-light unzip iproute2 openssh-client openssh-server podman runc mmdebstrap)
 fi
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -61,6 +61,46 @@ if [ ${#missing[@]} -gt 0 ]; then
       apt-get install -y -q --no-install-recommends -t "$codename-backports" "$p" >/dev/null
   done
   if [ -n "$made_policy" ]; then rm -f "$policy"; fi
+fi
+
+# Container services (docs/containers.md) run under Podman with these settings, which this kind of machine
+# needs: the runtime runc (crun refuses the hybrid v1 + controller-less v2 cgroup layout) and ulimits no
+# higher than the host's hard limits (there is no CAP_SYS_RESOURCE to raise them). Written as a drop-in the
+# engine reads, and only where the user has not configured Podman themselves.
+containers_dropin=/etc/containers/containers.conf.d/50-svcbench.conf
+if command -v podman >/dev/null 2>&1; then
+  user_config=""
+  [ -f /etc/containers/containers.conf ] && user_config=/etc/containers/containers.conf
+  for f in /etc/containers/containers.conf.d/*.conf; do
+    [ -e "$f" ] && [ "$f" != "$containers_dropin" ] && user_config=$f
+  done
+  if [ -f "$containers_dropin" ] && ! grep -q '^# Written by scripts/setup.sh of svcbench' "$containers_dropin"; then
+    user_config=$containers_dropin
+  fi
+  if [ -n "$user_config" ]; then
+    echo "setup: $user_config configures Podman already; svcbench's settings are not written (this machine may need runtime = \"runc\" and ulimits no higher than \`ulimit -H\`: docs/containers.md)" >&2
+  else
+    nofile=$(ulimit -Hn)
+    nproc=$(ulimit -Hu)
+    # runc refused 65536 processes here even under a hard limit of 96364; 32768 was accepted.
+    if [ "$nproc" = unlimited ] || [ "$nproc" -gt 32768 ]; then nproc=32768; fi
+    if [ "$nofile" = unlimited ] || [ "$nofile" -gt 1048576 ]; then nofile=1048576; fi
+    mkdir -p "$(dirname "$containers_dropin")"
+    cat > "$containers_dropin.tmp" <<CONF
+# Written by scripts/setup.sh of svcbench (docs/containers.md); delete this file to undo.
+[containers]
+default_ulimits = ["nofile=$nofile:$nofile", "nproc=$nproc:$nproc"]
+
+[engine]
+runtime = "runc"
+CONF
+    if ! cmp -s "$containers_dropin.tmp" "$containers_dropin" 2>/dev/null; then
+      mv "$containers_dropin.tmp" "$containers_dropin"
+      echo "setup: wrote Podman's settings for this machine to $containers_dropin (runtime runc, ulimits nofile $nofile, nproc $nproc)" >&2
+    else
+      rm -f "$containers_dropin.tmp"
+    fi
+  fi
 fi
 
 # Services under test and OpenSearch run as this unprivileged user (docs/security.md).

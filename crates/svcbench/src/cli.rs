@@ -54,8 +54,14 @@ pub enum Command {
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// Service folders (each with a svcbench.toml).
-    #[arg(required = true)]
+    #[arg(required_unless_present = "image")]
     pub services: Vec<PathBuf>,
+    /// An image to run as a service without a manifest (with --scenario; docs/containers.md).
+    #[arg(long, requires = "scenario")]
+    pub image: Option<String>,
+    /// The port the --image listens on (default: it is told one in PORT, and HOST the address).
+    #[arg(long, requires = "image")]
+    pub port: Option<u16>,
     /// Scenario name or folder (default: the services' manifest).
     #[arg(long)]
     pub scenario: Option<String>,

@@ -57,7 +57,12 @@ pub struct Manifest {
     /// How long the build may take ("30m", "90s"): past it, the build's process group is ended.
     #[serde(default, with = "humantime_serde_opt")]
     pub build_timeout: Option<std::time::Duration>,
+    /// The start command of a process service (none for a container service).
+    #[serde(default)]
     pub run: String,
+    /// `[container]`: the service runs from an image instead of as a process (docs/containers.md).
+    #[serde(default)]
+    pub container: Option<ContainerSection>,
     /// The user the service runs as when svcbench is root: `svcbench` (default) or `root`.
     #[serde(default)]
     pub run_as: RunAs,
@@ -102,6 +107,36 @@ pub struct Variant {
     pub build_timeout: Option<std::time::Duration>,
     #[serde(default)]
     pub run_as: Option<RunAs>,
+    /// A `[container]` of the variant's own (replacing the base's whole): the same service as an image.
+    #[serde(default)]
+    pub container: Option<ContainerSection>,
+}
+
+/// `[container]`: where the image comes from and how it is run.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ContainerSection {
+    /// A local or pullable tag.
+    #[serde(default)]
+    pub image: Option<String>,
+    /// A Containerfile (relative to the service folder) the engine builds, tagged by its context's content.
+    #[serde(default)]
+    pub containerfile: Option<String>,
+    /// The build context (relative to the service folder); default: the Containerfile's folder.
+    #[serde(default)]
+    pub context: Option<String>,
+    /// The port the image listens on whatever it is told; none: it listens on `{port}` from env or args.
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// Words after the image (its command or arguments), with placeholders.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// `docker` or `podman`; default: Docker where its daemon answers, else Podman.
+    #[serde(default)]
+    pub engine: Option<String>,
+    /// The container's pids limit (default 4096).
+    #[serde(default)]
+    pub pids_limit: Option<u32>,
 }
 
 /// `build_timeout` as a human duration ("30m"), read with humantime, so that a bad one names itself.
@@ -207,6 +242,9 @@ impl Service {
         if let Some(r) = v.run_as {
             m.run_as = r;
         }
+        if let Some(c) = &v.container {
+            m.container = Some(c.clone());
+        }
         m.env.extend(v.env.clone());
         m.variant.clear();
         Ok(Service {
@@ -246,6 +284,7 @@ impl Service {
             bail!("{}: key `readiness` must be a path starting with '/', got {:?}", file.display(), manifest.readiness);
         }
         let base = Service { dir, base_name: manifest.name.clone(), manifest, variant: None, description: None };
+        base.check_start(&file)?;
         base.check_variants(&file)?;
         if let Some(missing) = base.manifest.build_inputs.iter().find(|i| !base.dir.join(i).exists()) {
             bail!(
@@ -257,6 +296,30 @@ impl Service {
         Ok(base)
     }
 
+    /// A process service has a `run`; a container service exactly one image source, which exists.
+    fn check_start(&self, file: &Path) -> Result<()> {
+        let Some(c) = &self.manifest.container else {
+            if self.manifest.run.trim().is_empty() {
+                bail!("{}: key `run` is missing; give the start command, or a [container] with `image` or `containerfile`", file.display());
+            }
+            return Ok(());
+        };
+        match (&c.image, &c.containerfile) {
+            (Some(_), Some(_)) | (None, None) => bail!(
+                "{}: [container] needs exactly one of `image` (a tag) or `containerfile` (a path in the service folder)",
+                file.display()
+            ),
+            (None, Some(cf)) if !self.dir.join(cf).is_file() => {
+                bail!("{}: [container] containerfile {cf:?} is not a file in {}", file.display(), self.dir.display())
+            }
+            _ => {}
+        }
+        if let Some(ctx) = c.context.as_ref().filter(|ctx| !self.dir.join(ctx).is_dir()) {
+            bail!("{}: [container] context {ctx:?} is not a folder in {}", file.display(), self.dir.display());
+        }
+        Ok(())
+    }
+
     /// Variant names are plain words, and variants built differently never share an artifact path: each
     /// build must land in its own folder (e.g. `CARGO_TARGET_DIR`), or the last build would be measured for all.
     fn check_variants(&self, file: &Path) -> Result<()> {
@@ -265,6 +328,7 @@ impl Service {
         for name in self.manifest.variant.keys() {
             check_name(name).map_err(|e| anyhow::anyhow!("{}: variant name {e}", file.display()))?;
             let v = self.with_variant(name)?;
+            v.check_start(file)?;
             builds.push((format!("variant `{name}`"), v.build_key(), v.manifest.artifacts.clone()));
         }
         for (i, (a, ka, arts_a)) in builds.iter().enumerate() {

@@ -102,6 +102,7 @@ pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool)
             env_overrides: &BTreeMap::new(),
             host: &hosts.service,
             remote: elsewhere.as_ref(),
+            labels: Vec::new(),
         },
     )?;
     let startup = inst.wait_ready(svc, crate::runner::STARTUP_TIMEOUT, stop)?;

@@ -19,8 +19,14 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Run(a) => {
             let stop = stop_flag()?;
+            let mut services = a.services;
+            if let Some(tag) = &a.image {
+                let scenario = a.scenario.as_deref().unwrap_or("hello");
+                let folder = a.db.parent().unwrap_or(std::path::Path::new(".")).join("images");
+                services.push(crate::service::container_start::manifest_for_image(tag, a.port, scenario, &folder)?);
+            }
             let plan = SessionPlan {
-                services: a.services,
+                services,
                 scenario: a.scenario,
                 profile: a.profile,
                 runs: a.runs,

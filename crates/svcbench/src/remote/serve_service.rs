@@ -90,6 +90,7 @@ impl Served {
                         env_overrides: &env_overrides,
                         host: &host,
                         remote: None,
+                        labels: Vec::new(),
                     },
                 )?;
                 let id = self.next_id;

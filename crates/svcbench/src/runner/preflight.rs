@@ -7,7 +7,7 @@ use crate::guard;
 use crate::manifest::Service;
 use crate::profile::Profile;
 use crate::scenario::Scenario;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 
 /// A session checked and ready to prepare; it holds the machine's lock until it ends.
@@ -53,6 +53,16 @@ pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
         eprintln!("{line}");
     }
     let service_at = opts.hosts_plan.as_ref().and_then(|p| p.service_at.clone());
+    // A container service needs an engine that answers: said in one line before anything is built.
+    for svc in services.iter().filter(|s| s.manifest.container.is_some()) {
+        if service_at.is_some() {
+            bail!(
+                "{}: a container service runs on this machine only; drop `[service] at` from the hosts file",
+                svc.name()
+            );
+        }
+        crate::service::container_start::engine(svc).with_context(|| format!("{} runs as a container", svc.name()))?;
+    }
     if service_at.is_some() {
         crate::remote::service_client::check_services(&services)?;
     }

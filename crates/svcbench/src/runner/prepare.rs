@@ -171,7 +171,9 @@ pub fn build_services(
             // The build it reuses, and what that build took (its artifacts are here, or were measured
             // on the service's machine).
             Some(Ok((seconds, bytes))) if remote_service.is_some() => Ok((*seconds, *bytes)),
-            Some(Ok((seconds, _))) => svc.artifact_bytes().map(|bytes| (*seconds, bytes)).map_err(|e| format!("{e:#}")),
+            Some(Ok((seconds, _))) => crate::service::build::artifact_bytes(svc, &opened.work_dir)
+                .map(|bytes| (*seconds, bytes))
+                .map_err(|e| format!("{e:#}")),
             Some(Err(e)) => Err(e.clone()),
             None => {
                 let b = match remote_service {

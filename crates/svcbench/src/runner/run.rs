@@ -58,6 +58,7 @@ pub fn start_spec<'a>(
         env_overrides: overrides,
         host: &ctx.hosts.service,
         remote: ctx.remote_service.as_ref(),
+        labels: vec![("svcbench.session".into(), ctx.session_id.to_string())],
     }
 }
 
@@ -160,7 +161,9 @@ fn start(
 ) -> Result<(Instance, crate::store::RunStartup)> {
     let placeholders = ctx.deps.placeholders();
     let empty = BTreeMap::new();
-    let mut inst = Instance::spawn(svc, &start_spec(ctx, svc, cell.limits, what, &placeholders, &empty))?;
+    let mut spec = start_spec(ctx, svc, cell.limits, what, &placeholders, &empty);
+    spec.labels.push(("svcbench.run".into(), run_id.to_string()));
+    let mut inst = Instance::spawn(svc, &spec)?;
     if let Some(user) = &inst.user {
         ctx.store.record_service_user(run_id, user)?;
     }
@@ -181,7 +184,7 @@ fn start(
         ctx.store.add_session_warning(ctx.session_id, w)?;
     }
     let startup = match inst.wait_ready(svc, ctx.opts.startup_timeout, &ctx.stop) {
-        Ok(t) => t,
+        Ok(t) => (t, inst.startup_after_engine(std::time::SystemTime::now())),
         Err(e) => {
             let cause = if e.is::<StuckAtMemoryCap>() {
                 Some(DeathCause::StuckAtMemoryCap)
@@ -197,7 +200,8 @@ fn start(
     std::thread::sleep(IDLE_SETTLE);
     let idle = inst.sandbox.sample();
     let started = crate::store::RunStartup {
-        startup_ms: startup.as_secs_f64() * 1e3,
+        startup_ms: startup.0.as_secs_f64() * 1e3,
+        startup_engine_ms: startup.1.map(|d| d.as_secs_f64() * 1e3),
         idle_mem_mib: idle.mem_mib,
         idle_rss_mib: idle.rss_mib,
         idle_threads: idle.threads,

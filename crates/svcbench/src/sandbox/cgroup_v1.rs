@@ -27,6 +27,34 @@ impl CgroupV1 {
         result.map(|_| g)
     }
 
+    /// The groups a running process is in (read from /proc/<pid>/cgroup), as a group to read and not to
+    /// manage: a container's, which its engine made and removes.
+    pub fn of_process(pid: i32) -> Option<CgroupV1> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+        let mut g = CgroupV1 { cpu: None, cpuacct: None, memory: None, cpuset: None, dirs: Vec::new() };
+        for line in text.lines() {
+            // "4:memory:/svcbench/x/libpod-<id>", co-mounted controllers comma-separated.
+            let mut f = line.splitn(3, ':');
+            let (Some(_), Some(controllers), Some(path)) = (f.next(), f.next(), f.next()) else { continue };
+            for controller in controllers.split(',') {
+                let slot = match controller {
+                    "cpu" => &mut g.cpu,
+                    "cpuacct" => &mut g.cpuacct,
+                    "memory" => &mut g.memory,
+                    "cpuset" => &mut g.cpuset,
+                    _ => continue,
+                };
+                let Some(mount) = v1_mount(controller) else { continue };
+                let dir = mount.join(path.trim_start_matches('/'));
+                if !g.dirs.contains(&dir) {
+                    g.dirs.push(dir.clone());
+                }
+                *slot = Some(dir);
+            }
+        }
+        (g.memory.is_some() && g.cpuacct.is_some()).then_some(g)
+    }
+
     fn setup(&mut self, parent: &str, name: &str, limits: &Limits, warnings: &mut Vec<String>) -> Result<()> {
         for controller in ["cpu", "cpuacct", "memory", "cpuset"] {
             let Some(mount) = v1_mount(controller) else {

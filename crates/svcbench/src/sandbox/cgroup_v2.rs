@@ -50,6 +50,15 @@ impl CgroupV2 {
         Ok(g)
     }
 
+    /// The unified group a running process is in (the `0::` line of /proc/<pid>/cgroup), to read and not
+    /// to manage: a container's, which its engine made and removes.
+    pub fn of_process(pid: i32) -> Option<CgroupV2> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+        let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
+        let dir = super::cgroup::v2_mount()?.join(path.trim_start_matches('/'));
+        dir.is_dir().then_some(CgroupV2 { dir, created_parent: None })
+    }
+
     fn apply(&self, limits: &Limits, warnings: &mut Vec<String>) -> Result<()> {
         let has = |f: &str| self.dir.join(f).exists();
         if let Some(cpus) = limits.cpus {

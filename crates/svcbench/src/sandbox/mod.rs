@@ -4,6 +4,7 @@
 pub mod cgroup;
 pub mod cgroup_v1;
 pub mod cgroup_v2;
+pub mod container;
 pub mod listening;
 pub mod process;
 pub mod procfs;
@@ -34,9 +35,9 @@ pub trait Probe: Send + Sync {
     }
 }
 
-struct CgroupProbe {
-    cg: Arc<dyn CgroupBackend>,
-    main_pid: i32,
+pub(crate) struct CgroupProbe {
+    pub(crate) cg: Arc<dyn CgroupBackend>,
+    pub(crate) main_pid: i32,
 }
 
 impl Probe for CgroupProbe {

@@ -20,9 +20,21 @@ pub struct Built {
     pub artifact_bytes: u64,
 }
 
+/// What the service ships, in bytes: its artifacts, or its image for a container service (built or pulled
+/// here where missing).
+pub fn artifact_bytes(svc: &Service, log_dir: &Path) -> Result<u64> {
+    if svc.manifest.container.is_some() {
+        return super::container_start::ensure_image(svc, log_dir);
+    }
+    svc.artifact_bytes()
+}
+
 pub fn build(svc: &Service, log_dir: &Path, skip: bool) -> Result<Built> {
-    // Before any build: a service its user cannot reach would fail only at its start.
-    service_user::check_reachable(service_user::for_service(svc.manifest.run_as)?.as_ref(), &svc.dir, None, "")?;
+    // Before any build: a service its user cannot reach would fail only at its start (a container's
+    // user is inside its image).
+    if svc.manifest.container.is_none() {
+        service_user::check_reachable(service_user::for_service(svc.manifest.run_as)?.as_ref(), &svc.dir, None, "")?;
+    }
     let mut seconds = 0.0;
     if let (Some(cmd), false) = (&svc.manifest.build, skip) {
         if let Some(stamp) = build_stamp::fresh(svc) {
@@ -33,7 +45,7 @@ pub fn build(svc: &Service, log_dir: &Path, skip: bool) -> Result<Built> {
                 stamp.seconds,
                 stamp.built_at
             );
-            return Ok(Built { seconds: stamp.seconds, artifact_bytes: svc.artifact_bytes()? });
+            return Ok(Built { seconds: stamp.seconds, artifact_bytes: artifact_bytes(svc, log_dir)? });
         }
         build_stamp::remove(svc);
         std::fs::create_dir_all(log_dir)?;
@@ -64,7 +76,7 @@ pub fn build(svc: &Service, log_dir: &Path, skip: bool) -> Result<Built> {
         // Only a cache: without a stamp (an artifact missing, a read-only folder) the next run builds again.
         let _ = build_stamp::write(svc, seconds);
     }
-    Ok(Built { seconds, artifact_bytes: svc.artifact_bytes()? })
+    Ok(Built { seconds, artifact_bytes: artifact_bytes(svc, log_dir)? })
 }
 
 /// Waits for the build, ending its whole process group at the build's time limit or when svcbench is

@@ -52,6 +52,8 @@ pub struct StartSpec<'a> {
     pub host: &'a Host,
     /// The service's own machine (a hosts file's `[service] at`), where it is started instead.
     pub remote: Option<&'a std::sync::Arc<dyn StartsElsewhere>>,
+    /// Labels of a container service (its session and run), so that what a killed svcbench left is found.
+    pub labels: Vec<(String, String)>,
 }
 
 /// `java` for the `{java}` placeholder: JAVA_HOME's, else the one on PATH.
@@ -73,6 +75,9 @@ impl Instance {
     pub fn spawn(svc: &Service, spec: &StartSpec) -> Result<Instance> {
         if let Some(remote) = spec.remote {
             return remote.clone().start(svc, spec);
+        }
+        if svc.manifest.container.is_some() {
+            return super::container_start::spawn(svc, spec);
         }
         let port = crate::readiness::free_port()?;
         let mut values = spec.dep_placeholders.clone();
@@ -192,6 +197,12 @@ impl Instance {
         Some(crate::sandbox::listening::Listening::read(&pids, self.host.addr.into()))
     }
 
+    /// From the engine's "started" to `ready_at` (a container service; None for a process): the startup
+    /// the seeds timed, without the engine's own set-up.
+    pub fn startup_after_engine(&self, ready_at: std::time::SystemTime) -> Option<Duration> {
+        ready_at.duration_since(self.sandbox.started_by_engine()?).ok()
+    }
+
     /// Whether the service was OOM-killed (its cgroup's counter), once it has ended.
     pub fn oom_killed(&self) -> bool {
         self.sandbox.sample().oom_kills > 0
@@ -258,6 +269,7 @@ mod tests {
             env_overrides: &empty,
             host: &host,
             remote: None,
+            labels: Vec::new(),
         };
         let mut inst = Instance::spawn(&svc, &spec).unwrap();
         let ended = crate::poll::until(Duration::from_secs(10), Duration::from_millis(10), || inst.sandbox.try_exit());

@@ -4,6 +4,7 @@
 pub mod build;
 pub mod build_many;
 pub mod build_stamp;
+pub mod container_start;
 pub mod instance;
 pub mod service_sandbox;
 pub mod start_command;

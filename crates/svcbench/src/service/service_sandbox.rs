@@ -34,6 +34,10 @@ pub trait ServiceSandbox: Send {
     fn log_tail(&self, _lines: usize) -> Option<String> {
         None
     }
+    /// When the engine says it started the service (a container); None for a process.
+    fn started_by_engine(&self) -> Option<std::time::SystemTime> {
+        None
+    }
 }
 
 /// Where a service can be started instead of this machine (a hosts file's `[service] at`).

@@ -223,8 +223,9 @@ impl Store {
 
     pub fn record_startup(&self, run: i64, s: &RunStartup) -> Result<()> {
         self.conn.execute(
-            "UPDATE run SET startup_ms = ?2, idle_mem_mib = ?3, idle_rss_mib = ?4, idle_threads = ?5 WHERE id = ?1",
-            params![run, s.startup_ms, s.idle_mem_mib, s.idle_rss_mib, s.idle_threads as i64],
+            "UPDATE run SET startup_ms = ?2, idle_mem_mib = ?3, idle_rss_mib = ?4, idle_threads = ?5, \
+             startup_engine_ms = ?6 WHERE id = ?1",
+            params![run, s.startup_ms, s.idle_mem_mib, s.idle_rss_mib, s.idle_threads as i64, s.startup_engine_ms],
         )?;
         Ok(())
     }

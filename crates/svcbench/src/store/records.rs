@@ -186,7 +186,10 @@ pub struct SessionRecord {
 /// A run's figures once the service answered.
 #[derive(Debug, Clone, Default)]
 pub struct RunStartup {
+    /// From the start command to the first answer (what a rollout waits).
     pub startup_ms: f64,
+    /// From the engine's "started" to the first answer (a container; the seeds' definition).
+    pub startup_engine_ms: Option<f64>,
     pub idle_mem_mib: f64,
     pub idle_rss_mib: f64,
     pub idle_threads: u64,

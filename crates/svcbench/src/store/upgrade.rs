@@ -67,10 +67,18 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
     ("session", "study_file", "TEXT", 10, "the study file's canonical path (svcbench study)"),
     ("session", "plan_hash", "TEXT", 10, "hash of the study's resolved step plan, which a resume must match"),
     ("session", "service_code", "TEXT", 10, "JSON {service: hash of its build inputs} as the session ran them"),
+    (
+        "run",
+        "startup_engine_ms",
+        "REAL",
+        12,
+        "a container service: from the engine's \"started\" to the first answer (startup_ms: from the command)",
+    ),
 ];
 
 /// 11: the duet tables (duet.sql), created in every store that lacks them when it is opened.
-pub const SCHEMA_VERSION: u32 = 11;
+/// 12: run.startup_engine_ms (a container's startup from the engine's start).
+pub const SCHEMA_VERSION: u32 = 12;
 
 fn has_column(conn: &Connection, table: &str, col: &str) -> Result<bool> {
     let mut st = conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?;

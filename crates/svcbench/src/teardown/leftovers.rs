@@ -256,6 +256,15 @@ fn clean_lock(path: &Path) -> Vec<String> {
 /// the groups removed. `results_dir` is only looked at for lock files of the old kind.
 pub fn clean(results_dir: &Path) -> Vec<String> {
     let mut said = old_lock_files(results_dir);
+    // Containers first: their cgroups sit inside the groups removed below.
+    let containers = crate::sandbox::container::cleanup::remove_orphans();
+    if !containers.is_empty() {
+        said.push(format!(
+            "svcbench: removed {} container(s) left by svcbench processes that no longer run: {}",
+            containers.len(),
+            containers.join(", ")
+        ));
+    }
     for path in lock_files(&mut said) {
         said.extend(clean_lock(&path));
     }

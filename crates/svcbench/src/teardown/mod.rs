@@ -9,6 +9,7 @@ pub fn teardown_all(why: &str) {
     for p in &crate::guard::registered() {
         leftovers::end_part(&p.part);
     }
+    crate::sandbox::container::cleanup::remove_own();
     crate::network::remove_mine();
     if let Some((path, store, session)) = crate::guard::forget_all() {
         if let Ok(s) = crate::store::Store::open(&store) {

@@ -1,0 +1,120 @@
+//! The container engine svcbench talks to: Docker where one answers (`docker info`), else Podman, or the
+//! one a manifest names. Every call is one CLI command, bounded in time, so a hung engine cannot hang a run.
+use anyhow::{bail, Context, Result};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// How long an ordinary engine command (inspect, stop, rm, ps) may take.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Docker,
+    Podman,
+}
+
+#[derive(Debug, Clone)]
+pub struct Engine {
+    pub kind: Kind,
+    /// The CLI program (`docker`, `podman`; podman-docker's `docker` is a Podman).
+    pub program: String,
+}
+
+/// Whether `program info` answers within a few seconds (a Docker client without its daemon does not).
+fn answers(program: &str) -> bool {
+    let child =
+        Command::new(program).arg("info").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn();
+    let Ok(mut child) = child else { return false };
+    let ended =
+        crate::poll::until(Duration::from_secs(10), Duration::from_millis(20), || child.try_wait().ok().flatten());
+    if ended.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    ended.is_some_and(|s| s.success())
+}
+
+/// Whether `program` is Podman (podman-docker's `docker` says so in its version).
+fn is_podman(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).to_lowercase().contains("podman"))
+}
+
+impl Engine {
+    /// The engine to use: `wanted` ("docker" or "podman") when given, else Docker where its daemon answers,
+    /// else Podman. None answering is one line saying how to get one.
+    pub fn detect(wanted: Option<&str>) -> Result<Engine> {
+        let candidates: Vec<&str> = match wanted {
+            Some(w @ ("docker" | "podman")) => vec![w],
+            Some(other) => {
+                bail!("container engine {other:?} is not one svcbench knows; write engine = \"docker\" or \"podman\"")
+            }
+            None => vec!["docker", "podman"],
+        };
+        for program in &candidates {
+            if answers(program) {
+                let kind = if is_podman(program) { Kind::Podman } else { Kind::Docker };
+                return Ok(Engine { kind, program: program.to_string() });
+            }
+        }
+        bail!(
+            "no container engine answers here ({} tried): run scripts/setup.sh (it installs Podman and the settings \
+             this machine needs) or start Docker; services that run as processes need none",
+            candidates.join(", ")
+        )
+    }
+
+    pub fn command(&self) -> Command {
+        let mut c = Command::new(&self.program);
+        c.stdin(Stdio::null());
+        c
+    }
+
+    /// Runs `args` to its end within `timeout`; its standard output, or an error with its last words.
+    pub fn run(&self, args: &[&str], timeout: Duration) -> Result<String> {
+        let mut cmd = self.command();
+        cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let child = cmd.spawn().with_context(|| format!("cannot run {}", self.program))?;
+        let out = wait_output(child, timeout)
+            .with_context(|| format!("`{} {}` did not end within {timeout:?}", self.program, args.join(" ")))?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            bail!("`{} {}` failed: {}", self.program, args.join(" "), err.trim());
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+}
+
+/// Collects a child's output, killing it at `timeout` (its pipes are read on threads so that it never
+/// blocks on a full one).
+fn wait_output(mut child: std::process::Child, timeout: Duration) -> Option<std::process::Output> {
+    use std::io::Read;
+    let mut out = child.stdout.take();
+    let mut err = child.stderr.take();
+    let reader = |p: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = p {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let t_out = reader(out.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let t_err = reader(err.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let status = crate::poll::until(timeout, Duration::from_millis(5), || child.try_wait().ok().flatten());
+    let Some(status) = status else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return None;
+    };
+    Some(std::process::Output {
+        status,
+        stdout: t_out.join().unwrap_or_default(),
+        stderr: t_err.join().unwrap_or_default(),
+    })
+}

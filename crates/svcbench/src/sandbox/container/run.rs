@@ -1,0 +1,465 @@
+//! One service as a container: the engine runs the image in the foreground (its exit is the container's,
+//! its output the service's log) under the run's CPU quota, memory cap (swap equal to it), CPU set and pids
+//! limit, in a cgroup parent of svcbench's own (`/svcbench/<run's sandbox name>`). The container's cgroup is
+//! read back from the kernel (/proc/<pid>/cgroup of the process found in it), so the sampler, the per-step
+//! high-water mark, CPU time and the limits held come from the same files as for a process.
+use super::engine::{Engine, Kind, COMMAND_TIMEOUT};
+use crate::sandbox::cgroup::{self, Applied, CgroupBackend};
+use crate::sandbox::process::Exit;
+use crate::sandbox::sampler::Sample;
+use crate::sandbox::{CgroupProbe, Limits, Probe, StopOutcome, CGROUP_PARENT};
+use anyhow::{bail, Result};
+use std::fs::File;
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+/// What a container run needs, with every placeholder already filled.
+#[derive(Debug, Clone)]
+pub struct ContainerSpec {
+    /// The run's sandbox name (it starts with svcbench's pid): the cgroup parent's and the container's name.
+    pub name: String,
+    pub image: String,
+    /// Words after the image (the image's command or its arguments).
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub limits: Limits,
+    pub pids_limit: u32,
+    /// The run's network namespace (`--net`), by its name under /run/netns; None: the host's network.
+    pub netns: Option<String>,
+    /// uid:gid inside the container.
+    pub user: String,
+    pub labels: Vec<(String, String)>,
+}
+
+/// Label keys on every container svcbench starts.
+pub const LABEL_OWNER: &str = "svcbench.owner";
+pub const LABEL_OWNER_START: &str = "svcbench.owner_start";
+pub const LABEL_GROUP: &str = "svcbench.group";
+pub const LABEL_SESSION: &str = "svcbench.session";
+pub const LABEL_RUN: &str = "svcbench.run";
+
+/// The container's name for a run's sandbox name.
+pub fn container_name(sandbox: &str) -> String {
+    format!("svcbench-{sandbox}")
+}
+
+/// What the sampler's probe and the sandbox share: the container's cgroup once found, its last sample (kept
+/// when the engine removes the group with the container) and what the engine says of its end.
+#[derive(Default)]
+struct Shared {
+    group: Mutex<Option<(Arc<dyn CgroupBackend>, i32)>>,
+    applied: Mutex<Option<Applied>>,
+    last: Mutex<Sample>,
+    ended: AtomicBool,
+    oom_by_engine: AtomicU64,
+}
+
+struct ContainerProbe {
+    shared: Arc<Shared>,
+}
+
+impl Probe for ContainerProbe {
+    fn sample(&self) -> Sample {
+        let found = self.shared.group.lock().unwrap().clone();
+        let engine_ooms = self.shared.oom_by_engine.load(Ordering::Relaxed);
+        let mut last = self.shared.last.lock().unwrap();
+        let Some((cg, pid)) = found else {
+            // Not started yet: alive, nothing counted.
+            return Sample { alive: !self.shared.ended.load(Ordering::Relaxed), ..Sample::default() };
+        };
+        if cg.counters().cpu_ns.is_none() {
+            // The engine removed the group with the container: its last figures stand.
+            return Sample { alive: false, oom_kills: last.oom_kills.max(engine_ooms), ..last.clone() };
+        }
+        let mut s = CgroupProbe { cg: cg.clone(), main_pid: pid }.sample();
+        s.oom_kills = s.oom_kills.max(engine_ooms);
+        // Alive while anything runs in the container's group: the pid it was found by may be the
+        // runtime's, gone once the service runs.
+        s.alive = !self.shared.ended.load(Ordering::Relaxed) && !cg.pids().is_empty();
+        *last = s.clone();
+        s
+    }
+
+    fn runqueue_wait_s(&self) -> Option<f64> {
+        let (cg, _) = self.shared.group.lock().unwrap().clone()?;
+        Some(crate::sandbox::procfs::runqueue_wait_ns(&cg.pids()) as f64 / 1e9)
+    }
+}
+
+pub struct ContainerSandbox {
+    engine: Engine,
+    spec: ContainerSpec,
+    /// The engine's `run`, in the foreground: its end is the container's.
+    child: Mutex<Child>,
+    exit: Mutex<Option<Exit>>,
+    shared: Arc<Shared>,
+    removed: bool,
+    pub warnings: Vec<String>,
+}
+
+/// The words of `run` for a spec.
+fn run_args(engine: &Engine, spec: &ContainerSpec) -> Result<Vec<String>> {
+    let mut a: Vec<String> = vec!["run".into(), "--name".into(), container_name(&spec.name)];
+    a.push(format!("--cgroup-parent=/{CGROUP_PARENT}/{}", spec.name));
+    if let Some(c) = spec.limits.cpus {
+        a.push(format!("--cpus={c}"));
+    }
+    if let Some(b) = spec.limits.memory_bytes {
+        // Swap equal to the cap: no swap, as for a process.
+        a.push(format!("--memory={b}"));
+        a.push(format!("--memory-swap={b}"));
+    }
+    if let Some(set) = &spec.limits.cpuset {
+        a.push(format!("--cpuset-cpus={set}"));
+    }
+    a.push(format!("--pids-limit={}", spec.pids_limit));
+    match (&spec.netns, engine.kind) {
+        (None, _) => a.push("--network=host".into()),
+        (Some(ns), Kind::Podman) => a.push(format!("--network=ns:/run/netns/{ns}")),
+        (Some(_), Kind::Docker) => bail!(
+            "a container under --net needs Podman (Docker cannot join a namespace by its path): write engine = \
+             \"podman\" in the manifest's [container], or run without --net"
+        ),
+    }
+    a.push(format!("--user={}", spec.user));
+    for (k, v) in &spec.labels {
+        a.push(format!("--label={k}={v}"));
+    }
+    for (k, v) in &spec.env {
+        a.push("--env".into());
+        a.push(format!("{k}={v}"));
+    }
+    a.push(spec.image.clone());
+    a.extend(spec.args.iter().cloned());
+    Ok(a)
+}
+
+/// Every cgroup hierarchy's folder for this run's cgroup parent (the engine makes them in each one).
+fn parent_dirs(name: &str) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for (fs, mount, _) in cgroup::mounts() {
+        if fs == "cgroup" || fs == "cgroup2" {
+            let d = mount.join(CGROUP_PARENT).join(name);
+            if !out.contains(&d) {
+                out.push(d);
+            }
+        }
+    }
+    out
+}
+
+/// Removes the run's cgroup parent in every hierarchy, its leftover children first (Podman's `conmon`).
+pub fn remove_parent_groups(name: &str) {
+    for d in parent_dirs(name) {
+        if let Ok(rd) = std::fs::read_dir(&d) {
+            for e in rd.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
+                let _ = cgroup::rmdir_retry(&e.path());
+            }
+        }
+        let _ = cgroup::rmdir_retry(&d);
+    }
+}
+
+/// The container's own group, found as the group under the run's parent that holds a process, then read
+/// back from that process's /proc/<pid>/cgroup.
+fn find_group(name: &str) -> Option<(Arc<dyn CgroupBackend>, i32)> {
+    let v1 = cgroup::v1_mount("memory");
+    let base = match &v1 {
+        Some(m) => m.join(CGROUP_PARENT).join(name),
+        None => cgroup::v2_mount()?.join(CGROUP_PARENT).join(name),
+    };
+    for e in std::fs::read_dir(&base).ok()?.flatten() {
+        if e.file_name() == "conmon" || !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let Some(&pid) = cgroup::read_pids(&e.path().join("cgroup.procs")).first() else { continue };
+        // The runtime's init joins the group before it sets the limits, and execs the service after.
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.is_empty() || comm.starts_with("runc") {
+            continue;
+        }
+        let group: Option<Arc<dyn CgroupBackend>> = if v1.is_some() {
+            crate::sandbox::cgroup_v1::CgroupV1::of_process(pid).map(|g| Arc::new(g) as _)
+        } else {
+            crate::sandbox::cgroup_v2::CgroupV2::of_process(pid).map(|g| Arc::new(g) as _)
+        };
+        if let Some(g) = group {
+            return Some((g, pid));
+        }
+    }
+    None
+}
+
+/// The limits the container's group holds once the runtime has set them. It joins the process to the
+/// group before it writes the limits, one controller after another (and the engine may report the
+/// container's pid before the last is written): the group is read again until it holds what was asked, or
+/// for [`SETTLE`], so that a real mismatch is still seen as one.
+fn settled_limits(g: &dyn CgroupBackend, asked: &Limits) -> Applied {
+    crate::poll::until(SETTLE, Duration::from_millis(2), || {
+        let held = g.applied();
+        cgroup::mismatches(asked, &held).is_empty().then_some(held)
+    })
+    .unwrap_or_else(|| g.applied())
+}
+
+/// How long the runtime may take to write the limits once the container's process is in its group.
+const SETTLE: Duration = Duration::from_secs(2);
+
+/// How long the container's group may take to appear after `run` (the engine's own set-up).
+const FIND_TIMEOUT: Duration = Duration::from_secs(60);
+
+impl ContainerSandbox {
+    /// Starts the container; its output goes to `log`.
+    pub fn start(engine: &Engine, spec: ContainerSpec, log: File) -> Result<ContainerSandbox> {
+        let args = run_args(engine, &spec)?;
+        let err = log.try_clone()?;
+        let program = std::path::PathBuf::from(&engine.program);
+        let child = crate::sandbox::process::spawn_program(&program, &args, None, Stdio::null(), log, err)?;
+        crate::guard::register(crate::guard::Part {
+            name: spec.name.clone(),
+            pgid: child.id() as i32,
+            cgroups: Vec::new(),
+        });
+        let shared = Arc::new(Shared::default());
+        // Found on a thread of its own, so that the readiness wait starts at once.
+        let (finder, name, asked) = (shared.clone(), spec.name.clone(), spec.limits.clone());
+        std::thread::spawn(move || {
+            let t0 = Instant::now();
+            while t0.elapsed() < FIND_TIMEOUT && !finder.ended.load(Ordering::Relaxed) {
+                if let Some((g, pid)) = find_group(&name) {
+                    let applied = settled_limits(g.as_ref(), &asked);
+                    *finder.applied.lock().unwrap() = Some(applied);
+                    *finder.group.lock().unwrap() = Some((g, pid));
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        Ok(ContainerSandbox {
+            engine: engine.clone(),
+            spec,
+            child: Mutex::new(child),
+            exit: Mutex::new(None),
+            shared,
+            removed: false,
+            warnings: Vec::new(),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// The engine's `run` once it has ended (kept: a child is reaped once).
+    fn ended(&self) -> Option<Exit> {
+        let mut exit = self.exit.lock().unwrap();
+        if exit.is_none() {
+            if let Ok(Some(status)) = self.child.lock().unwrap().try_wait() {
+                *exit = Some(container_exit(status.code()));
+            }
+        }
+        *exit
+    }
+
+    /// Waits (bounded) for the container's group to be found; false when it never was.
+    fn wait_found(&self) -> bool {
+        crate::poll::until(FIND_TIMEOUT, Duration::from_millis(2), || {
+            if self.shared.group.lock().unwrap().is_some() {
+                return Some(true);
+            }
+            self.ended().map(|_| false)
+        })
+        .unwrap_or(false)
+    }
+
+    /// The limits the container's cgroup holds, as read back when it was found (it may be gone since).
+    pub fn limits_held(&self, asked: &Limits) -> (Applied, Vec<String>) {
+        if !self.wait_found() {
+            return (
+                Applied::default(),
+                vec!["the container's cgroup was never found: no limit could be read back".into()],
+            );
+        }
+        let held = self.shared.applied.lock().unwrap().clone().unwrap_or_default();
+        let mismatches = cgroup::mismatches(asked, &held);
+        (held, mismatches)
+    }
+
+    pub fn cgroup_version(&self) -> &'static str {
+        self.shared.group.lock().unwrap().as_ref().map_or("none", |(g, _)| g.version())
+    }
+
+    pub fn probe(&self) -> Arc<dyn Probe> {
+        Arc::new(ContainerProbe { shared: self.shared.clone() })
+    }
+
+    pub fn reset_peak(&self) -> bool {
+        self.shared.group.lock().unwrap().as_ref().is_some_and(|(g, _)| g.reset_peak())
+    }
+
+    pub fn kernel_peak_mib(&self) -> Option<f64> {
+        let found = self.shared.group.lock().unwrap().clone();
+        let (g, _) = found?;
+        (g.version() == "v1").then(|| g.counters().mem_peak_bytes.map(|b| b as f64 / 1048576.0)).flatten()
+    }
+
+    pub fn pids(&self) -> Vec<i32> {
+        self.shared.group.lock().unwrap().as_ref().map(|(g, _)| g.pids()).unwrap_or_default()
+    }
+
+    /// When the engine says the container started (its `StartedAt`).
+    pub fn engine_started_at(&self) -> Option<SystemTime> {
+        let text = self
+            .engine
+            .run(&["inspect", "--format", "{{.State.StartedAt}}", &container_name(&self.spec.name)], COMMAND_TIMEOUT)
+            .ok()?;
+        parse_engine_time(&text)
+    }
+
+    /// The container's end, once `run` has returned: its exit code, or the signal that ended it (an engine
+    /// reports a death by signal N as code 128+N). The engine's OOM verdict is read then, before the
+    /// container (and its cgroup's counter) are removed.
+    pub fn try_exit(&mut self) -> Option<Exit> {
+        let exit = self.ended()?;
+        if !self.shared.ended.swap(true, Ordering::Relaxed) {
+            {
+                let oom = self.engine.run(
+                    &["inspect", "--format", "{{.State.OOMKilled}}", &container_name(&self.spec.name)],
+                    COMMAND_TIMEOUT,
+                );
+                if oom.is_ok_and(|t| t.trim() == "true") {
+                    self.shared.oom_by_engine.store(1, Ordering::Relaxed);
+                }
+            }
+        }
+        Some(exit)
+    }
+
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<Exit> {
+        crate::poll::until(timeout, Duration::from_millis(5), || self.try_exit())
+    }
+
+    /// `stop` with the grace in whole seconds (the engine's unit), then the container removed.
+    pub fn stop(&mut self, grace: Duration) -> StopOutcome {
+        if let Some(exit) = self.try_exit() {
+            self.remove();
+            return StopOutcome { exit: Some(exit), elapsed: Duration::ZERO, graceful: false };
+        }
+        let t0 = Instant::now();
+        let secs = grace.as_secs_f64().ceil().max(1.0) as u64;
+        let name = container_name(&self.spec.name);
+        let _ = self.engine.run(&["stop", "-t", &secs.to_string(), &name], grace + COMMAND_TIMEOUT);
+        let exit = self.wait_exit(Duration::from_secs(10));
+        let elapsed = t0.elapsed();
+        self.remove();
+        let graceful = exit.is_some_and(|e| e.code == Some(0)) && elapsed <= grace + Duration::from_millis(500);
+        StopOutcome { exit, elapsed, graceful }
+    }
+
+    /// Removes the container (the engine ends it first if it runs) and the run's cgroup parent.
+    fn remove(&mut self) {
+        if self.removed {
+            return;
+        }
+        self.removed = true;
+        let _ = self.try_exit();
+        self.shared.ended.store(true, Ordering::Relaxed);
+        let _ = self.engine.run(&["rm", "-f", &container_name(&self.spec.name)], COMMAND_TIMEOUT);
+        if self.ended().is_none() {
+            let mut child = self.child.lock().unwrap();
+            let _ = child.kill();
+            if let Ok(status) = child.wait() {
+                self.exit.lock().unwrap().get_or_insert(container_exit(status.code()));
+            }
+        }
+        remove_parent_groups(&self.spec.name);
+        crate::guard::unregister(&self.spec.name);
+    }
+
+    /// The last lines of the container's output, from the engine.
+    pub fn log_tail(&self, lines: usize) -> Option<String> {
+        let name = container_name(&self.spec.name);
+        let text = self.engine.run(&["logs", "--tail", &lines.to_string(), &name], COMMAND_TIMEOUT).ok()?;
+        let tail: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        (!tail.is_empty()).then(|| tail.join(" | "))
+    }
+}
+
+impl Drop for ContainerSandbox {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+/// An engine's exit code as an exit: 128+N is death by signal N (the shell's and the engines' convention).
+fn container_exit(code: Option<i32>) -> Exit {
+    match code {
+        Some(c) if (129..=159).contains(&c) => Exit { code: None, signal: Some(c - 128) },
+        _ => Exit { code, signal: None },
+    }
+}
+
+/// The engines' `StartedAt`: Podman's "2026-11-26 20:03:34.44827249 +0000 UTC" or Docker's RFC 3339.
+pub fn parse_engine_time(text: &str) -> Option<SystemTime> {
+    let t = text.trim();
+    let parsed = chrono::DateTime::parse_from_rfc3339(t)
+        .ok()
+        .or_else(|| chrono::DateTime::parse_from_str(t.trim_end_matches(" UTC"), "%Y-%m-%d %H:%M:%S%.f %z").ok())?;
+    Some(SystemTime::from(parsed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_engines_start_times_are_read() {
+        let podman = parse_engine_time("2026-11-26 20:03:34.44827249 +0000 UTC").unwrap();
+        let docker = parse_engine_time("2026-11-26T20:03:34.44827249Z").unwrap();
+        assert_eq!(podman, docker);
+        assert!(parse_engine_time("0001-01-01 00:00:00 +0000 UTC").is_some());
+        assert!(parse_engine_time("yesterday").is_none());
+    }
+
+    #[test]
+    fn a_death_by_signal_is_told_from_an_exit_code() {
+        assert_eq!(container_exit(Some(137)), Exit { code: None, signal: Some(9) });
+        assert_eq!(container_exit(Some(0)), Exit { code: Some(0), signal: None });
+        assert_eq!(container_exit(Some(2)), Exit { code: Some(2), signal: None });
+    }
+
+    #[test]
+    fn limits_and_network_reach_the_engine() {
+        let spec = ContainerSpec {
+            name: "1-x".into(),
+            image: "img:1".into(),
+            args: vec!["--flag".into()],
+            env: vec![("PORT".into(), "8080".into())],
+            limits: Limits { cpus: Some(0.5), memory_bytes: Some(64 << 20), cpuset: Some("1".into()) },
+            pids_limit: 512,
+            netns: Some("svcb-1-svc".into()),
+            user: "65534:65534".into(),
+            labels: vec![(LABEL_SESSION.into(), "7".into())],
+        };
+        let podman = Engine { kind: Kind::Podman, program: "podman".into() };
+        let a = run_args(&podman, &spec).unwrap().join(" ");
+        for want in [
+            "--cgroup-parent=/svcbench/1-x",
+            "--cpus=0.5",
+            "--memory=67108864 --memory-swap=67108864",
+            "--cpuset-cpus=1",
+            "--pids-limit=512",
+            "--network=ns:/run/netns/svcb-1-svc",
+            "--user=65534:65534",
+            "--label=svcbench.session=7",
+            "--env PORT=8080",
+            "img:1 --flag",
+        ] {
+            assert!(a.contains(want), "{want} missing from {a}");
+        }
+        let docker = Engine { kind: Kind::Docker, program: "docker".into() };
+        assert!(run_args(&docker, &spec).is_err(), "Docker cannot join a namespace by path");
+    }
+}

@@ -1,0 +1,198 @@
+//! Services as containers, with the real engine (Podman here; scripts/setup.sh installs it and its
+//! settings): the bundled FROM scratch Go hello image under limits read back from its cgroup, its steps'
+//! CPU time and memory high-water mark from that cgroup, its image size as the artifact, an image run
+//! without a manifest, and the container a SIGKILLed svcbench leaves, removed by the next run. After each,
+//! no container, cgroup or process of svcbench is left.
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// Podman must answer: these tests never pass by skipping.
+fn engine() {
+    let ok = Command::new("podman").args(["info", "--format", "{{.Host.OCIRuntime.Name}}"]).output();
+    match ok {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => panic!("podman does not answer ({}): run scripts/setup.sh", String::from_utf8_lossy(&o.stderr).trim()),
+        Err(e) => panic!("podman is missing ({e}): run scripts/setup.sh"),
+    }
+}
+
+/// svcbench's containers present now (any session).
+fn svcbench_containers() -> Vec<String> {
+    let out = Command::new("podman")
+        .args(["ps", "-a", "--filter", "label=svcbench.session", "--format", "{{.Names}}"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect()
+}
+
+/// Processes of the images these tests run (their programs sit at the image's root) and the engine's
+/// monitors of svcbench's containers.
+fn container_processes() -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(raw) = std::fs::read(e.path().join("cmdline")) else { continue };
+        let cmd = String::from_utf8_lossy(&raw).replace('\0', " ").trim().to_string();
+        if cmd == "/hello-nethttp" || cmd == "/hello" || cmd.contains("-n svcbench-") {
+            out.push(format!("{}: {cmd}", e.file_name().to_string_lossy()));
+        }
+    }
+    out
+}
+
+fn assert_nothing_left() {
+    assert_eq!(svcbench_containers(), Vec::<String>::new(), "containers left behind");
+    assert_eq!(container_processes(), Vec::<String>::new(), "container processes left behind");
+    // Other suites' hello services may run beside these tests: their processes are not looked at.
+    assert_eq!(leftover_cgroups(), Vec::<PathBuf>::new(), "cgroups left behind");
+    assert_eq!(leftover_network(), Vec::<String>::new(), "network namespaces left behind");
+}
+
+fn profile(dir: &Path, secs: u32) -> PathBuf {
+    let p = dir.join(format!("p{secs}.toml"));
+    std::fs::write(&p, format!("name = \"t\"\n[[step]]\nconnections = [1, 8]\nduration = \"{secs}s\"\n")).unwrap();
+    p
+}
+
+fn hello_container() -> String {
+    format!("{}@container", repo().join("services/hello/go-nethttp").display())
+}
+
+#[test]
+fn the_hello_image_under_limits_passes_its_checks_and_its_cgroup_gives_the_figures() {
+    engine();
+    let tmp = tempfile::tempdir().unwrap();
+    let (dbp, prof) = (tmp.path().join("c.db"), profile(tmp.path(), 1));
+    let svc = hello_container();
+    let args = [
+        "run",
+        &svc,
+        "--profile",
+        prof.to_str().unwrap(),
+        "--runs",
+        "1",
+        "--cpus",
+        "0.5",
+        "--memory",
+        "64M",
+        "--cpuset",
+        "1",
+        "--db",
+        dbp.to_str().unwrap(),
+    ];
+    let out = svcbench_locked(&args, tmp.path());
+    assert!(out.status.success(), "svcbench run of the hello image failed");
+    let c = db(&dbp);
+    assert_eq!(text_of(&c, "SELECT status FROM run"), "completed");
+    let (passed, total) =
+        (i64_of(&c, "SELECT checks_passed FROM run"), i64_of(&c, "SELECT checks_passed + checks_failed FROM run"));
+    assert!(total > 0 && passed == total, "checks {passed}/{total}");
+    // The limits the engine set, read back from the container's own cgroup.
+    assert_eq!(text_of(&c, "SELECT cgroup_version FROM run"), "v1");
+    assert!((f64_of(&c, "SELECT applied_cpus FROM run") - 0.5).abs() < 0.005);
+    assert!((f64_of(&c, "SELECT applied_memory_mib FROM run") - 64.0).abs() < 0.1);
+    assert_eq!(text_of(&c, "SELECT applied_cpuset FROM run"), "1");
+    let flags = text_of(&c, "SELECT COALESCE(flags, '') FROM run");
+    assert!(!flags.contains("unlimited"), "a run under the limits asked is not flagged: {flags}");
+    // Every step: CPU time and a memory high-water mark from the container's cgroup.
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step"), 2);
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE cpu_s > 0 AND mem_peak_mib > 0.5 AND mem_peak_mib < 64"), 2);
+    assert!(f64_of(&c, "SELECT MAX(success_rps) FROM step") > 100.0);
+    // Startup both ways: from the engine's "started" is shorter than from the command.
+    let (cmd, eng) = (f64_of(&c, "SELECT startup_ms FROM run"), f64_of(&c, "SELECT startup_engine_ms FROM run"));
+    assert!(eng > 0.0 && eng < cmd, "startup from the engine {eng} ms, from the command {cmd} ms");
+    // The image's size is the artifact's: a static Go binary on nothing, a few MB.
+    let bytes = i64_of(&c, "SELECT artifact_bytes FROM service");
+    assert!((1 << 20..40 << 20).contains(&bytes), "image size {bytes}");
+    assert_nothing_left();
+}
+
+#[test]
+fn a_container_left_by_a_killed_svcbench_is_removed_by_the_next_run() {
+    engine();
+    let tmp = tempfile::tempdir().unwrap();
+    let (dbp, long, short) = (tmp.path().join("k.db"), profile(tmp.path(), 30), profile(tmp.path(), 1));
+    let svc = hello_container();
+    let run = |p: &Path| -> Vec<String> {
+        ["run", &svc, "--profile", p.to_str().unwrap(), "--runs", "1", "--db", dbp.to_str().unwrap()]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let long_args = run(&long);
+    let mut child = spawn_svcbench(tmp.path(), "killed", &long_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let pid = child.id();
+    wait_for_load(&dbp);
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let left = svcbench_containers();
+    assert_eq!(left.len(), 1, "the killed svcbench's container runs on: {left:?}");
+    let short_args = run(&short);
+    let mut next = spawn_svcbench(tmp.path(), "next", &short_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let status = exit_within(&mut next, Duration::from_secs(120)).expect("the next run did not end");
+    let said = stderr_of(tmp.path(), "next");
+    assert!(status.success(), "{said}");
+    assert!(said.contains("removed 1 container(s) left by svcbench processes that no longer run"), "{said}");
+    assert!(said.contains(&left[0]), "{said}");
+    assert_eq!(text_of(&db(&dbp), "SELECT status FROM session WHERE id = 1"), "aborted");
+    assert_nothing_left();
+}
+
+#[test]
+fn an_image_runs_without_a_manifest() {
+    engine();
+    let tmp = tempfile::tempdir().unwrap();
+    // A FROM scratch image of the hello service listening on a fixed port, as an image from elsewhere would.
+    let ctx = tmp.path().join("ctx");
+    std::fs::create_dir(&ctx).unwrap();
+    let built = Command::new("go")
+        .args(["build", "-trimpath", "-o"])
+        .arg(ctx.join("hello"))
+        .arg(".")
+        .env("CGO_ENABLED", "0")
+        .current_dir(repo().join("services/hello/go-nethttp"))
+        .status()
+        .unwrap();
+    assert!(built.success(), "go build of the hello service failed");
+    let port = 18000 + (std::process::id() % 1000) as u16;
+    std::fs::write(
+        ctx.join("Containerfile"),
+        format!("FROM scratch\nCOPY hello /hello\nENV PORT={port} HOST=127.0.0.1\nENTRYPOINT [\"/hello\"]\n"),
+    )
+    .unwrap();
+    let tag = format!("localhost/svcbench-test-image:{}", std::process::id());
+    let b = Command::new("podman").args(["build", "-q", "-t", &tag]).arg(&ctx).output().unwrap();
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    let (dbp, prof) = (tmp.path().join("i.db"), profile(tmp.path(), 1));
+    let p = port.to_string();
+    let args = [
+        "run",
+        "--image",
+        &tag,
+        "--port",
+        &p,
+        "--scenario",
+        "hello",
+        "--profile",
+        prof.to_str().unwrap(),
+        "--runs",
+        "1",
+    ];
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--db", dbp.to_str().unwrap()]);
+    let out = svcbench_locked(&all, tmp.path());
+    let _ = Command::new("podman").args(["rmi", "-f", &tag]).output();
+    assert!(out.status.success(), "svcbench run --image failed");
+    let c = db(&dbp);
+    assert_eq!(text_of(&c, "SELECT status FROM run"), "completed");
+    assert!(text_of(&c, "SELECT service FROM run").starts_with("image-"));
+    let (passed, total) =
+        (i64_of(&c, "SELECT checks_passed FROM run"), i64_of(&c, "SELECT checks_passed + checks_failed FROM run"));
+    assert!(total > 0 && passed == total, "checks {passed}/{total}");
+    let steps = text_of(&c, "SELECT group_concat(success_rps || ' req/s, connect errors ' || err_connect || ', flags ' || COALESCE(flags, ''), '; ') FROM step");
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE success_rps > 0"), 2, "steps: {steps}");
+    assert_nothing_left();
+}
