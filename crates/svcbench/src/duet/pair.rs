@@ -54,6 +54,7 @@ pub fn run_pair(setup: &DuetSetup, pair: u32, stop: &Arc<AtomicBool>) -> Result<
                 env_overrides: &BTreeMap::new(),
                 host: &crate::network::Host::local(),
                 remote: None,
+                labels: Vec::new(),
             },
         )?;
         inst.wait_ready(svc, crate::runner::STARTUP_TIMEOUT, stop)?;
