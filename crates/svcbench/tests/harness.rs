@@ -18,13 +18,14 @@ fn cpu_quota_holds_a_burner_to_half_a_cpu() {
     let prof = quick_profile(tmp.path(), 2, 2);
     let out = run_fixtures(tmp.path(), &["burner"], &prof, &dbp, &["--cpus", "0.5"]);
     assert!(out.status.success());
-    let c = db(&dbp);
-    let per_wall = f64_of(&c, "SELECT MAX(cpu_s / duration_s) FROM step");
-    let min_per_wall = f64_of(&c, "SELECT MIN(cpu_s / duration_s) FROM step");
+    let s = stored(&dbp);
+    let cpu_per_wall = || s.steps().map(|st| st.cpu_s.map(|c| c / st.duration_s));
+    let per_wall = max_present(cpu_per_wall()).unwrap_or(f64::NAN);
+    let min_per_wall = min_present(cpu_per_wall());
     assert!(per_wall <= 0.55, "burner used {per_wall} CPU-s per wall second under --cpus 0.5");
     assert!(min_per_wall >= 0.35, "burner should burn close to its quota, used {min_per_wall}");
-    assert!(f64_of(&c, "SELECT MIN(throttled_s) FROM step") > 0.0, "a burner at its quota is throttled");
-    assert_eq!(text_of(&c, "SELECT cgroup_version FROM session"), "v1");
+    assert!(min_present(s.steps().map(|st| st.throttled_s)) > 0.0, "a burner at its quota is throttled");
+    assert_eq!(s.session().cgroup_version, "v1");
     assert_no_leftovers("fixtures/testservice.py");
 }
 
@@ -35,19 +36,15 @@ fn memory_cap_oom_kill_is_recorded_and_the_next_run_works() {
     let prof = quick_profile(tmp.path(), 2, 3);
     let out = run_fixtures(tmp.path(), &["hog", "steady"], &prof, &dbp, &["--memory", "64M"]);
     assert_eq!(out.status.code(), Some(1), "a failed run makes the exit code 1");
-    let c = db(&dbp);
-    assert_eq!(i64_of(&c, "SELECT oom_killed FROM run WHERE service = 'test-hog'"), 1);
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step s JOIN run r ON r.id = s.run_id WHERE r.service = 'test-hog' AND s.oom_killed = 1"), 1);
-    assert!(text_of(&c, "SELECT error FROM run WHERE service = 'test-hog'").contains("OOM"));
-    assert_eq!(text_of(&c, "SELECT status FROM run WHERE service = 'test-steady'"), "completed");
-    assert_eq!(
-        i64_of(&c, "SELECT COUNT(*) FROM step s JOIN run r ON r.id = s.run_id WHERE r.service = 'test-steady'"),
-        2
-    );
-    assert!(
-        f64_of(&c, "SELECT MIN(success_rps) FROM step s JOIN run r ON r.id = s.run_id WHERE r.service = 'test-steady'")
-            > 0.0
-    );
+    let s = stored(&dbp);
+    let hog = s.runs_of("test-hog").next().expect("the hog's run");
+    assert!(hog.oom_killed);
+    assert_eq!(hog.steps.iter().filter(|st| st.oom_killed).count(), 1);
+    assert!(hog.error.as_deref().unwrap_or_default().contains("OOM"), "{:?}", hog.error);
+    let steady = s.runs_of("test-steady").next().expect("the steady service's run");
+    assert_eq!(steady.status, "completed");
+    assert_eq!(s.runs_of("test-steady").flat_map(|r| &r.steps).count(), 2);
+    assert!(min_present(s.runs_of("test-steady").flat_map(|r| &r.steps).map(|st| Some(st.success_rps))) > 0.0);
     assert_no_leftovers("fixtures/testservice.py");
 }
 
@@ -75,12 +72,8 @@ fn sigint_mid_step_tears_down_and_keeps_finished_steps() {
     let t0 = Instant::now();
     loop {
         assert!(t0.elapsed() < Duration::from_secs(60), "steps never reached the store");
-        if dbp.exists() {
-            if let Ok(n) = db(&dbp).query_row("SELECT COUNT(*) FROM step", [], |r| r.get::<_, i64>(0)) {
-                if n >= 2 {
-                    break;
-                }
-            }
+        if dbp.exists() && try_stored(&dbp).is_ok_and(|s| s.steps().count() >= 2) {
+            break;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -90,11 +83,11 @@ fn sigint_mid_step_tears_down_and_keeps_finished_steps() {
     let status = child.wait().unwrap();
     assert!(t1.elapsed() < Duration::from_secs(20), "teardown took {:?}", t1.elapsed());
     assert_eq!(status.code(), Some(130));
-    let c = db(&dbp);
-    assert!(i64_of(&c, "SELECT COUNT(*) FROM step") >= 2);
-    assert!(i64_of(&c, "SELECT COUNT(*) FROM step") < 10);
-    assert_eq!(text_of(&c, "SELECT status FROM run"), "interrupted");
-    assert_eq!(text_of(&c, "SELECT status FROM session"), "interrupted");
+    let s = stored(&dbp);
+    assert!(s.steps().count() >= 2);
+    assert!(s.steps().count() < 10);
+    assert_eq!(s.run().status, "interrupted");
+    assert_eq!(s.session().status, "interrupted");
     assert_no_leftovers("fixtures/testservice.py");
 }
 
@@ -142,21 +135,21 @@ fn without_cgroup_write_access_the_run_completes_with_a_warning() {
     assert!(!dbp.exists(), "nothing was stored");
     let out = as_nobody(&["--allow-unlimited"]);
     assert!(out.status.success());
-    let c = db(&dbp);
-    assert_eq!(text_of(&c, "SELECT status FROM run"), "completed");
-    assert_eq!(text_of(&c, "SELECT cgroup_version FROM run"), "none");
-    let warnings = text_of(&c, "SELECT warnings FROM session");
-    assert!(warnings.contains("WITHOUT CPU or memory limits"), "{warnings}");
+    let s = stored(&dbp);
+    assert_eq!(s.run().status, "completed");
+    assert_eq!(s.run().cgroup_version.as_deref(), Some("none"));
+    let warnings = &s.session().warnings;
+    assert!(warnings.iter().any(|w| w.contains("WITHOUT CPU or memory limits")), "{warnings:?}");
     // The run is recorded as unlimited, and the report says so and quotes nothing from it.
-    assert!(text_of(&c, "SELECT flags FROM run").contains("unlimited"));
-    assert_eq!(i64_of(&c, "SELECT valid FROM run"), 0);
+    assert!(s.run().stored_flags().is_some_and(|v| v.has(FlagCode::Unlimited)), "{:?}", s.run().stored_flags());
+    assert_eq!(s.run().valid, Some(false));
     let md = tmp.path().join("r.md");
     let out = svcbench(&["report", "--db", dbp.to_str().unwrap(), "-o", md.to_str().unwrap()], tmp.path());
     assert!(out.status.success());
     let text = std::fs::read_to_string(&md).unwrap();
     assert!(text.contains("limits not applied as asked"), "{text}");
-    assert!(f64_of(&c, "SELECT MIN(success_rps) FROM step") > 0.0);
-    assert!(f64_of(&c, "SELECT MIN(cpu_s) FROM step") > 0.0, "CPU is still measured from /proc");
+    assert!(min_present(s.steps().map(|st| Some(st.success_rps))) > 0.0);
+    assert!(min_present(s.steps().map(|st| st.cpu_s)) > 0.0, "CPU is still measured from /proc");
     assert_no_leftovers("fixtures/testservice.py");
 }
 
@@ -167,20 +160,17 @@ fn lifecycle_refusal_graceful_stop_and_check_command() {
     let prof = quick_profile(tmp.path(), 1, 1);
     let out = run_fixtures(tmp.path(), &["steady"], &prof, &dbp, &[]);
     assert!(out.status.success());
-    let c = db(&dbp);
-    assert_eq!(
-        i64_of(&c, "SELECT refuses_bad_dependency FROM service"),
-        1,
-        "{}",
-        text_of(&c, "SELECT refuse_detail FROM service")
-    );
-    assert_eq!(i64_of(&c, "SELECT stopped_gracefully FROM run"), 1);
-    assert_eq!(i64_of(&c, "SELECT exit_code FROM run"), 0);
-    let startup = f64_of(&c, "SELECT startup_ms FROM run");
+    let s = stored(&dbp);
+    let service = s.services().next().expect("the service's row");
+    assert_eq!(service.refuses_bad_dependency, Some(true), "{:?}", service.refuse_detail);
+    let r = s.run();
+    assert_eq!(r.stopped_gracefully, Some(true));
+    assert_eq!(r.exit_code, Some(0));
+    let startup = r.startup_ms.unwrap_or(f64::NAN);
     assert!(startup > 0.0 && startup < 10_000.0, "{startup}");
-    assert_eq!(i64_of(&c, "SELECT checks_failed FROM run"), 0);
-    assert_eq!(i64_of(&c, "SELECT checks_passed FROM run"), 2);
-    assert!(i64_of(&c, "SELECT COUNT(*) FROM sample") >= 10, "a 1 s step has at least 10 samples");
+    assert_eq!(r.checks_failed, Some(0));
+    assert_eq!(r.checks_passed, Some(2));
+    assert!(s.sample_count() >= 10, "a 1 s step has at least 10 samples");
 
     let out = svcbench(
         &["check", fixture("steady").to_str().unwrap(), "--work-dir", tmp.path().join("w").to_str().unwrap()],
@@ -201,8 +191,9 @@ fn fresh_start_steps_restart_the_service() {
         .unwrap();
     let out = run_fixtures(tmp.path(), &["steady"], &prof, &dbp, &[]);
     assert!(out.status.success());
-    let c = db(&dbp);
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE model = 'open' AND requests_ok > 0 AND cpu_s > 0"), 3);
+    let s = stored(&dbp);
+    let measured = |st: &&StepRow| st.model == "open" && st.requests_ok > 0 && st.cpu_s.is_some_and(|c| c > 0.0);
+    assert_eq!(s.steps().filter(measured).count(), 3);
     // One start for the run and one for each later step, each a process of its own with its own log.
     let work = tmp.path().join("work/fresh-session-1");
     for log in ["test-steady-run1.log", "test-steady-run1-step2.log", "test-steady-run1-step3.log"] {
@@ -211,7 +202,8 @@ fn fresh_start_steps_restart_the_service() {
     }
     assert!(!work.join("test-steady-run1-step1.log").exists(), "the first step runs on the run's own start");
     // The whole run's CPU time covers every instance, so it is at least the steps' sum.
-    assert!(f64_of(&c, "SELECT total_cpu_s FROM run") >= f64_of(&c, "SELECT SUM(cpu_s) FROM step") * 0.99);
+    let steps_cpu: f64 = s.steps().filter_map(|st| st.cpu_s).sum();
+    assert!(s.run().total_cpu_s.unwrap_or(f64::NAN) >= steps_cpu * 0.99);
     assert_no_leftovers("fixtures/testservice.py");
 }
 

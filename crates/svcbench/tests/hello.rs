@@ -28,42 +28,34 @@ fn quick_run_of_hello_services_stores_sane_figures() {
     args.extend(["--profile", "quick", "--runs", "2", "--db", dbp.to_str().unwrap()]);
     let out = svcbench(&args, &repo());
     assert!(out.status.success(), "svcbench run failed");
-    let c = db(&dbp);
-    let n = services.len() as i64;
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE status = 'completed'"), 2 * n);
+    let s = stored(&dbp);
+    let n = services.len();
+    assert_eq!(s.runs().filter(|r| r.status == "completed").count(), 2 * n);
     // Interleaved: A1 B1 C1 A2 B2 C2.
-    let order: Vec<i64> = c
-        .prepare("SELECT run_index FROM run ORDER BY id")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(|x| x.unwrap())
-        .collect();
-    assert_eq!(order, [vec![1; services.len()], vec![2; services.len()]].concat());
-    let mut stmt = c
-        .prepare("SELECT service, startup_ms, checks_passed, checks_failed, idle_mem_mib, total_cpu_s FROM run")
-        .unwrap();
-    let rows: Vec<(String, f64, i64, i64, f64, f64)> = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
-        .unwrap()
-        .map(|x| x.unwrap())
-        .collect();
-    for (svc, startup, passed, failed, idle, cpu) in rows {
+    let mut runs: Vec<&Run> = s.runs().collect();
+    runs.sort_by_key(|r| r.id);
+    let order: Vec<i64> = runs.iter().map(|r| r.run_index).collect();
+    assert_eq!(order, [vec![1; n], vec![2; n]].concat());
+    for r in &runs {
+        let svc = &r.service;
+        let startup = r.startup_ms.expect("startup stored");
+        let (passed, failed) = (r.checks_passed.expect("checks stored"), r.checks_failed.expect("checks stored"));
+        let (idle, cpu) = (r.idle_mem_mib.expect("idle memory stored"), r.total_cpu_s.expect("total CPU stored"));
         assert!(startup > 0.0 && startup < 10_000.0, "{svc}: startup {startup} ms");
         assert_eq!(failed, 0, "{svc}: failed checks");
         assert!(passed >= 3, "{svc}: {passed} checks passed");
         assert!(idle > 0.0, "{svc}: idle memory");
         assert!(cpu > 0.0, "{svc}: total CPU");
     }
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step"), 2 * n * 4, "quick has 4 steps");
-    assert!(f64_of(&c, "SELECT MIN(success_rps) FROM step") > 0.0);
-    assert!(f64_of(&c, "SELECT MIN(cpu_s) FROM step") > 0.0);
-    assert!(f64_of(&c, "SELECT MIN(mem_peak_mib) FROM step") > 0.0);
-    assert!(f64_of(&c, "SELECT MIN(p50) FROM step") > 0.0);
-    assert_eq!(i64_of(&c, "SELECT SUM(requests_err) FROM step"), 0, "hello services answer every request");
-    assert!(i64_of(&c, "SELECT MIN(artifact_bytes) FROM service") > 0);
+    assert_eq!(s.steps().count(), 2 * n * 4, "quick has 4 steps");
+    assert!(min_present(s.steps().map(|st| Some(st.success_rps))) > 0.0);
+    assert!(min_present(s.steps().map(|st| st.cpu_s)) > 0.0);
+    assert!(min_present(s.steps().map(|st| st.mem_peak_mib)) > 0.0);
+    assert!(min_present(s.steps().map(|st| st.p50)) > 0.0);
+    assert_eq!(s.steps().map(|st| st.requests_err).sum::<i64>(), 0, "hello services answer every request");
+    assert!(s.services().filter_map(|sv| sv.artifact_bytes).min().unwrap_or(-1) > 0);
     assert_eq!(
-        i64_of(&c, "SELECT COUNT(*) FROM run WHERE stopped_gracefully = 1"),
+        s.runs().filter(|r| r.stopped_gracefully == Some(true)).count(),
         2 * n,
         "every hello service stops on SIGTERM"
     );

@@ -36,14 +36,14 @@ fn a_service_on_every_interface_is_warned_about_stored_and_reported() {
     assert_eq!(warned.len(), 1, "one warning, for the wildcard service only: {said}");
     assert!(warned[0].contains("test-wildcard run 1") && warned[0].contains("(0.0.0.0:"), "{}", warned[0]);
 
-    let c = db(&dbp);
-    let of = |svc: &str, col: &str| text_of(&c, &format!("SELECT {col} FROM run WHERE service = '{svc}'"));
+    let s = stored(&dbp);
+    let addrs_of = |svc: &str| s.run_of(svc).listen_addrs.clone().unwrap_or_default();
     // Read back: the wildcard service's address and its warning; the steady one on 127.0.0.1 only, no warning.
-    assert!(of("test-wildcard", "listen_addrs").starts_with("0.0.0.0:"), "{}", of("test-wildcard", "listen_addrs"));
-    let stored = of("test-wildcard", "listen_warning");
-    assert!(stored.contains("every interface (0.0.0.0:") && stored.contains("127.0.0.1"), "{stored}");
-    assert!(of("test-steady", "listen_addrs").starts_with("127.0.0.1:"), "{}", of("test-steady", "listen_addrs"));
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE service = 'test-steady' AND listen_warning IS NULL"), 1);
+    assert!(addrs_of("test-wildcard").starts_with("0.0.0.0:"), "{}", addrs_of("test-wildcard"));
+    let warning = s.run_of("test-wildcard").listen_warning.clone().unwrap_or_default();
+    assert!(warning.contains("every interface (0.0.0.0:") && warning.contains("127.0.0.1"), "{warning}");
+    assert!(addrs_of("test-steady").starts_with("127.0.0.1:"), "{}", addrs_of("test-steady"));
+    assert_eq!(s.runs_of("test-steady").filter(|r| r.listen_warning.is_none()).count(), 1);
 
     // The report's runs table carries it on the wildcard run's row.
     let md = tmp.path().join("r.md");
@@ -67,11 +67,11 @@ fn a_bundled_service_on_its_host_is_stored_without_warning() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
     assert!(!said.contains("listens on"), "{said}");
-    let c = db(&dbp);
-    let addrs = text_of(&c, "SELECT listen_addrs FROM run");
+    let s = stored(&dbp);
+    let addrs = s.run().listen_addrs.clone().unwrap_or_default();
     let port = addrs.strip_prefix("127.0.0.1:").unwrap_or_else(|| panic!("{addrs}"));
     assert!(port.parse::<u16>().is_ok(), "one address on loopback: {addrs}");
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE listen_warning IS NULL"), 1);
+    assert_eq!(s.runs().filter(|r| r.listen_warning.is_none()).count(), 1);
     nothing_left("hello-nethttp");
 }
 

@@ -22,7 +22,7 @@ fn three_short_steps(dir: &Path) -> std::path::PathBuf {
 
 /// The lowest step median of a run.
 fn p50(dbp: &Path) -> f64 {
-    f64_of(&db(dbp), "SELECT MIN(p50) FROM step")
+    min_present(stored(dbp).steps().map(|st| st.p50))
 }
 
 #[test]
@@ -41,8 +41,9 @@ fn a_service_store_link_adds_its_delay_to_every_round_trip_and_is_recorded() {
     let rise = p50(&linked) - p50(&plain);
     assert!((3.5..=7.5).contains(&rise), "p50 rose by {rise:.2} ms; 2 round trips × 2 ms expected");
     // Every request still succeeded, and the network is stored with the session and shown in the report.
-    assert_eq!(f64_of(&db(&linked), "SELECT MIN(success_ratio) FROM step"), 1.0);
-    let net = text_of(&db(&linked), "SELECT network FROM session");
+    let s = stored(&linked);
+    assert_eq!(min_present(s.steps().map(|st| st.success_ratio)), 1.0);
+    let net = s.session().network.clone().unwrap_or_default();
     assert!(net.contains("service 10.213.") && net.contains("links: service-store=delay:2ms"), "{net}");
     let md = tmp.path().join("r.md");
     let out = svcbench(&["report", "--db", linked.to_str().unwrap(), "-o", md.to_str().unwrap()], tmp.path());
@@ -172,7 +173,8 @@ fn two_generator_namespaces_drive_one_step_and_their_histograms_merge_exactly() 
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
     // Two client namespaces, each behind its own link to the service.
-    let net = text_of(&db(&dbp), "SELECT network FROM session");
+    let s = stored(&dbp);
+    let net = s.session().network.clone().unwrap_or_default();
     assert!(net.contains("client 10.213.") && net.contains("client2 10.213."), "{net}");
     assert!(
         said.contains("link client-service=delay:1ms:") && said.contains("link client2-service=delay:1ms:"),
@@ -181,16 +183,15 @@ fn two_generator_namespaces_drive_one_step_and_their_histograms_merge_exactly() 
 
     let reports = agent_reports(tmp.path());
     assert_eq!(reports.len(), 4, "two steps × two agents: {:?}", reports.keys());
-    let c = db(&dbp);
     for seq in [1, 2] {
+        let step = s.steps().find(|st| st.seq == i64::from(seq)).unwrap_or_else(|| panic!("no step {seq} stored"));
         let (a, b) = (&reports[&(seq, 1)], &reports[&(seq, 2)]);
         assert!(a.requests_ok > 0 && b.requests_ok > 0, "step {seq}: both agents sent");
-        let stored = i64_of(&c, &format!("SELECT requests_ok FROM step WHERE seq = {seq}"));
-        assert_eq!(stored as u64, a.requests_ok + b.requests_ok, "step {seq}: the sum of the agents' counts");
+        assert_eq!(step.requests_ok as u64, a.requests_ok + b.requests_ok, "step {seq}: the sum of the agents' counts");
         let mut h = a.histogram().unwrap();
         h.add(b.histogram().unwrap()).unwrap();
-        for (col, q) in [("p50", 0.5), ("p99", 0.99)] {
-            let stored = f64_of(&c, &format!("SELECT {col} FROM step WHERE seq = {seq}"));
+        for (col, stored, q) in [("p50", step.p50, 0.5), ("p99", step.p99, 0.99)] {
+            let stored = stored.unwrap_or(f64::NAN);
             let merged = h.value_at_quantile(q) as f64 / 1000.0;
             assert!((stored - merged).abs() < 1e-9, "step {seq} {col}: stored {stored}, merged histograms {merged}");
         }
@@ -229,19 +230,16 @@ fn a_study_link_axis_gives_each_cell_its_own_delay() {
     let out = svcbench(&["study", fs, "--db", ds, "--probe-tolerance", "1000"], tmp.path());
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
-    let c = db(&dbp);
+    let s = stored(&dbp);
     let p50_of = |links: &str| {
-        f64_of(
-            &c,
-            &format!(
-                "SELECT MIN(step.p50) FROM step JOIN run ON step.run_id = run.id WHERE run.cell = 'cpus=none memory=512M \
-                 links={links}'"
-            ),
+        let cell = format!("cpus=none memory=512M links={links}");
+        min_present(
+            s.runs().filter(|r| r.cell.as_deref() == Some(cell.as_str())).flat_map(|r| &r.steps).map(|st| st.p50),
         )
     };
     let rise = p50_of("service-store=delay:2ms") - p50_of("none");
     assert!((3.5..=7.5).contains(&rise), "p50 rose by {rise:.2} ms between the cells; 2 round trips × 2 ms expected");
-    let net = text_of(&c, "SELECT network FROM session");
+    let net = s.session().network.clone().unwrap_or_default();
     assert!(net.contains("the links of each run are its cell's"), "{net}");
     let md = std::fs::read_to_string(tmp.path().join("links.md")).unwrap();
     assert!(md.contains("Round under cpus=none memory=512M links=service-store=delay:2ms"), "{md}");

@@ -83,9 +83,10 @@ fn run_as_root_gives_root_and_is_stored_and_reported() {
         tmp.path(),
     );
     assert!(out.status.success());
-    let c = db(&dbp);
-    assert_eq!(text_of(&c, "SELECT service_user FROM run WHERE service = 'test-whoami'"), "svcbench");
-    assert_eq!(text_of(&c, "SELECT service_user FROM run WHERE service = 'test-whoami@root'"), "root");
+    let s = stored(&dbp);
+    let user_of = |svc: &str| s.runs_of(svc).next().and_then(|r| r.service_user.clone()).unwrap_or_default();
+    assert_eq!(user_of("test-whoami"), "svcbench");
+    assert_eq!(user_of("test-whoami@root"), "root");
     let md = tmp.path().join("r.md");
     let out = svcbench(&["report", "--db", dbp.to_str().unwrap(), "-o", md.to_str().unwrap()], tmp.path());
     assert!(out.status.success());

@@ -89,13 +89,36 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-fn column(c: &rusqlite::Connection, sql: &str, service: &str) -> Vec<f64> {
-    c.prepare(sql)
-        .unwrap()
-        .query_map([service], |r| r.get::<_, Option<f64>>(0))
-        .unwrap()
-        .filter_map(|x| x.unwrap())
-        .collect()
+/// A figure of each run of `service` that has it.
+fn column(s: &Stored, service: &str, figure: impl Fn(&Run) -> Option<f64>) -> Vec<f64> {
+    s.runs_of(service).filter_map(figure).collect()
+}
+
+/// A run's figure per successful request (None when it has none, as SQL divides by zero).
+fn per_request(r: &Run, scale: f64) -> Option<f64> {
+    let ok = r.total_requests_ok.filter(|&n| n != 0)?;
+    Some(r.total_cpu_s? * scale / ok as f64)
+}
+
+/// The run's valid step with the most successful requests per second.
+fn peak_step(r: &Run) -> Option<&StepRow> {
+    r.steps.iter().filter(|st| st.valid == Some(true)).max_by(|a, b| a.success_rps.total_cmp(&b.success_rps))
+}
+
+/// The figure a chart draws, of one step.
+fn chart_figure(id: &str, st: &StepRow) -> Option<f64> {
+    match id {
+        "errors" => Some(st.error_ratio),
+        "rps" => Some(st.success_rps),
+        "p50" => st.p50,
+        "p90" => st.p90,
+        "p99" => st.p99,
+        "mem" => st.mem_peak_mib,
+        "mem-per-rps" => st.mem_mib_s_per_req,
+        "cpu" => st.cpu_s,
+        "cpu-per-req" => st.cpu_ms_per_req,
+        _ => None,
+    }
 }
 
 fn close(a: f64, b: f64, rel: f64) -> bool {
@@ -148,17 +171,11 @@ fn html_report_of_two_hello_services_in_chromium() {
     assert_eq!(v["consoleErrors"], Value::Array(vec![]), "console errors in the report");
     assert_eq!(v["externalRequests"], Value::Array(vec![]), "the report fetched something");
 
-    let c = db(dbp);
-    let services: Vec<String> = c
-        .prepare("SELECT name FROM service ORDER BY rowid")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(|x| x.unwrap())
-        .collect();
+    let stored = stored(dbp);
+    let services: Vec<String> = stored.services().map(|sv| sv.name.clone()).collect();
     assert_eq!(services.len(), 2);
     let run_labels: Vec<String> = services.iter().flat_map(|s| [format!("{s} #1"), format!("{s} #2")]).collect();
-    let steps = i64_of(&c, "SELECT COUNT(*) FROM step") / 4;
+    let steps = stored.steps().count() as i64 / 4;
     assert_eq!(steps, 4, "quick has 4 steps");
 
     // The eleven charts, each with one series per run and a legend entry per service.
@@ -177,29 +194,19 @@ fn html_report_of_two_hello_services_in_chromium() {
         assert_eq!(legend, services, "chart {id}: one legend entry per service");
         // A point per step that has the figure: a step without successes has no latency or CPU per
         // request, and a log axis has no place for a latency of 0.
-        let figure = match id {
-            "errors" => "error_ratio",
-            "rps" => "success_rps",
-            "p50" | "p90" | "p99" => id,
-            "mem" => "mem_peak_mib",
-            "mem-per-rps" => "mem_mib_s_per_req",
-            "cpu" => "cpu_s",
-            "cpu-per-req" => "cpu_ms_per_req",
-            _ => "",
-        };
         for s in series {
             let label = s["id"].as_str().unwrap();
             let (svc, index) = label.rsplit_once(" #").unwrap();
-            let run = format!("(SELECT id FROM run WHERE service = '{svc}' AND run_index = {index})");
+            let run = stored
+                .runs_of(svc)
+                .find(|r| r.run_index.to_string() == index)
+                .unwrap_or_else(|| panic!("no stored run {label}"));
             let want = match id {
                 "startup" => 1,
                 "bang" => steps + 1,
                 _ => {
-                    let positive = if id.starts_with('p') { " AND {f} > 0" } else { "" }.replace("{f}", figure);
-                    i64_of(
-                        &c,
-                        &format!("SELECT COUNT(*) FROM step WHERE run_id = {run} AND {figure} IS NOT NULL{positive}"),
-                    )
+                    let positive = |v: f64| !id.starts_with('p') || v > 0.0;
+                    run.steps.iter().filter(|st| chart_figure(id, st).is_some_and(positive)).count() as i64
                 }
             };
             assert_eq!(s["points"].as_i64().unwrap(), want, "chart {id}, series {label}");
@@ -233,16 +240,13 @@ fn html_report_of_two_hello_services_in_chromium() {
         let cells = &row["cells"];
         let expect: [(&str, Vec<f64>); 7] = [
             // Peaks come from valid steps only: a run without one has no peak.
-            ("peak_rps", column(&c, "SELECT MAX(s.success_rps) FROM step s JOIN run r ON r.id = s.run_id WHERE r.service = ?1 AND s.valid = 1 GROUP BY r.id", svc)),
-            (
-                "peak_at",
-                column(&c, "SELECT (SELECT s.connections FROM step s WHERE s.run_id = r.id AND s.valid = 1 ORDER BY s.success_rps DESC LIMIT 1) FROM run r WHERE r.service = ?1", svc),
-            ),
-            ("cpu_us_per_req", column(&c, "SELECT total_cpu_s * 1e6 / total_requests_ok FROM run WHERE service = ?1", svc)),
-            ("cost_per_billion", column(&c, &format!("SELECT total_cpu_s / total_requests_ok * 1e9 / 3600 * {price} FROM run WHERE service = ?1"), svc)),
-            ("startup_ms", column(&c, "SELECT startup_ms FROM run WHERE service = ?1", svc)),
-            ("idle_mem_mib", column(&c, "SELECT idle_mem_mib FROM run WHERE service = ?1", svc)),
-            ("peak_mem_mib", column(&c, "SELECT MAX(s.mem_peak_mib) FROM step s JOIN run r ON r.id = s.run_id WHERE r.service = ?1 GROUP BY r.id", svc)),
+            ("peak_rps", column(&stored, svc, |r| peak_step(r).map(|st| st.success_rps))),
+            ("peak_at", column(&stored, svc, |r| peak_step(r).and_then(|st| st.connections).map(|n| n as f64))),
+            ("cpu_us_per_req", column(&stored, svc, |r| per_request(r, 1e6))),
+            ("cost_per_billion", column(&stored, svc, |r| per_request(r, 1e9 / 3600.0 * price))),
+            ("startup_ms", column(&stored, svc, |r| r.startup_ms)),
+            ("idle_mem_mib", column(&stored, svc, |r| r.idle_mem_mib)),
+            ("peak_mem_mib", column(&stored, svc, |r| max_present(r.steps.iter().map(|st| st.mem_peak_mib)))),
         ];
         for (metric, values) in expect {
             let cell = &cells[metric];
@@ -274,11 +278,11 @@ fn html_report_of_two_hello_services_in_chromium() {
                 );
             }
         }
-        let artifact = f64_of(&c, &format!("SELECT artifact_bytes / 1048576.0 FROM service WHERE name = '{svc}'"));
+        let artifact = stored.service(svc).artifact_bytes.map_or(f64::NAN, |b| b as f64 / 1048576.0);
         assert!(close(cells["artifact_mib"]["value"].as_f64().unwrap(), artifact, 1e-9));
-        let oom = i64_of(&c, &format!("SELECT SUM(oom_killed) FROM run WHERE service = '{svc}'"));
+        let oom = stored.runs_of(svc).filter(|r| r.oom_killed).count() as i64;
         assert_eq!(cells["oom_kills"]["value"].as_i64().unwrap(), oom);
-        let graceful = i64_of(&c, &format!("SELECT SUM(stopped_gracefully) FROM run WHERE service = '{svc}'"));
+        let graceful = stored.runs_of(svc).filter(|r| r.stopped_gracefully == Some(true)).count() as i64;
         assert_eq!(cells["graceful"]["value"].as_i64().unwrap(), graceful);
     }
 

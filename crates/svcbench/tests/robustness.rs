@@ -37,17 +37,19 @@ fn sigkill_mid_step_is_cleaned_up_by_the_next_run() {
     // Killed before it could tear down: its groups are still there, its session still `running`.
     let groups = leftover_cgroups();
     assert!(groups.iter().any(|g| g.to_string_lossy().contains(&format!("/{pid}-"))), "{groups:?}");
-    assert_eq!(text_of(&db(&dbp), "SELECT status FROM session"), "running");
+    assert_eq!(stored(&dbp).session().status, "running");
 
     let mut next = spawn_svcbench(tmp.path(), "next", &run_args(steady.to_str().unwrap(), &short, &dbp));
     assert!(wait_exit(&mut next, Duration::from_secs(60)).success(), "{}", stderr_of(tmp.path(), "next"));
     let said = stderr_of(tmp.path(), "next");
     assert!(said.contains(&format!("cleaned up after svcbench pid {pid}")), "{said}");
-    let c = db(&dbp);
-    assert_eq!(text_of(&c, "SELECT status FROM session WHERE id = 1"), "aborted");
-    assert_eq!(text_of(&c, "SELECT status FROM run WHERE session_id = 1"), "aborted");
-    assert!(text_of(&c, "SELECT flags FROM run WHERE session_id = 1").contains("incomplete"));
-    assert_eq!(text_of(&c, "SELECT status FROM session WHERE id = 2"), "completed");
+    let s = stored(&dbp);
+    let session = |id: i64| s.sessions.iter().find(|x| x.session.id == id).unwrap_or_else(|| panic!("no session {id}"));
+    assert_eq!(session(1).session.status, "aborted");
+    let killed = session(1).runs.first().expect("the killed session's run");
+    assert_eq!(killed.status, "aborted");
+    assert!(killed.stored_flags().is_some_and(|v| v.has(FlagCode::Incomplete)), "{:?}", killed.stored_flags());
+    assert_eq!(session(2).session.status, "completed");
     assert!(!said.contains("untrusted"), "{said}");
     assert_eq!(lock_files(tmp.path()), Vec::<PathBuf>::new());
     assert_no_leftovers("fixtures/testservice.py");
@@ -106,7 +108,7 @@ fn a_lock_file_of_a_dead_owner_ends_and_removes_nothing_it_cannot_verify() {
         "{said}"
     );
     assert_eq!(lock_files(tmp.path()), Vec::<PathBuf>::new(), "the file is dealt with once");
-    assert_eq!(text_of(&db(&dbp), "SELECT status FROM session"), "completed");
+    assert_eq!(stored(&dbp).session().status, "completed");
     unsafe { libc::kill(group as i32, libc::SIGKILL) };
     sleep.wait().unwrap();
 }
@@ -125,8 +127,7 @@ fn a_second_sigint_50ms_after_the_first_still_tears_down() {
     let status = wait_exit(&mut child, Duration::from_secs(10));
     assert_eq!(status.code(), Some(130), "{}", stderr_of(tmp.path(), "twice"));
     assert_no_leftovers("fixtures/testservice.py");
-    let c = db(&dbp);
-    assert_eq!(text_of(&c, "SELECT status FROM session"), "aborted");
+    assert_eq!(stored(&dbp).session().status, "aborted");
     assert_eq!(lock_files(tmp.path()), Vec::<PathBuf>::new());
 }
 
@@ -138,7 +139,7 @@ fn ctrl_c_ends_a_session_stuck_in_the_checks_and_in_the_stop_grace_within_second
     let mut child = spawn_svcbench(tmp.path(), "stuck", &run_args(stuck.to_str().unwrap(), &prof, &dbp));
     // Started and idle memory read: the checks are under way, and GET /nope hangs for a minute.
     let t0 = Instant::now();
-    while !(dbp.exists() && i64_of(&db(&dbp), "SELECT COUNT(*) FROM run WHERE startup_ms IS NOT NULL") > 0) {
+    while !(dbp.exists() && try_stored(&dbp).is_ok_and(|s| s.runs().any(|r| r.startup_ms.is_some()))) {
         assert!(t0.elapsed() < Duration::from_secs(60), "the service never started");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -149,8 +150,7 @@ fn ctrl_c_ends_a_session_stuck_in_the_checks_and_in_the_stop_grace_within_second
     let status = wait_exit(&mut child, Duration::from_secs(5));
     assert_eq!(status.code(), Some(130), "{}", stderr_of(tmp.path(), "stuck"));
     assert!(t1.elapsed() < Duration::from_secs(3), "took {:?}", t1.elapsed());
-    let c = db(&dbp);
-    assert_eq!(text_of(&c, "SELECT status FROM run"), "interrupted");
+    assert_eq!(stored(&dbp).run().status, "interrupted");
     assert_no_leftovers("fixtures/testservice.py");
 }
 
@@ -177,8 +177,7 @@ fn a_second_measurement_on_the_machine_refuses_or_waits() {
     let a_ended = Instant::now();
     assert!(wait_exit(&mut queued, Duration::from_secs(60)).success(), "{}", stderr_of(tmp.path(), "queued"));
     assert!(stderr_of(tmp.path(), "queued").contains("waiting for the other measurement to end"));
-    let c = db(&b_db);
-    assert_eq!(text_of(&c, "SELECT status FROM run"), "completed");
+    assert_eq!(stored(&b_db).run().status, "completed");
     assert!(a_ended.elapsed() < Duration::from_secs(60));
     assert_no_leftovers("fixtures/testservice.py");
 }
@@ -189,23 +188,21 @@ fn the_refusal_check_is_not_fooled() {
     let (dbp, prof) = (tmp.path().join("s.db"), profile(tmp.path(), 1));
     let out = run_fixtures(tmp.path(), &["refuse-badcmd", "refuse-answers"], &prof, &dbp, &[]);
     assert!(out.status.success());
-    let c = db(&dbp);
+    let s = stored(&dbp);
     let verdict = |svc: &str| {
-        (
-            i64_of(&c, &format!("SELECT refuses_bad_dependency FROM service WHERE name = 'test-{svc}'")),
-            text_of(&c, &format!("SELECT refuse_detail FROM service WHERE name = 'test-{svc}'")),
-        )
+        let sv = s.service(&format!("test-{svc}"));
+        (sv.refuses_bad_dependency, sv.refuse_detail.clone().unwrap_or_default())
     };
     let (refused, detail) = verdict("refuse-badcmd");
-    assert_eq!(refused, 0, "a command that cannot be started is not a refusal: {detail}");
+    assert_eq!(refused, Some(false), "a command that cannot be started is not a refusal: {detail}");
     // Started without a shell, its program is looked up on the wrong PATH before anything runs, and the
     // reason names it.
     assert!(detail.contains("finds no `python3` on PATH /nonexistent"), "{detail}");
     let (refused, detail) = verdict("refuse-answers");
-    assert_eq!(refused, 0, "a service that answered before exiting did start: {detail}");
+    assert_eq!(refused, Some(false), "a service that answered before exiting did start: {detail}");
     assert!(detail.contains("answered its readiness path"), "{detail}");
     // The good environment starts both.
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE status = 'completed'"), 2);
+    assert_eq!(s.runs().filter(|r| r.status == "completed").count(), 2);
     assert_no_leftovers("fixtures/testservice.py");
 }
 
@@ -215,14 +212,16 @@ fn out_of_memory_is_told_apart_at_startup_and_in_the_checks() {
     let (dbp, prof) = (tmp.path().join("s.db"), profile(tmp.path(), 1));
     let out = run_fixtures(tmp.path(), &["oom-start", "oom-checks"], &prof, &dbp, &["--memory", "64M"]);
     assert_eq!(out.status.code(), Some(1));
-    let c = db(&dbp);
+    let s = stored(&dbp);
     for (svc, stage) in [("oom-start", "startup"), ("oom-checks", "checks")] {
-        let q = |col: &str| format!("SELECT {col} FROM run WHERE service = 'test-{svc}'");
-        assert_eq!(i64_of(&c, &q("oom_killed")), 1, "{svc}");
-        assert_eq!(i64_of(&c, &q("COALESCE(stuck_at_memory_cap, 0)")), 0, "{svc}");
-        assert_eq!(text_of(&c, &q("failed_stage")), stage, "{svc}");
-        assert!(text_of(&c, &q("error")).contains("OOM-killed"), "{svc}: {}", text_of(&c, &q("error")));
-        assert_eq!(text_of(&c, &q("status")), "failed");
+        let name = format!("test-{svc}");
+        let r = s.runs_of(&name).next().unwrap_or_else(|| panic!("no run of {name}"));
+        assert!(r.oom_killed, "{svc}");
+        assert!(!r.stuck_at_memory_cap, "{svc}");
+        assert_eq!(r.failed_stage.as_deref(), Some(stage), "{svc}");
+        let err = r.error.clone().unwrap_or_default();
+        assert!(err.contains("OOM-killed"), "{svc}: {err}");
+        assert_eq!(r.status, "failed");
     }
     assert_no_leftovers("fixtures/testservice.py");
 }
@@ -235,13 +234,14 @@ fn a_service_stuck_at_its_memory_cap_is_given_up_on_early() {
     let out = run_fixtures(tmp.path(), &["at-cap"], &prof, &dbp, &["--memory", "48M", "--startup-timeout", "120s"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(t0.elapsed() < Duration::from_secs(60), "gave up after {:?}, not well before the timeout", t0.elapsed());
-    let c = db(&dbp);
-    let err = text_of(&c, "SELECT error FROM run");
+    let s = stored(&dbp);
+    let r = s.run();
+    let err = r.error.clone().unwrap_or_default();
     assert!(err.contains("sat at its memory cap (48 MiB)") && err.contains("raise --memory"), "{err}");
     // Stored as the service's end under its cap (a study's sizing and resume count it), not as an OOM kill.
-    assert_eq!(i64_of(&c, "SELECT stuck_at_memory_cap FROM run"), 1);
-    assert_eq!(i64_of(&c, "SELECT oom_killed FROM run"), 0);
-    assert_eq!(text_of(&c, "SELECT failed_stage FROM run"), "startup");
+    assert!(r.stuck_at_memory_cap);
+    assert!(!r.oom_killed);
+    assert_eq!(r.failed_stage.as_deref(), Some("startup"));
     assert_no_leftovers("fixtures/testservice.py");
 }
 
@@ -273,9 +273,9 @@ fn an_svcbench_in_another_pid_namespace_leaves_this_ones_groups_alone() {
     );
     assert!(!said.contains(&format!("{}-", outer.id())), "{said}");
     assert!(wait_exit(&mut outer, Duration::from_secs(60)).success(), "{}", stderr_of(tmp.path(), "outer"));
-    let c = db(&outer_db);
-    assert_eq!(text_of(&c, "SELECT status FROM session"), "completed");
-    assert_eq!(text_of(&c, "SELECT status FROM run"), "completed");
-    assert_eq!(text_of(&db(&inner_db), "SELECT status FROM run"), "completed");
+    let outer_store = stored(&outer_db);
+    assert_eq!(outer_store.session().status, "completed");
+    assert_eq!(outer_store.run().status, "completed");
+    assert_eq!(stored(&inner_db).run().status, "completed");
     assert_no_leftovers("fixtures/testservice.py");
 }

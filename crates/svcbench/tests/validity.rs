@@ -24,14 +24,15 @@ fn starved_keepalive_connections_are_counted_and_mark_the_step() {
     let prof = profile(tmp.path(), 8, 3);
     let dbp = tmp.path().join("s.db");
     run("starver", &prof, &dbp, tmp.path());
-    let c = db(&dbp);
-    assert_eq!(i64_of(&c, "SELECT conn_starved FROM step"), 4);
-    assert!(i64_of(&c, "SELECT stalled FROM step") >= 4, "requests unanswered the whole step count against success");
-    assert!(f64_of(&c, "SELECT success_ratio FROM step") < 1.0);
-    assert_eq!(i64_of(&c, "SELECT valid FROM step"), 0);
-    assert!(text_of(&c, "SELECT flags FROM step").contains("starved_connections"));
-    assert_eq!(i64_of(&c, "SELECT answers_min FROM step"), 0);
-    assert!(f64_of(&c, "SELECT oldest_unanswered_ms FROM step") >= 1500.0);
+    let s = stored(&dbp);
+    let st = s.step();
+    assert_eq!(st.conn_starved, Some(4));
+    assert!(st.stalled.unwrap_or(-1) >= 4, "requests unanswered the whole step count against success");
+    assert!(st.success_ratio.expect("success ratio stored") < 1.0);
+    assert_eq!(st.valid, Some(false));
+    assert!(st.validity().has(FlagCode::StarvedConnections), "{:?}", st.flags);
+    assert_eq!(st.answers_min, Some(0));
+    assert!(st.oldest_unanswered_ms.unwrap_or(f64::NAN) >= 1500.0);
     // The report says so and quotes no peak from it.
     let md = tmp.path().join("r.md");
     let out = svcbench(&["report", "--db", dbp.to_str().unwrap(), "-o", md.to_str().unwrap()], tmp.path());
@@ -42,9 +43,9 @@ fn starved_keepalive_connections_are_counted_and_mark_the_step() {
     // The same server answering with Connection: close frees its workers: nothing starves.
     let dbp2 = tmp.path().join("s2.db");
     run("starver-close", &prof, &dbp2, tmp.path());
-    let c = db(&dbp2);
-    assert_eq!(i64_of(&c, "SELECT conn_starved FROM step"), 0);
-    assert!(!text_of(&c, "SELECT flags FROM step").contains("starved_connections"));
+    let s2 = stored(&dbp2);
+    assert_eq!(s2.step().conn_starved, Some(0));
+    assert!(!s2.step().validity().has(FlagCode::StarvedConnections), "{:?}", s2.step().flags);
     assert_no_leftovers("fixtures/testservice.py");
 }
 
@@ -74,13 +75,14 @@ fn a_load_generator_starved_of_cpu_by_another_process_is_flagged() {
         .collect();
     run("steady", &prof, &dbp, tmp.path());
     drop(hogs);
-    let c = db(&dbp);
-    let flags = text_of(&c, "SELECT flags FROM step");
+    let s = stored(&dbp);
+    let flags = s.step().validity();
     assert!(
-        flags.contains("generator_contended") || flags.contains("generator_saturated"),
-        "a generator sharing its CPU with two busy loops must be flagged: {flags}"
+        flags.has(FlagCode::GeneratorContended) || flags.has(FlagCode::GeneratorSaturated),
+        "a generator sharing its CPU with two busy loops must be flagged: {:?}",
+        flags.flags
     );
-    assert_eq!(i64_of(&c, "SELECT valid FROM step"), 0);
+    assert_eq!(s.step().valid, Some(false));
     assert_no_leftovers("fixtures/testservice.py");
 }
 
@@ -92,14 +94,14 @@ fn an_open_step_above_a_fixed_capacity_is_not_sustained_and_counts_its_capacity(
     std::fs::write(&prof, "name = \"o\"\n[[step]]\nrate = 400\nmax_connections = 512\nduration = \"4s\"\n").unwrap();
     let dbp = tmp.path().join("s.db");
     run("capped", &prof, &dbp, tmp.path());
-    let c = db(&dbp);
-    let flags = text_of(&c, "SELECT flags FROM step");
-    assert!(flags.contains("not_sustained"), "{flags}");
-    assert_eq!(i64_of(&c, "SELECT valid FROM step"), 0);
+    let s = stored(&dbp);
+    let st = s.step();
+    assert!(st.validity().has(FlagCode::NotSustained), "{:?}", st.flags);
+    assert_eq!(st.valid, Some(false));
     // Throughput is what completed inside the step, near the capacity, not the offered rate; the answers
     // drained after the step still count for success and latency.
-    let rps = f64_of(&c, "SELECT success_rps FROM step");
+    let rps = st.success_rps;
     assert!((120.0..=230.0).contains(&rps), "req/s {rps} should be near the 200 req/s capacity");
-    assert!(i64_of(&c, "SELECT requests_ok FROM step") > i64_of(&c, "SELECT requests_ok_in_window FROM step"));
+    assert!(st.requests_ok > st.requests_ok_in_window.unwrap_or(-1));
     assert_no_leftovers("fixtures/testservice.py");
 }

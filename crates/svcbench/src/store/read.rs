@@ -129,6 +129,10 @@ pub struct Run {
     /// The warning when the service listened on more than its `{host}` after startup (None: only there, or
     /// not read: on another machine, or in an older store).
     pub listen_warning: Option<String>,
+    /// Where the service's processes listened after startup, as read from /proc (None: not read).
+    pub listen_addrs: Option<String>,
+    /// Whether the run completed under the limits asked, as stored (None: not yet ended).
+    pub valid: Option<bool>,
     flags: Option<String>,
     pub steps: Vec<StepRow>,
     pub checks: Vec<StoredCheck>,
@@ -142,6 +146,11 @@ impl Run {
             Some(j) => Validity::from_json(j),
             None => Validity { flags: crate::figures::validity::run_flags(&self.status, &[]) },
         }
+    }
+
+    /// The flags as stored (None in a store made before validity was, where `validity` infers them).
+    pub fn stored_flags(&self) -> Option<Validity> {
+        self.flags.as_deref().map(Validity::from_json)
     }
 
     /// Whether the run's figures may enter medians and verdicts: completed, under the limits asked.
@@ -256,6 +265,8 @@ fn run_of(r: &Row) -> rusqlite::Result<Run> {
         asked_memory_mib: r.get("asked_memory_mib")?,
         warnings: json_strings(r.get("warnings")?),
         listen_warning: r.get("listen_warning")?,
+        listen_addrs: r.get("listen_addrs")?,
+        valid: r.get::<_, Option<i64>>("valid")?.map(|v| v != 0),
         flags: r.get("flags")?,
         steps: Vec::new(),
         checks: Vec::new(),
@@ -379,6 +390,15 @@ impl Reader {
             .prepare("SELECT name, value FROM run_figure WHERE run_id = ?1 ORDER BY name")?
             .query_map([run], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// How many sampler readings are stored with the run's steps.
+    pub fn sample_count(&self, run: i64) -> Result<i64> {
+        Ok(self.conn.query_row(
+            "SELECT COUNT(*) FROM sample WHERE step_id IN (SELECT id FROM step WHERE run_id = ?1)",
+            [run],
+            |r| r.get(0),
+        )?)
     }
 
     /// Loads a run's steps, checks and extra figures into it.

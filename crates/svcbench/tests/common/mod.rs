@@ -1,8 +1,15 @@
 //! Shared helpers of the integration tests: the binary, the fixtures, the store, and the leftover checks.
 #![allow(dead_code)]
 use rusqlite::Connection;
+// The store's reader types, for the tests that read what a run stored; not every test file uses each.
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+#[allow(unused_imports)]
+pub use svcbench::figures::validity::FlagCode;
+#[allow(unused_imports)]
+pub use svcbench::store::read::{Run, Session, StoredCheck, StoredService};
+#[allow(unused_imports)]
+pub use svcbench::store::{Reader, StepRow};
 
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_svcbench"))
@@ -78,13 +85,8 @@ pub fn wait_for_load_within(dbp: &Path, within: std::time::Duration) {
     let t0 = std::time::Instant::now();
     loop {
         assert!(t0.elapsed() < within, "the run never reached its first step");
-        if dbp.exists() {
-            let n = db(dbp)
-                .query_row("SELECT COUNT(*) FROM run WHERE checks_passed IS NOT NULL", [], |r| r.get::<_, i64>(0))
-                .unwrap_or(0);
-            if n > 0 {
-                return;
-            }
+        if try_stored(dbp).is_ok_and(|s| s.runs().any(|r| r.checks_passed.is_some())) {
+            return;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -100,6 +102,113 @@ pub fn run_fixtures(tmp: &Path, services: &[&str], prof: &Path, dbp: &Path, extr
     svcbench(&args, tmp)
 }
 
+/// Everything a store holds, read once through the library's reader (the store's one owner of its schema):
+/// each session with its services and its runs, every run filled with its steps, checks and extra figures.
+pub struct Stored {
+    pub sessions: Vec<StoredSession>,
+}
+
+pub struct StoredSession {
+    pub session: Session,
+    pub services: Vec<StoredService>,
+    pub runs: Vec<Run>,
+    /// Sampler readings stored with each run's steps, by run id.
+    pub samples: Vec<(i64, i64)>,
+}
+
+/// The store at `db`, read whole.
+pub fn stored(db: &Path) -> Stored {
+    try_stored(db).unwrap_or_else(|e| panic!("cannot read store {}: {e:#}", db.display()))
+}
+
+/// [`stored`], or why the store cannot be read yet (e.g. while svcbench is still making it).
+pub fn try_stored(db: &Path) -> anyhow::Result<Stored> {
+    let reader = Reader::open(db)?;
+    let mut sessions = Vec::new();
+    for session in reader.sessions()? {
+        let services = reader.services(session.id)?;
+        let mut runs = reader.runs(session.id)?;
+        let mut samples = Vec::new();
+        for r in &mut runs {
+            reader.fill(r)?;
+            samples.push((r.id, reader.sample_count(r.id)?));
+        }
+        sessions.push(StoredSession { session, services, runs, samples });
+    }
+    Ok(Stored { sessions })
+}
+
+impl Stored {
+    pub fn sessions(&self) -> impl Iterator<Item = &Session> {
+        self.sessions.iter().map(|s| &s.session)
+    }
+
+    /// The first session stored (the only one of a single `svcbench run`).
+    pub fn session(&self) -> &Session {
+        self.sessions().next().expect("the store has no session")
+    }
+
+    pub fn services(&self) -> impl Iterator<Item = &StoredService> {
+        self.sessions.iter().flat_map(|s| &s.services)
+    }
+
+    /// The stored service called `name` (the first one, over all sessions).
+    pub fn service(&self, name: &str) -> &StoredService {
+        self.services().find(|s| s.name == name).unwrap_or_else(|| panic!("no service {name} in the store"))
+    }
+
+    /// Every run, session by session, in the reader's order.
+    pub fn runs(&self) -> impl Iterator<Item = &Run> {
+        self.sessions.iter().flat_map(|s| &s.runs)
+    }
+
+    /// The first run stored (the only one of a one-run test).
+    pub fn run(&self) -> &Run {
+        self.runs().next().expect("the store has no run")
+    }
+
+    /// The runs of the service called `name`.
+    pub fn runs_of(&self, name: &str) -> impl Iterator<Item = &Run> {
+        let name = name.to_string();
+        self.runs().filter(move |r| r.service == name)
+    }
+
+    /// The first run of the service called `name`.
+    pub fn run_of(&self, name: &str) -> &Run {
+        self.runs_of(name).next().unwrap_or_else(|| panic!("no run of {name} in the store"))
+    }
+
+    /// Every step of every run.
+    pub fn steps(&self) -> impl Iterator<Item = &StepRow> {
+        self.runs().flat_map(|r| &r.steps)
+    }
+
+    /// The first step stored (the only one of a one-step test).
+    pub fn step(&self) -> &StepRow {
+        self.steps().next().expect("the store has no step")
+    }
+
+    /// Sampler readings stored in all.
+    pub fn sample_count(&self) -> i64 {
+        self.sessions.iter().flat_map(|s| &s.samples).map(|(_, n)| n).sum()
+    }
+
+    pub fn checks(&self) -> impl Iterator<Item = &StoredCheck> {
+        self.runs().flat_map(|r| &r.checks)
+    }
+}
+
+/// The smallest of the figures present (NaN when none is), as SQL's MIN reads a column with NULLs.
+pub fn min_present(figures: impl IntoIterator<Item = Option<f64>>) -> f64 {
+    figures.into_iter().flatten().reduce(f64::min).unwrap_or(f64::NAN)
+}
+
+/// The largest of the figures present (None when none is), as SQL's MAX reads a column with NULLs.
+pub fn max_present(figures: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+    figures.into_iter().flatten().reduce(f64::max)
+}
+
+/// A raw connection, only for tests that check the stored schema itself.
 pub fn db(path: &Path) -> Connection {
     Connection::open(path).unwrap()
 }
