@@ -7,7 +7,7 @@ use crate::manifest::Service;
 use crate::options::LimitsArgs;
 use crate::profile::Profile;
 use crate::sandbox::CgroupChoice;
-use crate::store::{DuetInterval, DuetLineRow, DuetRecord, DuetSideRow, DuetSliceRow, Store};
+use crate::store::{DuetLineRow, DuetRecord, DuetSliceRow, Store};
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -226,15 +226,7 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             step: *s,
             step_label: &labels[*s as usize],
             metric: metric_key(*m),
-            result: r.as_ref().map(|r| DuetInterval {
-                ratio: r.ratio,
-                ci: r.ci,
-                p: r.p,
-                pairs: r.pairs,
-                slices: r.slices,
-                pair_min: r.pair_min,
-                pair_max: r.pair_max,
-            }),
+            result: r.clone(),
             verdict: verdict_key(*v),
         })
         .collect();
@@ -257,14 +249,6 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
 
 /// The slices as the store takes them.
 fn slice_rows(slices: &[Slice]) -> Vec<DuetSliceRow<'_>> {
-    let side = |s: &super::slices::SideSlice| DuetSideRow {
-        ok: s.ok,
-        errors: s.errors,
-        cpu_s: s.cpu_s,
-        throttled_s: s.throttled_s,
-        p50_ms: s.p50_ms,
-        p99_ms: s.p99_ms,
-    };
     slices
         .iter()
         .map(|s| DuetSliceRow {
@@ -272,8 +256,8 @@ fn slice_rows(slices: &[Slice]) -> Vec<DuetSliceRow<'_>> {
             step: s.step,
             second: s.second,
             seconds: s.seconds,
-            a: side(&s.a),
-            b: side(&s.b),
+            a: s.a,
+            b: s.b,
             generator_busy: s.generator_busy,
             invalid: s.invalid.as_deref(),
         })

@@ -3,19 +3,8 @@
 //! grouped by step, metric and pair for verdict.rs.
 use serde::{Deserialize, Serialize};
 
-/// One side's figures in one slice.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct SideSlice {
-    /// Successful answers completed in the slice.
-    pub ok: u64,
-    pub errors: u64,
-    /// CPU seconds of the side's cgroup in the slice.
-    pub cpu_s: f64,
-    /// Seconds the side's cgroup was throttled at its quota in the slice.
-    pub throttled_s: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-}
+/// One side's figures in one slice: the store's row type, so the two cannot drift apart.
+pub use crate::store::DuetSideRow as SideSlice;
 
 /// Both sides in one slice of one step of one pair. `a` is always the duet's first service, whatever side
 /// of the machine (start and generator order) it had in this pair.

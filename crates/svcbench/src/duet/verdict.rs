@@ -29,22 +29,8 @@ pub enum Untestable {
     NoSpread,
 }
 
-/// The interval of B/A over pairs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PairedRatio {
-    /// B/A: exp of the mean over pairs of each pair's median slice log-ratio.
-    pub ratio: f64,
-    /// Confidence interval of `ratio` at the level asked (per line, not corrected for multiplicity).
-    pub ci: [f64; 2],
-    /// Two-sided p value of "B/A is 1".
-    pub p: f64,
-    /// Pairs used and valid slices in them.
-    pub pairs: usize,
-    pub slices: usize,
-    /// The lowest and highest pair's ratio: how far the pairs disagreed.
-    pub pair_min: f64,
-    pub pair_max: f64,
-}
+/// The interval of B/A over pairs: the store's row type, so the two cannot drift apart.
+pub use crate::store::DuetInterval as PairedRatio;
 
 impl PairedRatio {
     /// True when the interval lies within ±`precision` (0.02 = 2 %) of the ratio on both sides.

@@ -2,6 +2,7 @@
 use super::{now, Store};
 use anyhow::Result;
 use rusqlite::params;
+use serde::{Deserialize, Serialize};
 
 /// What a duet was asked to do, written when it starts.
 pub struct DuetRecord<'a> {
@@ -19,12 +20,15 @@ pub struct DuetRecord<'a> {
     pub precision: Option<f64>,
 }
 
-/// One side's figures in one slice, as stored.
-#[derive(Debug, Clone, Copy, Default)]
+/// One side's figures in one slice (the duet's own type too: duet/slices.rs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct DuetSideRow {
+    /// Successful answers completed in the slice.
     pub ok: u64,
     pub errors: u64,
+    /// CPU seconds of the side's cgroup in the slice.
     pub cpu_s: f64,
+    /// Seconds the side's cgroup was throttled at its quota in the slice.
     pub throttled_s: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
@@ -42,13 +46,19 @@ pub struct DuetSliceRow<'a> {
     pub invalid: Option<&'a str>,
 }
 
-/// B/A over pairs as stored.
+/// The interval of B/A over pairs (the duet's own type too: duet/verdict.rs).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DuetInterval {
+    /// B/A: exp of the mean over pairs of each pair's median slice log-ratio.
     pub ratio: f64,
+    /// Confidence interval of `ratio` at the level asked (per line, not corrected for multiplicity).
     pub ci: [f64; 2],
+    /// Two-sided p value of "B/A is 1".
     pub p: f64,
+    /// Pairs used and valid slices in them.
     pub pairs: usize,
     pub slices: usize,
+    /// The lowest and highest pair's ratio: how far the pairs disagreed.
     pub pair_min: f64,
     pub pair_max: f64,
 }
