@@ -7,7 +7,7 @@ use crate::profile::{Profile, Step};
 use crate::sandbox::{CgroupChoice, Limits, Probe};
 use crate::scenario::Scenario;
 use crate::service::instance::{Instance, StartSpec};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -100,22 +100,17 @@ fn load_config(
     seq: u32,
     stop: &Arc<AtomicBool>,
 ) -> Result<loadgen::LoadConfig> {
-    let mix_name = step.mix_name(setup.mix).to_string();
-    let mut spec = setup.scenario.mix(&mix_name)?.clone();
-    let success = spec.success_set().with_context(|| format!("mix `{mix_name}`"))?;
-    spec.seed = Some(spec.seed.unwrap_or(setup.seed).wrapping_add(seq as u64));
-    let mix = spec.resolve(&setup.scenario.dir).with_context(|| format!("mix `{mix_name}`"))?;
-    let mut cfg = loadgen::LoadConfig::new(inst.target(), mix, step.load.clone());
-    cfg.duration = step.duration;
-    cfg.keepalive = step.keepalive;
-    cfg.pacing = step.pacing;
-    cfg.threads = setup.gen_cpus.len().max(1);
-    cfg.cpu_affinity = Some(setup.gen_cpus.to_vec());
-    cfg.request_timeout = setup.profile.request_timeout;
+    let (mut cfg, _, _) = crate::runner::step::load_config(
+        setup.scenario,
+        setup.mix,
+        setup.seed,
+        step,
+        seq,
+        inst.target(),
+        setup.gen_cpus,
+        setup.profile.request_timeout,
+    )?;
     cfg.stop = Some(stop.clone());
-    if let Some(s) = success {
-        cfg.success = s;
-    }
     Ok(cfg)
 }
 

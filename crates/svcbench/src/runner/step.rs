@@ -91,18 +91,17 @@ fn configure(
     step: &Step,
     seq: u32,
 ) -> Result<StepLoadConfig> {
-    let mix_name = step.mix_name(ctx.opts.mix.as_deref()).to_string();
-    let mut mix_spec = ctx.scenario.mix(&mix_name)?.clone();
-    let success = mix_spec.success_set().with_context(|| format!("mix `{mix_name}`"))?;
-    // The mix's seed (else the run's --seed), shifted per step: repeated steps draw other values, and
-    // a second run of the same profile draws the same ones.
-    mix_spec.seed = Some(mix_spec.seed.unwrap_or(ctx.opts.seed).wrapping_add(seq as u64));
-    let mix = mix_spec.clone().resolve(&ctx.scenario.dir).with_context(|| {
-        format!(
-            "scenario `{}`, mix `{mix_name}` (a missing values file: is the scenario's dataset built?)",
-            ctx.scenario.name()
-        )
-    })?;
+    let mix = ctx.opts.mix.as_deref();
+    let (cfg, mix_spec, mix_name) = load_config(
+        &ctx.scenario,
+        mix,
+        ctx.opts.seed,
+        step,
+        seq,
+        inst.target(),
+        &ctx.loadgen_cpus,
+        ctx.profile.request_timeout,
+    )?;
     if let Some(ms) = step.upstream_delay_ms {
         if !ctx.deps.set_delay_ms(ms)? {
             anyhow::bail!(
@@ -111,17 +110,45 @@ fn configure(
             );
         }
     }
-    let mut cfg = loadgen::LoadConfig::new(inst.target(), mix, step.load.clone());
+    Ok(StepLoadConfig { cfg, mix_spec, mix_name })
+}
+
+/// The generator's configuration for one step of a scenario's mix (the step's own mix, else `mix`, else the
+/// default), seeded per step; with the mix as asked and its name. Runs and duets configure their steps here.
+#[allow(clippy::too_many_arguments)]
+pub fn load_config(
+    scenario: &crate::scenario::Scenario,
+    mix: Option<&str>,
+    seed: u64,
+    step: &Step,
+    seq: u32,
+    target: loadgen::Target,
+    gen_cpus: &[usize],
+    request_timeout: std::time::Duration,
+) -> Result<(loadgen::LoadConfig, loadgen::MixSpec, String)> {
+    let mix_name = step.mix_name(mix).to_string();
+    let mut mix_spec = scenario.mix(&mix_name)?.clone();
+    let success = mix_spec.success_set().with_context(|| format!("mix `{mix_name}`"))?;
+    // The mix's seed (else the run's --seed), shifted per step: repeated steps draw other values, and
+    // a second run of the same profile draws the same ones.
+    mix_spec.seed = Some(mix_spec.seed.unwrap_or(seed).wrapping_add(seq as u64));
+    let resolved = mix_spec.clone().resolve(&scenario.dir).with_context(|| {
+        format!(
+            "scenario `{}`, mix `{mix_name}` (a missing values file: is the scenario's dataset built?)",
+            scenario.name()
+        )
+    })?;
+    let mut cfg = loadgen::LoadConfig::new(target, resolved, step.load.clone());
     cfg.duration = step.duration;
     cfg.keepalive = step.keepalive;
     cfg.pacing = step.pacing;
-    cfg.threads = ctx.loadgen_cpus.len().max(1);
-    cfg.cpu_affinity = Some(ctx.loadgen_cpus.clone());
-    cfg.request_timeout = ctx.profile.request_timeout;
+    cfg.threads = gen_cpus.len().max(1);
+    cfg.cpu_affinity = Some(gen_cpus.to_vec());
+    cfg.request_timeout = request_timeout;
     if let Some(s) = success {
         cfg.success = s;
     }
-    Ok(StepLoadConfig { cfg, mix_spec, mix_name })
+    Ok((cfg, mix_spec, mix_name))
 }
 
 /// Drives the step's load (here, or from generator agents) while the sampler reads the sandbox; the
