@@ -125,10 +125,11 @@ fn a_second_sigint_50ms_after_the_first_still_tears_down() {
     std::thread::sleep(Duration::from_millis(50));
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = wait_exit(&mut child, Duration::from_secs(10));
-    assert_eq!(status.code(), Some(130), "{}", stderr_of(tmp.path(), "twice"));
+    let said = stderr_of(tmp.path(), "twice");
+    assert_eq!(status.code(), Some(130), "{said}");
     assert_no_leftovers("fixtures/testservice.py");
-    assert_eq!(stored(&dbp).session().status, "aborted");
-    assert_eq!(lock_files(tmp.path()), Vec::<PathBuf>::new());
+    assert_eq!(stored(&dbp).session().status, "aborted", "{said}");
+    assert_eq!(lock_files(tmp.path()), Vec::<PathBuf>::new(), "{said}");
 }
 
 #[test]

@@ -118,30 +118,37 @@ fn slow_upstream_breaks_the_blocking_service_but_not_the_async_one() {
 
 #[test]
 fn ktor_clients_default_pool_caps_the_service_and_the_pool1000_variant_lifts_it() {
-    // Today's Ktor CIO client holds at most 100 connections per route: behind the 1 s upstream the base
-    // service answers about 100 of 300 req/s (the rest wait 5 s for a connection, then get a 502); the
-    // variant with a pool of 1,000 answers them all, as seed 004's Ktor did.
+    // Today's Ktor CIO client holds at most 100 connections per route. 75 req/s behind a 2 s upstream need
+    // 150 calls at once: the base service queues the other 50 for a free connection (its median grows far
+    // past the delay), the variant with a pool of 1,000 answers them all in about the delay, as seed 004's
+    // Ktor did. The rate is kept low because on one CPU this JVM service spends most of it on 150 pending
+    // calls (its Dispatchers.IO threads): at 300 calls in flight the CPU, not the pool, would decide.
     let tmp = tempfile::tempdir().unwrap();
-    let prof = tmp.path().join("r300.toml");
-    std::fs::write(&prof, "name = \"r300\"\nrequest_timeout = \"10s\"\n[[step]]\nrate = 300\nduration = \"8s\"\n")
-        .unwrap();
+    let prof = tmp.path().join("r75.toml");
+    std::fs::write(
+        &prof,
+        "name = \"r75\"\nrequest_timeout = \"10s\"\n[[step]]\nrate = 75\nupstream_delay_ms = 2000\nduration = \"12s\"\n",
+    )
+    .unwrap();
     let dbp = tmp.path().join("ktor.db");
     let services = ["upstream/kotlin-ktor-cio", "upstream/kotlin-ktor-cio@pool1000"];
     let out = run(&services, &["--profile", prof.to_str().unwrap()], &dbp);
     assert!(out.status.success());
     let c = db(&dbp);
-    let ok = |svc: &str| {
-        f64_of(
-            &c,
-            &format!(
-                "SELECT 1.0 * s.requests_ok / s.open_intended FROM step s JOIN run r ON r.id = s.run_id
-                 WHERE r.service = '{svc}'"
-            ),
-        )
+    let step = |svc: &str| {
+        let q = |col: &str| {
+            f64_of(&c, &format!("SELECT {col} FROM step s JOIN run r ON r.id = s.run_id WHERE r.service = '{svc}'"))
+        };
+        (q("1.0 * s.requests_ok / s.open_intended"), q("s.p50"))
     };
-    let (base, pool) = (ok("upstream-kotlin-ktor-cio"), ok("upstream-kotlin-ktor-cio@pool1000"));
-    assert!(base < 0.6, "the default pool of 100 cannot carry 300 calls of 1 s at once: {base}");
-    assert!(pool >= 0.95, "a pool of 1,000 can: {pool}");
+    let ((_, base_p50), (pool_ok, pool_p50)) =
+        (step("upstream-kotlin-ktor-cio"), step("upstream-kotlin-ktor-cio@pool1000"));
+    assert!(pool_ok >= 0.95, "a pool of 1,000 answers every call: {pool_ok}");
+    assert!(pool_p50 < 3000.0, "a pool of 1,000 answers in about the 2 s delay: median {pool_p50} ms");
+    assert!(
+        base_p50 > 3500.0 && base_p50 > pool_p50 + 1000.0,
+        "the default pool of 100 queues calls for a connection: median {base_p50} ms (pool of 1,000: {pool_p50} ms)"
+    );
     assert_no_leftovers("services/upstream/");
 }
 

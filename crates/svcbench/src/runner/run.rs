@@ -177,6 +177,12 @@ fn start(
             cpuset: held.cpuset.clone(),
         },
     )?;
+    if !mismatches.is_empty() {
+        // The run goes on, flagged: its figures are not those of the limits asked.
+        let w = format!("limits not held, the run is marked unlimited: {}", mismatches.join("; "));
+        eprintln!("svcbench: WARNING: {} run {run_index}: {w}", svc.name());
+        ctx.store.add_run_warnings(run_id, std::slice::from_ref(&w))?;
+    }
     *unlimited = mismatches;
     ctx.store.add_run_warnings(run_id, inst.sandbox.warnings())?;
     for w in inst.sandbox.warnings() {

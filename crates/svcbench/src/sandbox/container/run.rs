@@ -165,6 +165,13 @@ pub fn remove_parent_groups(name: &str) {
 /// The container's own group, found as the group under the run's parent that holds a process, then read
 /// back from that process's /proc/<pid>/cgroup.
 fn find_group(name: &str) -> Option<(Arc<dyn CgroupBackend>, i32)> {
+    let pid = find_process(name)?;
+    group_of(pid).map(|g| (g, pid))
+}
+
+/// A process in the container's group (not the runtime's own), found in the memory hierarchy (v1) or the
+/// unified one.
+fn find_process(name: &str) -> Option<i32> {
     let v1 = cgroup::v1_mount("memory");
     let base = match &v1 {
         Some(m) => m.join(CGROUP_PARENT).join(name),
@@ -177,35 +184,42 @@ fn find_group(name: &str) -> Option<(Arc<dyn CgroupBackend>, i32)> {
         let Some(&pid) = cgroup::read_pids(&e.path().join("cgroup.procs")).first() else { continue };
         // The runtime's init joins the group before it sets the limits, and execs the service after.
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        if comm.is_empty() || comm.starts_with("runc") {
-            continue;
-        }
-        let group: Option<Arc<dyn CgroupBackend>> = if v1.is_some() {
-            crate::sandbox::cgroup_v1::CgroupV1::of_process(pid).map(|g| Arc::new(g) as _)
-        } else {
-            crate::sandbox::cgroup_v2::CgroupV2::of_process(pid).map(|g| Arc::new(g) as _)
-        };
-        if let Some(g) = group {
-            return Some((g, pid));
+        if !comm.is_empty() && !comm.starts_with("runc") {
+            return Some(pid);
         }
     }
     None
 }
 
+/// The process's group in every hierarchy it is in, as /proc/<pid>/cgroup says now.
+fn group_of(pid: i32) -> Option<Arc<dyn CgroupBackend>> {
+    if cgroup::v1_mount("memory").is_some() {
+        crate::sandbox::cgroup_v1::CgroupV1::of_process(pid).map(|g| Arc::new(g) as _)
+    } else {
+        crate::sandbox::cgroup_v2::CgroupV2::of_process(pid).map(|g| Arc::new(g) as _)
+    }
+}
+
 /// The limits the container's group holds once the runtime has set them. It joins the process to the
-/// group before it writes the limits, one controller after another (and the engine may report the
-/// container's pid before the last is written): the group is read again until it holds what was asked, or
-/// for [`SETTLE`], so that a real mismatch is still seen as one.
-fn settled_limits(g: &dyn CgroupBackend, asked: &Limits) -> Applied {
+/// group before it writes the limits, one controller after another, and under v1 one hierarchy after
+/// another (and the engine may report the container's pid before the last is written): the process's
+/// groups are read again, with their limits, until they hold what was asked, or for [`SETTLE`], so that a
+/// real mismatch is still seen as one.
+fn settled_limits(pid: i32, found: Arc<dyn CgroupBackend>, asked: &Limits) -> (Arc<dyn CgroupBackend>, Applied) {
     crate::poll::until(SETTLE, Duration::from_millis(2), || {
+        let g = group_of(pid)?;
         let held = g.applied();
-        cgroup::mismatches(asked, &held).is_empty().then_some(held)
+        cgroup::mismatches(asked, &held).is_empty().then_some((g, held))
     })
-    .unwrap_or_else(|| g.applied())
+    .unwrap_or_else(|| {
+        let g = group_of(pid).unwrap_or(found);
+        let held = g.applied();
+        (g, held)
+    })
 }
 
 /// How long the runtime may take to write the limits once the container's process is in its group.
-const SETTLE: Duration = Duration::from_secs(2);
+const SETTLE: Duration = Duration::from_secs(5);
 
 /// How long the container's group may take to appear after `run` (the engine's own set-up).
 const FIND_TIMEOUT: Duration = Duration::from_secs(60);
@@ -229,7 +243,7 @@ impl ContainerSandbox {
             let t0 = Instant::now();
             while t0.elapsed() < FIND_TIMEOUT && !finder.ended.load(Ordering::Relaxed) {
                 if let Some((g, pid)) = find_group(&name) {
-                    let applied = settled_limits(g.as_ref(), &asked);
+                    let (g, applied) = settled_limits(pid, g, &asked);
                     *finder.applied.lock().unwrap() = Some(applied);
                     *finder.group.lock().unwrap() = Some((g, pid));
                     return;
