@@ -128,7 +128,10 @@ fn a_second_sigint_50ms_after_the_first_still_tears_down() {
     let said = stderr_of(tmp.path(), "twice");
     assert_eq!(status.code(), Some(130), "{said}");
     assert_no_leftovers("fixtures/testservice.py");
-    assert_eq!(stored(&dbp).session().status, "aborted", "{said}");
+    // Aborted by the second signal, or already interrupted if the first one's wind-down won the race:
+    // never left running.
+    let status = stored(&dbp).session().status;
+    assert!(status == "aborted" || status == "interrupted", "session {status}: {said}");
     assert_eq!(lock_files(tmp.path()), Vec::<PathBuf>::new(), "{said}");
 }
 
