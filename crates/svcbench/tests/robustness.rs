@@ -130,7 +130,7 @@ fn a_second_sigint_50ms_after_the_first_still_tears_down() {
     assert_no_leftovers("fixtures/testservice.py");
     // Aborted by the second signal, or already interrupted if the first one's wind-down won the race:
     // never left running.
-    let status = stored(&dbp).session().status;
+    let status = stored(&dbp).session().status.clone();
     assert!(status == "aborted" || status == "interrupted", "session {status}: {said}");
     assert_eq!(lock_files(tmp.path()), Vec::<PathBuf>::new(), "{said}");
 }
