@@ -1,8 +1,9 @@
 //! Services as containers, with the real engine (Podman here; scripts/setup.sh installs it and its
 //! settings): the bundled FROM scratch Go hello image under limits read back from its cgroup, its steps'
 //! CPU time and memory high-water mark from that cgroup, its image size as the artifact, an image run
-//! without a manifest, and the container a SIGKILLed svcbench leaves, removed by the next run. After each,
-//! no container, cgroup or process of svcbench is left.
+//! without a manifest, a memory hog image killed at its cap, an emulated link in front of a container, and
+//! the container a SIGKILLed svcbench leaves, removed by the next run. After each, no container, cgroup or
+//! process of svcbench is left.
 mod common;
 use common::*;
 use std::path::{Path, PathBuf};
@@ -35,7 +36,7 @@ fn container_processes() -> Vec<String> {
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(raw) = std::fs::read(e.path().join("cmdline")) else { continue };
         let cmd = String::from_utf8_lossy(&raw).replace('\0', " ").trim().to_string();
-        if cmd == "/hello-nethttp" || cmd == "/hello" || cmd.contains("-n svcbench-") {
+        if ["/hello-nethttp", "/hello", "/hog"].contains(&cmd.as_str()) || cmd.contains("-n svcbench-") {
             out.push(format!("{}: {cmd}", e.file_name().to_string_lossy()));
         }
     }
@@ -199,5 +200,54 @@ fn an_image_runs_without_a_manifest() {
     assert!(total > 0 && passed == total, "checks {passed}/{total}");
     let steps = text_of(&c, "SELECT group_concat(success_rps || ' req/s, connect errors ' || err_connect || ', flags ' || COALESCE(flags, ''), '; ') FROM step");
     assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE success_rps > 0"), 2, "steps: {steps}");
+    assert_nothing_left();
+}
+
+#[test]
+fn a_hog_image_killed_at_its_memory_cap_is_stored_as_oom_killed_not_crashed() {
+    engine();
+    let tmp = tempfile::tempdir().unwrap();
+    let (dbp, prof) = (tmp.path().join("h.db"), profile(tmp.path(), 2));
+    let hog = fixture("hog-image");
+    let args = ["run", hog.to_str().unwrap(), "--profile", prof.to_str().unwrap(), "--runs", "1", "--memory", "64M"];
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--db", dbp.to_str().unwrap()]);
+    let out = svcbench_locked(&all, tmp.path());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "a failed run makes the exit code 1: {said}");
+    let s = stored(&dbp);
+    let run = s.runs_of("test-hog-image").next().expect("the hog's run");
+    let end =
+        format!("status {}, error {:?}, exit {:?}, signal {:?}", run.status, run.error, run.exit_code, run.exit_signal);
+    assert!(run.oom_killed && !run.crashed, "OOM-killed, not crashed: {end}; {said}");
+    assert!(run.error.as_deref().unwrap_or_default().contains("OOM"), "{:?}", run.error);
+    assert_eq!(run.steps.iter().filter(|st| st.oom_killed).count(), 1, "{said}");
+    assert_nothing_left();
+}
+
+#[test]
+fn a_client_service_link_delays_a_container_as_it_does_a_process() {
+    engine();
+    let tmp = tempfile::tempdir().unwrap();
+    let prof = tmp.path().join("c1.toml");
+    std::fs::write(&prof, "name = \"t\"\n[[step]]\nconnections = 1\nduration = \"1s\"\nrepeat = 3\n").unwrap();
+    let svc = hello_container();
+    let p50 = |extra: &[&str], name: &str| {
+        let dbp = tmp.path().join(name);
+        let mut all =
+            vec!["run", &svc, "--profile", prof.to_str().unwrap(), "--runs", "1", "--db", dbp.to_str().unwrap()];
+        all.extend(extra);
+        let out = svcbench_locked(&all, tmp.path());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        min_present(stored(&dbp).steps().map(|st| st.p50))
+    };
+    // The container joins the run's namespace (--network ns:…): the link's delay line sits in front of it.
+    let plain = p50(&["--net"], "plain.db");
+    let linked = p50(&["--link", "client-service=delay:3ms"], "linked.db");
+    let rise = linked - plain;
+    assert!(
+        (2.7..=4.5).contains(&rise),
+        "p50 rose by {rise:.2} ms ({plain:.2} → {linked:.2}); one round trip × 3 ms expected"
+    );
     assert_nothing_left();
 }

@@ -245,12 +245,7 @@ fn blocking_server_with_keepalive_starves_connections_beyond_its_workers() {
 fn a_running_opensearch_given_by_url_is_checked_completed_and_measured() {
     use std::time::Duration;
     let tmp = tempfile::tempdir().unwrap();
-    let (mut up, lines) = spawn_up(tmp.path(), &repo().join("services/locations/rust-actix"), &[], 2);
-    let url = lines
-        .iter()
-        .find_map(|l| l.strip_prefix("dep.opensearch.url "))
-        .unwrap_or_else(|| panic!("no store URL from svcbench up: {lines:?}"))
-        .to_string();
+    let (mut up, url) = opensearch_up(tmp.path());
     // One index gone: the run must put it back.
     if let Err(e) = ureq::delete(&format!("{url}/region_v1")).call() {
         panic!("cannot delete region_v1 from the store of svcbench up: {e}");

@@ -257,12 +257,7 @@ fn seed_000_rounds_run_end_to_end_in_their_quick_form() {
     // One store for the three rounds, given by URL as a user would share theirs: starting and loading
     // OpenSearch takes about a minute, and `run` starting it is checked elsewhere.
     let store_tmp = tempfile::tempdir().unwrap();
-    let (mut up, lines) = spawn_up(store_tmp.path(), &repo().join("services/locations/rust-actix"), &[], 2);
-    let url = lines
-        .iter()
-        .find_map(|l| l.strip_prefix("dep.opensearch.url "))
-        .unwrap_or_else(|| panic!("no store URL from svcbench up: {lines:?}"))
-        .to_string();
+    let (mut up, url) = opensearch_up(store_tmp.path());
     let dep = format!("opensearch={url}");
     for (name, variants) in [
         ("seed-000-ktor-engines", vec!["(base)", "cio"]),

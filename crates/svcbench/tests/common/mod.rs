@@ -408,6 +408,18 @@ impl std::ops::DerefMut for Background {
     }
 }
 
+/// An OpenSearch kept up by `svcbench up` of the Actix Locations service, as a user's own node would be:
+/// its URL, for `--dep opensearch=URL`. The store stops when the returned Background is dropped.
+pub fn opensearch_up(tmp: &Path) -> (Background, String) {
+    let (up, lines) = spawn_up(tmp, &repo().join("services/locations/rust-actix"), &[], 2);
+    let url = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("dep.opensearch.url "))
+        .unwrap_or_else(|| panic!("no store URL from svcbench up: {lines:?}"))
+        .to_string();
+    (up, url)
+}
+
 /// `svcbench up SERVICE EXTRA…` from `tmp` (its work folder under `tmp/results/work/up`, its stderr in
 /// `tmp/up.err`), and the `name url` lines it prints once everything answers (the service first, then each
 /// dependency). Panics with up's own words when it ends before printing them.
