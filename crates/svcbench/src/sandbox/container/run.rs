@@ -51,6 +51,8 @@ pub fn container_name(sandbox: &str) -> String {
 struct Shared {
     group: Mutex<Option<(Arc<dyn CgroupBackend>, i32)>>,
     applied: Mutex<Option<Applied>>,
+    /// Where the container's process was when its limits did not settle (for the warning).
+    unsettled: Mutex<Option<String>>,
     last: Mutex<Sample>,
     ended: AtomicBool,
     oom_by_engine: AtomicU64,
@@ -200,21 +202,35 @@ fn group_of(pid: i32) -> Option<Arc<dyn CgroupBackend>> {
     }
 }
 
-/// The limits the container's group holds once the runtime has set them. It joins the process to the
-/// group before it writes the limits, one controller after another, and under v1 one hierarchy after
-/// another (and the engine may report the container's pid before the last is written): the process's
-/// groups are read again, with their limits, until they hold what was asked, or for [`SETTLE`], so that a
-/// real mismatch is still seen as one.
-fn settled_limits(pid: i32, found: Arc<dyn CgroupBackend>, asked: &Limits) -> (Arc<dyn CgroupBackend>, Applied) {
-    crate::poll::until(SETTLE, Duration::from_millis(2), || {
+/// The container's process and its groups, as /proc says, for a warning about limits that did not settle.
+fn whereabouts(pid: i32) -> String {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    let groups = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+    let groups: Vec<&str> = groups.lines().filter(|l| l.contains("cpu") || l.contains("memory")).collect();
+    format!("the container's process {pid} ({}) is in {}", comm.trim(), groups.join(", "))
+}
+
+/// The container's process, its groups and the limits they hold once the runtime has set them. The
+/// runtime joins a process of its own to the groups before it writes the limits, one hierarchy after
+/// another (memory before cpu under v1), and that process may end before the service's starts: the
+/// process is found again, with its groups and their limits, until they hold what was asked, or for
+/// [`SETTLE`], so that a real mismatch is still seen as one.
+type Settled = (Arc<dyn CgroupBackend>, i32, Applied);
+
+fn settled_limits(name: &str, found: (Arc<dyn CgroupBackend>, i32), asked: &Limits) -> Settled {
+    let now = || {
+        let pid = find_process(name)?;
         let g = group_of(pid)?;
         let held = g.applied();
-        cgroup::mismatches(asked, &held).is_empty().then_some((g, held))
+        Some((g, pid, held))
+    };
+    crate::poll::until(SETTLE, Duration::from_millis(2), || {
+        now().filter(|(_, _, held)| cgroup::mismatches(asked, held).is_empty())
     })
+    .or_else(now)
     .unwrap_or_else(|| {
-        let g = group_of(pid).unwrap_or(found);
-        let held = g.applied();
-        (g, held)
+        let held = found.0.applied();
+        (found.0, found.1, held)
     })
 }
 
@@ -243,7 +259,10 @@ impl ContainerSandbox {
             let t0 = Instant::now();
             while t0.elapsed() < FIND_TIMEOUT && !finder.ended.load(Ordering::Relaxed) {
                 if let Some((g, pid)) = find_group(&name) {
-                    let (g, applied) = settled_limits(pid, g, &asked);
+                    let (g, pid, applied) = settled_limits(&name, (g, pid), &asked);
+                    if !cgroup::mismatches(&asked, &applied).is_empty() {
+                        *finder.unsettled.lock().unwrap() = Some(whereabouts(pid));
+                    }
                     *finder.applied.lock().unwrap() = Some(applied);
                     *finder.group.lock().unwrap() = Some((g, pid));
                     return;
@@ -297,7 +316,10 @@ impl ContainerSandbox {
             );
         }
         let held = self.shared.applied.lock().unwrap().clone().unwrap_or_default();
-        let mismatches = cgroup::mismatches(asked, &held);
+        let mut mismatches = cgroup::mismatches(asked, &held);
+        if let (false, Some(w)) = (mismatches.is_empty(), self.shared.unsettled.lock().unwrap().clone()) {
+            mismatches.push(w);
+        }
         (held, mismatches)
     }
 
