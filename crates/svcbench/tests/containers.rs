@@ -209,10 +209,9 @@ fn a_hog_image_killed_at_its_memory_cap_is_stored_as_oom_killed_not_crashed() {
     let tmp = tempfile::tempdir().unwrap();
     let (dbp, prof) = (tmp.path().join("h.db"), profile(tmp.path(), 2));
     let hog = fixture("hog-image");
-    let args = ["run", hog.to_str().unwrap(), "--profile", prof.to_str().unwrap(), "--runs", "1", "--memory", "64M"];
-    let mut all: Vec<&str> = args.to_vec();
-    all.extend(["--db", dbp.to_str().unwrap()]);
-    let out = svcbench_locked(&all, tmp.path());
+    let (hog, prof, db_arg) = (hog.to_str().unwrap(), prof.to_str().unwrap(), dbp.to_str().unwrap());
+    let args = ["run", hog, "--profile", prof, "--runs", "1", "--memory", "64M", "--db", db_arg];
+    let out = svcbench_locked(&args, tmp.path());
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "a failed run makes the exit code 1: {said}");
     let s = stored(&dbp);
