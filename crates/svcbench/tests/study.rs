@@ -247,14 +247,14 @@ fn every_bundled_study_plans() {
     assert!(n >= 14, "{n} bundled studies");
 }
 
-/// Seed 000's qualification rounds in their --quick form, against the real OpenSearch: every variant
+/// Seed 000's engine and backend rounds in their --quick form, against one real OpenSearch: every variant
 /// built, started, checked and loaded, and each round's table naming every variant.
 #[test]
 fn seed_000_rounds_run_end_to_end_in_their_quick_form() {
     // The Rust profiles' round is planned (every_bundled_study_plans), not run: its quick form is a second
     // full Actix build of every dependency (about 4 minutes here), and variants built differently are
     // checked on a small crate (variants_built_differently_get_their_own_artifacts_and_environment).
-    // One store for the three rounds, given by URL as a user would share theirs: starting and loading
+    // One store for both rounds, given by URL as a user would share theirs: starting and loading
     // OpenSearch takes about a minute, and `run` starting it is checked elsewhere.
     let store_tmp = tempfile::tempdir().unwrap();
     let (mut up, url) = opensearch_up(store_tmp.path());
