@@ -114,6 +114,9 @@ pub struct CheckArgs {
     /// Where logs go.
     #[arg(long, default_value = "results/work/check")]
     pub work_dir: PathBuf,
+    /// Check against dependencies already running (e.g. one OpenSearch for several services).
+    #[command(flatten)]
+    pub given: crate::options::DepArgs,
 }
 
 #[derive(clap::Args, Debug)]

@@ -1,5 +1,5 @@
 //! `svcbench check`: one service built and started alone with its dependencies, its scenario's conformance
-//! checks run once, then stopped.
+//! checks run once, then stopped. Dependencies are started for it, or given running (`--dep`).
 use crate::sandbox::{CgroupChoice, Limits};
 use anyhow::{bail, Result};
 use std::sync::atomic::AtomicBool;
@@ -13,6 +13,7 @@ pub fn check_service(
     skip_build: bool,
     cgroup: CgroupChoice,
     work_dir: &std::path::Path,
+    given: &crate::deps::GivenDeps,
     stop: Arc<AtomicBool>,
 ) -> Result<Vec<crate::scenario::checks::CheckResult>> {
     let (services, scenario) = crate::runner::load_services(&[path.to_path_buf()], scenario)?;
@@ -29,9 +30,11 @@ pub fn check_service(
         cgroup,
         work_dir,
         skip_build,
-        for_load: false,
+        // A store of its own holds the conformance sample only; a given one is shared with runs and so
+        // holds what a run loads (the checks pass on both).
+        for_load: !given.urls.is_empty(),
         net: None,
-        given: &crate::deps::GivenDeps::default(),
+        given,
         store_at: None,
         service_addr: None,
     };

@@ -65,6 +65,8 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             })
         }
         Command::Check(a) => {
+            // A bad --dep is refused before anything is built.
+            let given = a.given.given()?;
             let stop = stop_flag()?;
             let results = alone::check::check_service(
                 &a.service,
@@ -72,6 +74,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                 a.no_build,
                 a.cgroup,
                 &a.work_dir,
+                &given,
                 stop,
             )?;
             let failed = results.iter().filter(|r| !r.passed).count();
