@@ -203,19 +203,18 @@ fn locations_quick_run_with_opensearch() {
 
 /// Seed 001's finding that wrk could not show: a blocking server with a fixed pool of workers and keep-alive
 /// on serves only as many keep-alive connections as it has workers; the rest get no answer at all. With
-/// `Connection: close` every answer frees its worker and nothing starves.
-#[test]
-fn blocking_server_with_keepalive_starves_connections_beyond_its_workers() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dbp = tmp.path().join("ka.db");
-    let prof = tmp.path().join("eight.toml");
+/// `Connection: close` every answer frees its worker and nothing starves. (Against a running store: see
+/// `locations_against_a_running_store`.)
+fn blocking_server_with_keepalive_starves_connections_beyond_its_workers(tmp: &std::path::Path, url: &str) {
+    let dbp = tmp.join("ka.db");
+    let prof = tmp.join("eight.toml");
     std::fs::write(&prof, "name = \"eight\"\n[[step]]\nconnections = 8\nduration = \"3s\"\n").unwrap();
     let out = run(
         &["locations/rust-hyper010-blocking@w4-keepalive", "locations/rust-hyper010-blocking@w4"],
-        &["--profile", prof.to_str().unwrap()],
+        &["--profile", prof.to_str().unwrap(), "--dep", &format!("opensearch={url}")],
         &dbp,
     );
-    assert!(out.status.success());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let c = db(&dbp);
     let of = |variant: &str, col: &str| {
         i64_of(&c, &format!(
@@ -234,25 +233,37 @@ fn blocking_server_with_keepalive_starves_connections_beyond_its_workers() {
     // The stand-in is a real Locations service: every conformance check, and it refuses a wrong store address.
     assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE checks_passed >= 60 AND checks_failed = 0"), 2);
     assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM service WHERE refuses_bad_dependency = 1"), 2);
-    assert_no_leftovers("opensearch");
     assert_no_leftovers("locations-hyper010");
 }
 
-/// A store svcbench did not start for the run (`--dep opensearch=URL`): here one kept up by `svcbench up`,
-/// as a user's own node would be. The run loads what is missing, measures the node's CPU through its
-/// statistics API, refuses with `--dep-readonly` what it would have to load, and stops nothing of it.
+/// Two tests against one store svcbench did not start for the run (`--dep opensearch=URL`), kept up by
+/// `svcbench up` as a user's own node would be: starting and loading a store takes about a minute.
 #[test]
-fn a_running_opensearch_given_by_url_is_checked_completed_and_measured() {
+fn locations_against_a_running_store() {
     use std::time::Duration;
     let tmp = tempfile::tempdir().unwrap();
     let (mut up, url) = opensearch_up(tmp.path());
+    a_running_opensearch_given_by_url_is_checked_completed_and_measured(tmp.path(), &url);
+    blocking_server_with_keepalive_starves_connections_beyond_its_workers(tmp.path(), &url);
+    assert!(
+        up.interrupt(Duration::from_secs(60)).is_some(),
+        "svcbench up did not stop on Ctrl-C: {}",
+        std::fs::read_to_string(tmp.path().join("up.err")).unwrap_or_default()
+    );
+    assert_no_leftovers("opensearch");
+    assert_no_leftovers("services/locations/");
+}
+
+/// The run loads what is missing from the given store, measures the node's CPU through its statistics API,
+/// refuses with `--dep-readonly` what it would have to load, and stops nothing of it.
+fn a_running_opensearch_given_by_url_is_checked_completed_and_measured(tmp: &std::path::Path, url: &str) {
     // One index gone: the run must put it back.
     if let Err(e) = ureq::delete(&format!("{url}/region_v1")).call() {
         panic!("cannot delete region_v1 from the store of svcbench up: {e}");
     }
-    let prof = tmp.path().join("c1.toml");
+    let prof = tmp.join("c1.toml");
     std::fs::write(&prof, "name = \"c1\"\n[[step]]\nconnections = 1\nduration = \"2s\"\n").unwrap();
-    let (p, dbp, ro) = (prof.to_str().unwrap(), tmp.path().join("given.db"), tmp.path().join("ro.db"));
+    let (p, dbp, ro) = (prof.to_str().unwrap(), tmp.join("given.db"), tmp.join("ro.db"));
 
     let refused = run_in(
         &repo(),
@@ -290,12 +301,4 @@ fn a_running_opensearch_given_by_url_is_checked_completed_and_measured() {
     );
     let said = String::from_utf8_lossy(&bad.stderr);
     assert!(said.contains("cannot be given by URL"), "{said}");
-
-    assert!(
-        up.interrupt(Duration::from_secs(60)).is_some(),
-        "svcbench up did not stop on Ctrl-C: {}",
-        std::fs::read_to_string(tmp.path().join("up.err")).unwrap_or_default()
-    );
-    assert_no_leftovers("opensearch");
-    assert_no_leftovers("services/locations/");
 }
