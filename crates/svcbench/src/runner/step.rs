@@ -314,17 +314,38 @@ fn print_step_line(prefix: &str, row: &StepRow, v: &Validity) {
 
 /// Every stored figure of the step, from the generator's report and the sandbox's readings.
 fn step_row(seq: u32, step: &Step, mix: &str, r: &loadgen::LoadReport, a: &Around, threads: usize) -> StepRow {
+    let row = load_figures(seq, step, mix, r, threads);
+    // The service's side, from its sandbox's samples and accounting around the step.
+    let summary = summarize(&a.samples);
+    let cpu_s = Some((a.after.cpu_s - a.before.cpu_s).max(0.0));
+    let mem_peak = Some(a.mem_peak_kernel.unwrap_or(0.0).max(summary.mem_peak_mib).max(a.after.mem_mib));
+    StepRow {
+        cpu_s,
+        cpu_ms_per_req: crate::figures::cpu_ms_per_req(cpu_s, r.requests_ok),
+        mem_peak_mib: mem_peak,
+        mem_mib_s_per_req: crate::figures::mem_mib_s_per_req(mem_peak, row.success_rps),
+        rss_peak_mib: Some(summary.rss_peak_mib.max(a.after.rss_mib)),
+        threads_max: Some(summary.threads_max.max(a.after.threads) as i64),
+        throttled_s: Some((a.after.throttled_s - a.before.throttled_s).max(0.0)),
+        dep_cpu_s: a.dep_cpu_s,
+        dep_wait_s: a.dep_wait_s,
+        probe_ms: a.probe_ms,
+        samples: a.samples.len() as i64,
+        dependency_calls: a.dep_calls.map(|c| c as i64),
+        ..row
+    }
+}
+
+/// The step's row as the load generator saw it: what was offered, answered and how fast.
+fn load_figures(seq: u32, step: &Step, mix: &str, r: &loadgen::LoadReport, threads: usize) -> StepRow {
     let e = &r.errors;
     let l = &r.latency;
     let open = r.open.as_ref();
-    let summary = summarize(&a.samples);
     let i = |x: u64| x as i64;
     let ok = r.requests_ok;
     // Throughput counts what completed inside the step's window; the open model's answers during the drain
     // count for success and latency only.
     let rps = if r.duration_s > 0.0 { r.requests_ok_in_window as f64 / r.duration_s } else { 0.0 };
-    let cpu_s = Some((a.after.cpu_s - a.before.cpu_s).max(0.0));
-    let mem_peak = Some(a.mem_peak_kernel.unwrap_or(0.0).max(summary.mem_peak_mib).max(a.after.mem_mib));
     let outcomes = crate::figures::Outcomes {
         ok,
         errors: r.requests_err,
@@ -387,22 +408,10 @@ fn step_row(seq: u32, step: &Step, mix: &str, r: &loadgen::LoadReport, a: &Aroun
         oldest_unanswered_ms: Some(conn.oldest_unanswered_ms),
         stalled: Some(i(conn.stalled)),
         in_flight_at_end: Some(i(r.in_flight_at_end)),
-        cpu_s,
-        cpu_ms_per_req: crate::figures::cpu_ms_per_req(cpu_s, ok),
-        mem_peak_mib: mem_peak,
-        mem_mib_s_per_req: crate::figures::mem_mib_s_per_req(mem_peak, rps),
-        rss_peak_mib: Some(summary.rss_peak_mib.max(a.after.rss_mib)),
-        threads_max: Some(summary.threads_max.max(a.after.threads) as i64),
-        throttled_s: Some((a.after.throttled_s - a.before.throttled_s).max(0.0)),
         client_cpu_s: Some(r.client_cpu_s),
         client_cpus: Some(threads as i64),
         client_workers: serde_json::to_string(&r.workers).ok(),
-        dep_cpu_s: a.dep_cpu_s,
-        dep_wait_s: a.dep_wait_s,
-        probe_ms: a.probe_ms,
-        samples: a.samples.len() as i64,
         timeline: serde_json::to_string(&r.timeline).unwrap_or_else(|_| "[]".into()),
-        dependency_calls: a.dep_calls.map(|c| c as i64),
         ..Default::default()
     }
 }
