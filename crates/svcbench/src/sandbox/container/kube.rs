@@ -97,3 +97,17 @@ pub fn save_logs(engine: &Engine, pod: &str, log: &mut std::fs::File) {
 pub fn remove(engine: &Engine, pod: &str) {
     let _ = engine.run(&["pod", "rm", "-f", "-t", "1", pod], COMMAND_TIMEOUT);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_podman_plays_a_pod_and_docker_is_refused_in_one_line() {
+        let docker = Engine { kind: Kind::Docker, program: "docker".into() };
+        let e = check_engine(&docker).unwrap_err().to_string();
+        assert!(e.contains("podman kube play") && !e.contains('\n'), "{e}");
+        assert!(check_engine(&Engine { kind: Kind::Podman, program: "podman".into() }).is_ok());
+        assert_eq!(container_of("svcbench-1-x"), "svcbench-1-x-service");
+    }
+}
