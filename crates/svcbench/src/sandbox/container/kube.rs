@@ -36,15 +36,16 @@ pub fn play(engine: &Engine, file: &Path, log: &std::fs::File) -> Result<Child> 
 }
 
 /// Where the pod's container is: the pod's cgroup (relative to each hierarchy's root) and the container's
-/// own group's name in it.
+/// own group's name in it, from one engine call (the readiness wait waits for it).
 pub fn placement(engine: &Engine, pod: &str) -> Result<(PathBuf, String)> {
-    let parent = engine.run(&["pod", "inspect", "--format", "{{.CgroupPath}}", pod], COMMAND_TIMEOUT)?;
-    let id = engine.run(&["inspect", "--format", "{{.Id}}", &container_of(pod)], COMMAND_TIMEOUT)?;
-    let parent = parent.trim().trim_start_matches('/');
-    if parent.is_empty() || parent.contains("..") {
-        bail!("Podman gave {parent:?} as pod {pod}'s cgroup");
+    let path = engine.run(&["inspect", "--format", "{{.State.CgroupPath}}", &container_of(pod)], COMMAND_TIMEOUT)?;
+    let path = Path::new(path.trim().trim_start_matches('/'));
+    match (path.parent(), path.file_name().and_then(|n| n.to_str())) {
+        (Some(parent), Some(own)) if !parent.as_os_str().is_empty() && !path.to_string_lossy().contains("..") => {
+            Ok((parent.to_path_buf(), own.to_string()))
+        }
+        _ => bail!("Podman gave {} as the cgroup of pod {pod}'s container", path.display()),
     }
-    Ok((PathBuf::from(parent), format!("libpod-{}", id.trim())))
 }
 
 /// What a Pod spec cannot ask for, set on the played container as the kubelet's CPU manager does through
