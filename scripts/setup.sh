@@ -26,10 +26,12 @@ if [ -n "$no_build" ]; then build=""; fi
 # sqlite3 (a shell to read a store by hand), wrk and nginx (bench/loadgen-vs-wrk.sh), Chromium (the
 # report's rendering test), upx-ucl (the users scenario's packed Go binary), unzip (OpenSearch's
 # distribution), iproute2 (--net), OpenSSH (--hosts and its test), python3 (the store's data loader and
-# the test fixtures), Podman with runc and mmdebstrap (services as containers: docs/containers.md).
+# the test fixtures), Podman with runc and mmdebstrap (services as containers: docs/containers.md), and
+# catatonit, the init Podman builds a pod's infra (pause) image from where no registry is reachable
+# (`run --runtime kube`: docs/kubernetes.md).
 apt_packages=(acl)
 if [ -z "$quick" ]; then
-  apt_packages+=(sqlite3 wrk chromium upx-ucl python3 python3-venv nginx-light unzip iproute2 openssh-client openssh-server podman runc mmdebstrap)
+  apt_packages+=(sqlite3 wrk chromium upx-ucl python3 python3-venv nginx-light unzip iproute2 openssh-client openssh-server podman runc mmdebstrap catatonit)
 fi
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -34,6 +34,9 @@ pub enum Command {
     /// Two services side by side at the same moment, under the same limits, compared second by second over
     /// several fresh pairs of instances: B/A per metric with its interval and verdict.
     Duet(crate::duet::command::DuetArgs),
+    /// Print a container service as a Kubernetes Pod spec (YAML): requests equal to limits, its readiness
+    /// probe, env and args as a container run fills them (docs/kubernetes.md).
+    Pod(PodArgs),
     /// Start a service under its limits with its scenario's dependencies (data loaded), print their URLs,
     /// and keep them until Ctrl-C, for your own tools.
     Up(crate::alone::up::UpArgs),
@@ -73,6 +76,10 @@ pub struct RunArgs {
     pub runs: u32,
     #[command(flatten)]
     pub limits: LimitsArgs,
+    /// How container services start: `engine` (`<engine> run`) or `kube` (their Pod spec, as `svcbench pod`
+    /// writes it, played by `podman kube play`; docs/kubernetes.md).
+    #[arg(long, value_enum, default_value = "engine")]
+    pub runtime: crate::sandbox::container::Runtime,
     /// CPUs of the load generator and dependencies (default: the CPUs the service does not get).
     #[arg(long)]
     pub loadgen_cpuset: Option<String>,
@@ -99,6 +106,26 @@ pub struct RunArgs {
     pub seed: u64,
     #[command(flatten)]
     pub session: crate::options::SessionArgs,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PodArgs {
+    /// The service: a folder or folder@variant whose manifest has a [container].
+    pub service: String,
+    #[command(flatten)]
+    pub limits: LimitsArgs,
+    /// The port the service is told in {port} (default: the image's fixed `port`, else 8080).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Write the spec to FILE instead of the standard output.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Use the service and its image as they are built (the tag is the context's as it is now).
+    #[arg(long)]
+    pub no_build: bool,
+    /// Where build logs go.
+    #[arg(long, default_value = "results/work/pod")]
+    pub work_dir: PathBuf,
 }
 
 #[derive(clap::Args, Debug)]

@@ -137,6 +137,9 @@ pub struct ContainerSection {
     /// The container's pids limit (default 4096).
     #[serde(default)]
     pub pids_limit: Option<u32>,
+    /// How it is started: set by `run --runtime`, never by a manifest.
+    #[serde(skip)]
+    pub runtime: crate::sandbox::container::Runtime,
 }
 
 /// `build_timeout` as a human duration ("30m"), read with humantime, so that a bad one names itself.

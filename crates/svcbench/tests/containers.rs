@@ -250,3 +250,166 @@ fn a_client_service_link_delays_a_container_as_it_does_a_process() {
     );
     assert_nothing_left();
 }
+
+/// svcbench's pods present now (Podman 4.3's `pod ps` lists stopped pods too; it has no `-a`).
+fn svcbench_pods() -> Vec<String> {
+    let out = Command::new("podman")
+        .args(["pod", "ps", "--filter", "label=svcbench.service", "--format", "{{.Name}}"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect()
+}
+
+/// The first container of a Pod spec, read as YAML.
+fn pod_container(yaml: &str) -> serde_norway::Value {
+    let pod: serde_norway::Value = serde_norway::from_str(yaml).unwrap_or_else(|e| panic!("{e}: {yaml}"));
+    assert_eq!(pod["kind"], "Pod", "{yaml}");
+    pod["spec"]["containers"][0].clone()
+}
+
+#[test]
+fn the_pod_spec_of_the_hello_image_asks_its_limits_as_requests_and_probes_its_readiness_path() {
+    engine();
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("hello.pod.yaml");
+    let svc = hello_container();
+    let out = svcbench(&["pod", &svc, "--cpus", "0.5", "--memory", "64M", "-o", file.to_str().unwrap()], tmp.path());
+    assert!(out.status.success(), "svcbench pod failed");
+    let yaml = std::fs::read_to_string(&file).unwrap();
+    let c = pod_container(&yaml);
+    assert_eq!(c["resources"]["requests"], c["resources"]["limits"], "Guaranteed QoS: {yaml}");
+    assert_eq!(c["resources"]["limits"]["cpu"], "500m", "{yaml}");
+    assert_eq!(c["resources"]["limits"]["memory"], "64Mi", "{yaml}");
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/", "{yaml}");
+    assert_eq!(c["securityContext"]["runAsUser"], 65534, "{yaml}");
+    assert!(c["image"].as_str().unwrap().starts_with("svcbench-hello-go-nethttp-container:"), "{yaml}");
+    // Printed without -o, the same spec.
+    let printed = svcbench(&["pod", &svc, "--cpus", "0.5", "--memory", "64M", "--no-build"], tmp.path());
+    assert_eq!(String::from_utf8_lossy(&printed.stdout), yaml);
+    // Bad input: one line, exit 2, before anything is built.
+    for (args, says) in [
+        (vec!["--cpus", "0.0001"], "below one millicore"),
+        (vec!["--memory", "lots"], "--memory"),
+        (vec!["--cpuset", "x"], "--cpuset"),
+    ] {
+        let mut all = vec!["pod", svc.as_str()];
+        all.extend(args);
+        let out = svcbench(&all, tmp.path());
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{said}");
+        assert!(said.contains(says) && said.trim().lines().count() == 1, "{said}");
+    }
+    let process = repo().join("services/hello/go-nethttp");
+    let out = svcbench(&["pod", process.to_str().unwrap()], tmp.path());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("no [container]") && said.contains("@container"), "{said}");
+}
+
+#[test]
+fn the_hello_pod_played_by_podman_passes_its_checks_under_the_limits_it_asks_and_leaves_nothing() {
+    engine();
+    let tmp = tempfile::tempdir().unwrap();
+    let (dbp, prof) = (tmp.path().join("k.db"), profile(tmp.path(), 1));
+    let svc = hello_container();
+    let args = [
+        "run",
+        &svc,
+        "--runtime",
+        "kube",
+        "--profile",
+        prof.to_str().unwrap(),
+        "--runs",
+        "1",
+        "--cpus",
+        "0.5",
+        "--memory",
+        "64M",
+        "--db",
+        dbp.to_str().unwrap(),
+    ];
+    let out = svcbench_locked(&args, tmp.path());
+    assert!(out.status.success(), "svcbench run --runtime kube failed");
+    let c = db(&dbp);
+    assert_eq!(text_of(&c, "SELECT status FROM run"), "completed");
+    let (passed, total) =
+        (i64_of(&c, "SELECT checks_passed FROM run"), i64_of(&c, "SELECT checks_passed + checks_failed FROM run"));
+    assert!(total > 0 && passed == total, "checks {passed}/{total}");
+    // The limits read back from the pod container's own cgroup (under Podman's /libpod_parent/<pod>).
+    let held = text_of(
+        &c,
+        "SELECT COALESCE(applied_cpus, 'none') || ' CPUs, ' || COALESCE(applied_memory_mib, 'none') || ' MiB, \
+         warnings ' || COALESCE(warnings, '') FROM run",
+    );
+    assert!((f64_of(&c, "SELECT COALESCE(applied_cpus, -1) FROM run") - 0.5).abs() < 0.005, "held: {held}");
+    assert!((f64_of(&c, "SELECT COALESCE(applied_memory_mib, -1) FROM run") - 64.0).abs() < 0.1, "held: {held}");
+    // The service's half of the CPUs, which a Pod cannot ask for, set on the played container.
+    assert_eq!(text_of(&c, "SELECT applied_cpuset FROM run"), "1", "held: {held}");
+    let flags = text_of(&c, "SELECT COALESCE(flags, '') FROM run");
+    assert!(!flags.contains("unlimited"), "a run under the limits asked is not flagged: {flags}");
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE cpu_s > 0 AND mem_peak_mib > 0.5 AND mem_peak_mib < 64"), 2);
+    let (cmd, eng) = (f64_of(&c, "SELECT startup_ms FROM run"), f64_of(&c, "SELECT startup_engine_ms FROM run"));
+    assert!(eng > 0.0 && eng < cmd, "startup from the engine {eng} ms, from the command {cmd} ms");
+    // The spec played is the one `svcbench pod` writes: kept beside the run's log.
+    let played: Vec<PathBuf> = std::fs::read_dir(tmp.path().join("work"))
+        .unwrap()
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten().map(|f| f.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".pod.yaml"))
+        .collect();
+    assert_eq!(played.len(), 1, "{played:?}");
+    let yaml = std::fs::read_to_string(&played[0]).unwrap();
+    let pc = pod_container(&yaml);
+    assert_eq!(pc["resources"]["requests"]["cpu"], "500m", "{yaml}");
+    assert_eq!(pc["resources"]["limits"]["memory"], "64Mi", "{yaml}");
+    assert!(yaml.contains("svcbench.owner"), "labelled for the leftover cleanup: {yaml}");
+    assert_eq!(svcbench_pods(), Vec::<String>::new(), "pods left behind");
+    assert_nothing_left();
+}
+
+#[test]
+fn a_pod_left_by_a_killed_svcbench_is_removed_whole_by_the_next_run() {
+    engine();
+    let tmp = tempfile::tempdir().unwrap();
+    let (dbp, long, short) = (tmp.path().join("kp.db"), profile(tmp.path(), 30), profile(tmp.path(), 1));
+    let svc = hello_container();
+    let run = |p: &Path| -> Vec<String> {
+        [
+            "run",
+            &svc,
+            "--runtime",
+            "kube",
+            "--profile",
+            p.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--db",
+            dbp.to_str().unwrap(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let long_args = run(&long);
+    let mut child = spawn_svcbench(tmp.path(), "killed", &long_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let pid = child.id();
+    wait_for_load(&dbp);
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let left = svcbench_pods();
+    assert_eq!(left.len(), 1, "the killed svcbench's pod runs on: {left:?}");
+    let short_args = run(&short);
+    let mut next = spawn_svcbench(tmp.path(), "next", &short_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let status = exit_within(&mut next, Duration::from_secs(120)).expect("the next run did not end");
+    let said = stderr_of(tmp.path(), "next");
+    assert!(status.success(), "{said}");
+    assert!(said.contains("removed 1 pod(s) left by svcbench processes that no longer run"), "{said}");
+    assert!(said.contains(&left[0]), "{said}");
+    // The pod went whole: its infra container with it.
+    let infra = Command::new("podman").args(["ps", "-a", "--format", "{{.Names}}"]).output().unwrap();
+    let infra = String::from_utf8_lossy(&infra.stdout).to_string();
+    assert!(!infra.lines().any(|n| n.ends_with("-infra")), "infra containers left: {infra}");
+    assert_eq!(svcbench_pods(), Vec::<String>::new(), "pods left behind");
+    assert_nothing_left();
+}

@@ -1,5 +1,6 @@
 //! What each command does, once cli has parsed it: the top layer, above every module it calls.
 pub mod build;
+pub mod pod;
 pub mod study;
 
 use crate::cli::{Cli, Command};
@@ -43,6 +44,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                 study: None,
                 completed: Default::default(),
                 net: a.session.network.links()?,
+                runtime: a.runtime,
             };
             let opts = options::run_options(&a.session, plan)?;
             let db = opts.db.clone();
@@ -92,6 +94,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             let stop = stop_flag()?;
             build::run(&a, stop)
         }
+        Command::Pod(a) => pod::run(&a),
         Command::Load(a) => loadgen::cli::run_cli(&a),
         Command::HostFacts => {
             println!("{}", serde_json::to_string(&host::facts())?);

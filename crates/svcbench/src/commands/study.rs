@@ -147,6 +147,8 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             study: Some(study.name.clone()),
             completed,
             net,
+            // A study runs containers as `<engine> run`: `--runtime kube` is `svcbench run`'s.
+            runtime: Default::default(),
         };
         let opts = crate::options::run_options(&a.session, plan)?;
         let s = runner::run_session(opts, stop)?;

@@ -69,6 +69,8 @@ pub struct SessionPlan {
     pub completed: BTreeMap<(String, String), u32>,
     /// The links of the emulated network (None: loopback), as the command resolved them.
     pub net: Option<Vec<crate::network::Link>>,
+    /// How container services start (`run --runtime`).
+    pub runtime: crate::sandbox::container::Runtime,
 }
 
 /// The runner's options, from the shared arguments and the command's plan.
@@ -100,6 +102,7 @@ pub fn run_options(shared: &SessionArgs, plan: SessionPlan) -> Result<RunOptions
         study: plan.study,
         completed: plan.completed,
         net: plan.net,
+        runtime: plan.runtime,
         generators: shared.generators.count(hosts_plan.as_ref()),
         hosts_plan,
         given_deps: shared.given.given()?,

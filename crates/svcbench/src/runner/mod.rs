@@ -84,6 +84,8 @@ pub struct RunOptions {
     pub given_deps: crate::deps::GivenDeps,
     /// `--hosts`: where the generator agents run and the service listens.
     pub hosts_plan: Option<crate::remote::hosts_file::HostsPlan>,
+    /// How container services start (`--runtime`).
+    pub runtime: crate::sandbox::container::Runtime,
 }
 
 impl RunOptions {

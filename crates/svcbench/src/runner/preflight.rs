@@ -27,7 +27,8 @@ pub struct Preflight {
 }
 
 pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
-    let (services, scenario) = super::plan::load_services(&opts.services, opts.scenario.as_deref())?;
+    let (mut services, scenario) = super::plan::load_services(&opts.services, opts.scenario.as_deref())?;
+    runtime_for(&mut services, &opts)?;
     opts.given_deps.check(&scenario.file.dependency, scenario.name())?;
     let profile = load_profile(&opts, &scenario)?;
     if opts.runs == 0 {
@@ -61,7 +62,11 @@ pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
                 svc.name()
             );
         }
-        crate::service::container_start::engine(svc).with_context(|| format!("{} runs as a container", svc.name()))?;
+        let engine = crate::service::container_start::engine(svc)
+            .with_context(|| format!("{} runs as a container", svc.name()))?;
+        if svc.manifest.container.as_ref().is_some_and(|c| c.runtime == crate::sandbox::container::Runtime::Kube) {
+            crate::sandbox::container::kube::check_engine(&engine).with_context(|| svc.name().to_string())?;
+        }
     }
     if service_at.is_some() {
         crate::remote::service_client::check_services(&services)?;
@@ -85,6 +90,28 @@ pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
         other_hosts,
         _machine: machine,
     })
+}
+
+/// `--runtime kube`: every service runs as a played Pod, so each must be a container service with Podman
+/// as its engine, on the host's network (Podman 4.3's pods cannot join a namespace by its path).
+fn runtime_for(services: &mut [Service], opts: &RunOptions) -> Result<()> {
+    use crate::sandbox::container::Runtime;
+    if opts.runtime == Runtime::Engine {
+        return Ok(());
+    }
+    if opts.net.is_some() {
+        bail!(
+            "--runtime kube runs the Pod on the host's network: Podman 4.3's pods cannot join the run's namespace              (--net, --link); drop those or --runtime kube"
+        );
+    }
+    for svc in services.iter_mut() {
+        let name = svc.name().to_string();
+        let Some(c) = svc.manifest.container.as_mut() else {
+            bail!("{name} runs as a process, and --runtime kube plays container services only; give its @container variant or drop --runtime kube")
+        };
+        c.runtime = Runtime::Kube;
+    }
+    Ok(())
 }
 
 /// The profile as this session runs it: its steps' durations and mixes, every mix known to the scenario.

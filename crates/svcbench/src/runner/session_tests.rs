@@ -246,6 +246,7 @@ fn session(dir: &Path, runs: u32, starter: Arc<FakeStarter>) -> (SessionCtx, Vec
         generators: 1,
         given_deps: Default::default(),
         hosts_plan: None,
+        runtime: Default::default(),
     };
     let record = crate::store::SessionRecord {
         label: None,

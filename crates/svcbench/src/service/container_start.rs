@@ -7,7 +7,8 @@ use crate::manifest::{fill_placeholders, ContainerSection, Service};
 use crate::sandbox::cgroup::Applied;
 use crate::sandbox::container::engine::Engine;
 use crate::sandbox::container::image::{self, Source};
-use crate::sandbox::container::run::{ContainerSandbox, ContainerSpec, LABEL_GROUP};
+use crate::sandbox::container::run::{container_name, ContainerSandbox, ContainerSpec, LABEL_GROUP};
+use crate::sandbox::container::{pod_spec, Runtime};
 use crate::sandbox::process::Exit;
 use crate::sandbox::sampler::Sample;
 use crate::sandbox::{Limits, Probe, StopOutcome};
@@ -93,6 +94,92 @@ pub fn manifest_for_image(tag: &str, port: Option<u16>, scenario: &str, folder: 
     Ok(dir)
 }
 
+/// What a container start fills the manifest's placeholders and names with: the same for `<engine> run`,
+/// for `kube play` and for `svcbench pod`, so that they run one and the same container.
+pub struct Resolved {
+    /// The run's sandbox name (the container's and the pod's name are made from it).
+    pub name: String,
+    pub image: String,
+    pub port: u16,
+    /// The address the service listens on (`{host}`).
+    pub host: String,
+    /// The run's network namespace under `--net`; None: the host's network.
+    pub netns: Option<String>,
+    pub dep_placeholders: BTreeMap<String, String>,
+    pub env_overrides: BTreeMap<String, String>,
+    /// Labels beyond `svcbench.service` (a run's owner, session, run and group).
+    pub labels: Vec<(String, String)>,
+}
+
+/// The label naming the service a container or pod runs.
+pub const LABEL_SERVICE: &str = "svcbench.service";
+
+/// The container a service's manifest and the run's values make: env and args with every placeholder
+/// filled, the limits, the pids limit, the unprivileged user and the labels. Pure: nothing is started.
+pub fn container_spec(svc: &Service, r: &Resolved, limits: &Limits) -> Result<ContainerSpec> {
+    let c = section(svc)?;
+    let mut values: BTreeMap<String, String> = r.dep_placeholders.clone();
+    values.insert("port".into(), r.port.to_string());
+    values.insert("host".into(), r.host.clone());
+    let manifest_file = svc.dir.join("svcbench.toml");
+    let fill = |what: &str, text: &str| {
+        fill_placeholders(text, &values).with_context(|| format!("{}: {what}", manifest_file.display()))
+    };
+    let mut merged = svc.manifest.env.clone();
+    merged.extend(r.env_overrides.clone());
+    let env = merged.iter().map(|(k, v)| Ok((k.clone(), fill(&format!("env.{k}"), v)?))).collect::<Result<Vec<_>>>()?;
+    let args = c.args.iter().map(|a| fill("[container] args", a)).collect::<Result<Vec<_>>>()?;
+    let mut labels = vec![(LABEL_SERVICE.to_string(), svc.name().to_string())];
+    labels.extend(r.labels.iter().cloned());
+    Ok(ContainerSpec {
+        name: r.name.clone(),
+        image: r.image.clone(),
+        args,
+        env,
+        limits: limits.clone(),
+        pids_limit: c.pids_limit.unwrap_or(DEFAULT_PIDS_LIMIT),
+        netns: r.netns.clone(),
+        user: CONTAINER_USER.into(),
+        labels,
+    })
+}
+
+/// The Pod spec of a container as YAML: what `svcbench pod` prints and `run --runtime kube` plays.
+pub fn pod_yaml(svc: &Service, container: &ContainerSpec, pod: &str, port: u16, host: &str) -> Result<String> {
+    let p = pod_spec::build(container, pod, &svc.manifest.readiness, port, host)?;
+    pod_spec::to_yaml(&p, &format!("{} as a Kubernetes Pod, written by svcbench (docs/kubernetes.md)", svc.name()))
+}
+
+/// The port `svcbench pod` gives the service when none is asked: the image's fixed one, else this.
+pub const POD_PORT: u16 = 8080;
+
+/// `svcbench pod`: the service's Pod under `limits`, its placeholders filled as for a container run on the
+/// host's network (loopback), without a run's owner, session or run labels (a pod played by hand is never
+/// a killed svcbench's leftover).
+pub fn pod_for(svc: &Service, limits: &Limits, port: Option<u16>) -> Result<String> {
+    let c = section(svc)?;
+    let port = match (port, c.port) {
+        (Some(asked), Some(fixed)) if asked != fixed => bail!(
+            "--port {asked}: {} listens on {fixed} whatever it is told (`port` in its [container]); drop --port",
+            svc.name()
+        ),
+        (asked, fixed) => asked.or(fixed).unwrap_or(POD_PORT),
+    };
+    let resolved = Resolved {
+        name: svc.name().to_string(),
+        image: image::tag_of(&source(svc)?)?,
+        port,
+        host: std::net::Ipv4Addr::LOCALHOST.to_string(),
+        netns: None,
+        dep_placeholders: BTreeMap::new(),
+        env_overrides: BTreeMap::new(),
+        labels: Vec::new(),
+    };
+    let container = container_spec(svc, &resolved, limits)
+        .context("svcbench pod fills only {port} and {host}; a service that needs a dependency's address cannot be written as a Pod yet")?;
+    pod_yaml(svc, &container, &pod_spec::pod_name(&container_name(svc.name())), port, &resolved.host)
+}
+
 pub fn spawn(svc: &Service, spec: &StartSpec) -> Result<Instance> {
     let c = section(svc)?;
     let engine = engine(svc)?;
@@ -102,36 +189,35 @@ pub fn spawn(svc: &Service, spec: &StartSpec) -> Result<Instance> {
         image::ensure(&engine, &src, &spec.log_dir.join(format!("image-{}.log", svc.name())))?;
     }
     let port = port_for(c, spec)?;
-    let mut values: BTreeMap<String, String> = spec.dep_placeholders.clone();
-    values.insert("port".into(), port.to_string());
-    values.insert("host".into(), spec.host.addr.to_string());
-    let manifest_file = svc.dir.join("svcbench.toml");
-    let fill = |what: &str, text: &str| {
-        fill_placeholders(text, &values).with_context(|| format!("{}: {what}", manifest_file.display()))
-    };
-    let mut merged = svc.manifest.env.clone();
-    merged.extend(spec.env_overrides.clone());
-    let env = merged.iter().map(|(k, v)| Ok((k.clone(), fill(&format!("env.{k}"), v)?))).collect::<Result<Vec<_>>>()?;
-    let args = c.args.iter().map(|a| fill("[container] args", a)).collect::<Result<Vec<_>>>()?;
     let mut labels = crate::sandbox::container::cleanup::owner_labels();
     labels.push((LABEL_GROUP.into(), spec.sandbox_name.clone()));
     labels.extend(spec.labels.iter().cloned());
-    let container = ContainerSpec {
+    let resolved = Resolved {
         name: spec.sandbox_name.clone(),
         image: tag,
-        args,
-        env,
-        limits: spec.limits.clone(),
-        pids_limit: c.pids_limit.unwrap_or(DEFAULT_PIDS_LIMIT),
+        port,
+        host: spec.host.addr.to_string(),
         netns: spec.host.netns.as_ref().map(|n| n.name.clone()),
-        user: CONTAINER_USER.into(),
+        dep_placeholders: spec.dep_placeholders.clone(),
+        env_overrides: spec.env_overrides.clone(),
         labels,
     };
+    let container = container_spec(svc, &resolved, spec.limits)?;
     std::fs::create_dir_all(spec.log_dir)?;
     let log_path = spec.log_dir.join(&spec.log_name);
     let log = std::fs::File::create(&log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
     let spawned_at = Instant::now();
-    let sandbox = ContainerSandbox::start(&engine, container, log)?;
+    let sandbox = match c.runtime {
+        Runtime::Engine => ContainerSandbox::start(&engine, container, log)?,
+        Runtime::Kube => {
+            // The spec `svcbench pod` would write for these values, kept beside the log, played as it is.
+            let pod = pod_spec::pod_name(&container_name(&spec.sandbox_name));
+            let yaml = pod_yaml(svc, &container, &pod, port, &resolved.host)?;
+            let file = log_path.with_extension("pod.yaml");
+            std::fs::write(&file, yaml).with_context(|| format!("cannot write {}", file.display()))?;
+            ContainerSandbox::start_kube(&engine, container, &pod, &file, log)?
+        }
+    };
     Ok(Instance {
         sandbox: Box::new(sandbox),
         host: spec.host.clone(),

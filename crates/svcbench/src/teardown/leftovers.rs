@@ -256,7 +256,16 @@ fn clean_lock(path: &Path) -> Vec<String> {
 /// the groups removed. `results_dir` is only looked at for lock files of the old kind.
 pub fn clean(results_dir: &Path) -> Vec<String> {
     let mut said = old_lock_files(results_dir);
-    // Containers first: their cgroups sit inside the groups removed below.
+    // Pods first (whole, with their infra containers), then containers: their cgroups sit inside the
+    // groups removed below.
+    let pods = crate::sandbox::container::cleanup::remove_orphan_pods();
+    if !pods.is_empty() {
+        said.push(format!(
+            "svcbench: removed {} pod(s) left by svcbench processes that no longer run: {}",
+            pods.len(),
+            pods.join(", ")
+        ));
+    }
     let containers = crate::sandbox::container::cleanup::remove_orphans();
     if !containers.is_empty() {
         said.push(format!(

@@ -1,7 +1,8 @@
 //! Containers svcbench leaves behind: its own, when it must end everything at once (a second Ctrl-C), and
 //! those of an svcbench that was killed (SIGKILL, OOM), found by their labels at the next `run` or `up`.
 //! A container is removed only when its label names svcbench's owner process and that process (pid and
-//! start time) no longer runs, or is this svcbench itself when it ends its own.
+//! start time) no longer runs, or is this svcbench itself when it ends its own. A pod svcbench played
+//! (`--runtime kube`) is found by the same labels on the pod and removed whole.
 use super::engine::{Engine, COMMAND_TIMEOUT};
 use super::run::{remove_parent_groups, LABEL_GROUP, LABEL_OWNER, LABEL_OWNER_START};
 
@@ -65,13 +66,49 @@ fn remove(engine: &Engine, c: &Labelled) {
     }
 }
 
+/// Pods svcbench played (`run --runtime kube`), by name, with their owner (pid, start ticks). Their
+/// containers carry the pod's labels too, but removing one would leave its pod and infra container: a pod
+/// goes whole, first.
+fn labelled_pods(engine: &Engine) -> Vec<(String, i32, u64)> {
+    if engine.kind != super::engine::Kind::Podman {
+        return Vec::new();
+    }
+    let format =
+        format!("{{{{.Name}}}}|{{{{index .Labels \"{LABEL_OWNER}\"}}}}|{{{{index .Labels \"{LABEL_OWNER_START}\"}}}}");
+    let args = ["pod", "ps", "--filter", &format!("label={LABEL_OWNER}"), "--format", &format];
+    let Ok(text) = engine.run(&args, COMMAND_TIMEOUT) else { return Vec::new() };
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.trim().split('|').collect();
+            (f.len() == 3).then(|| (f[0].to_string(), f[1].parse().unwrap_or(0), f[2].parse().unwrap_or(0)))
+        })
+        .collect()
+}
+
+/// Whether the svcbench that labelled something still runs (pid and start time both).
+fn owner_alive(pid: i32, start: u64) -> bool {
+    pid > 1 && crate::guard::identity::start_ticks(pid) == Some(start)
+}
+
+/// Removes the pods played by svcbench processes that no longer run; their names, for one line.
+pub fn remove_orphan_pods() -> Vec<String> {
+    let Some(engine) = engine_installed() else { return Vec::new() };
+    let mut removed = Vec::new();
+    for (pod, owner, start) in labelled_pods(&engine) {
+        if !owner_alive(owner, start) {
+            super::kube::remove(&engine, &pod);
+            removed.push(pod);
+        }
+    }
+    removed
+}
+
 /// Removes the containers of svcbench processes that no longer run; their names, for one line.
 pub fn remove_orphans() -> Vec<String> {
     let Some(engine) = engine_installed() else { return Vec::new() };
     let mut removed = Vec::new();
     for c in labelled(&engine) {
-        let alive = c.owner > 1 && crate::guard::identity::start_ticks(c.owner) == Some(c.owner_start);
-        if !alive {
+        if !owner_alive(c.owner, c.owner_start) {
             remove(&engine, &c);
             removed.push(c.name);
         }
@@ -83,6 +120,9 @@ pub fn remove_orphans() -> Vec<String> {
 pub fn remove_own() {
     let Some(engine) = engine_installed() else { return };
     let me = std::process::id() as i32;
+    for (pod, _, _) in labelled_pods(&engine).iter().filter(|(_, owner, _)| *owner == me) {
+        super::kube::remove(&engine, pod);
+    }
     for c in labelled(&engine).iter().filter(|c| c.owner == me) {
         remove(&engine, c);
     }

@@ -1,7 +1,20 @@
 //! The container sandbox: a service run from an OCI image by Docker or Podman under the same limits as a
 //! process (docs/containers.md). engine.rs finds and calls the engine, image.rs builds or finds the image,
-//! run.rs runs one container and reads its cgroup, cleanup.rs removes what a killed svcbench left.
+//! run.rs runs one container and reads its cgroup, cleanup.rs removes what a killed svcbench left;
+//! pod_spec.rs writes the same container as a Kubernetes Pod and kube.rs plays it with Podman
+//! (docs/kubernetes.md).
 pub mod cleanup;
 pub mod engine;
 pub mod image;
+pub mod kube;
+pub mod pod_spec;
 pub mod run;
+
+/// How a container service is started: `<engine> run` (the default), or its Pod spec played by
+/// `podman kube play`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Runtime {
+    #[default]
+    Engine,
+    Kube,
+}

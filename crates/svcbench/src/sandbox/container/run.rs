@@ -4,12 +4,14 @@
 //! read back from the kernel (/proc/<pid>/cgroup of the process found in it), so the sampler, the per-step
 //! high-water mark, CPU time and the limits held come from the same files as for a process.
 use super::engine::{Engine, Kind, COMMAND_TIMEOUT};
+use super::kube;
 use crate::sandbox::cgroup::{self, Applied, CgroupBackend};
 use crate::sandbox::process::Exit;
 use crate::sandbox::sampler::Sample;
 use crate::sandbox::{CgroupProbe, Limits, Probe, StopOutcome, CGROUP_PARENT};
 use anyhow::{bail, Result};
 use std::fs::File;
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -56,6 +58,26 @@ struct Shared {
     last: Mutex<Sample>,
     ended: AtomicBool,
     oom_by_engine: AtomicU64,
+    /// A played pod's `kube play`, until it ends, and its end when it failed (the container never ran).
+    play: Mutex<Option<Child>>,
+    play_failed: Mutex<Option<Exit>>,
+    /// A played pod's `podman wait` on its container: its end is the container's.
+    waiter: Mutex<Option<Child>>,
+}
+
+/// Where the container's cgroup is: its parent, relative to each hierarchy's root, and in a pod the name
+/// of the container's own group (the pod's infra container has one beside it).
+#[derive(Debug, Clone)]
+struct Place {
+    parent: std::path::PathBuf,
+    only: Option<String>,
+}
+
+impl Place {
+    /// `<engine> run --cgroup-parent=/svcbench/<run>`: the one group holding a process under it.
+    fn of_run(name: &str) -> Place {
+        Place { parent: std::path::Path::new(CGROUP_PARENT).join(name), only: None }
+    }
 }
 
 struct ContainerProbe {
@@ -93,8 +115,12 @@ impl Probe for ContainerProbe {
 pub struct ContainerSandbox {
     engine: Engine,
     spec: ContainerSpec,
-    /// The engine's `run`, in the foreground: its end is the container's.
-    child: Mutex<Child>,
+    /// The container's name for the engine's commands.
+    container: String,
+    /// The engine's `run`, in the foreground: its end is the container's (None for a played pod).
+    child: Mutex<Option<Child>>,
+    /// A played pod (`--runtime kube`): its name and the service's log, which gets the container's output.
+    kube: Option<(String, Mutex<File>)>,
     exit: Mutex<Option<Exit>>,
     shared: Arc<Shared>,
     removed: bool,
@@ -166,21 +192,24 @@ pub fn remove_parent_groups(name: &str) {
 
 /// The container's own group, found as the group under the run's parent that holds a process, then read
 /// back from that process's /proc/<pid>/cgroup.
-fn find_group(name: &str) -> Option<(Arc<dyn CgroupBackend>, i32)> {
-    let pid = find_process(name)?;
+fn find_group(place: &Place) -> Option<(Arc<dyn CgroupBackend>, i32)> {
+    let pid = find_process(place)?;
     group_of(pid).map(|g| (g, pid))
 }
 
 /// A process in the container's group (not the runtime's own), found in the memory hierarchy (v1) or the
 /// unified one.
-fn find_process(name: &str) -> Option<i32> {
+fn find_process(place: &Place) -> Option<i32> {
     let v1 = cgroup::v1_mount("memory");
     let base = match &v1 {
-        Some(m) => m.join(CGROUP_PARENT).join(name),
-        None => cgroup::v2_mount()?.join(CGROUP_PARENT).join(name),
+        Some(m) => m.join(&place.parent),
+        None => cgroup::v2_mount()?.join(&place.parent),
     };
     for e in std::fs::read_dir(&base).ok()?.flatten() {
         if e.file_name() == "conmon" || !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        if place.only.as_ref().is_some_and(|only| e.file_name().to_str() != Some(only.as_str())) {
             continue;
         }
         let Some(&pid) = cgroup::read_pids(&e.path().join("cgroup.procs")).first() else { continue };
@@ -217,9 +246,9 @@ fn whereabouts(pid: i32) -> String {
 /// [`SETTLE`], so that a real mismatch is still seen as one.
 type Settled = (Arc<dyn CgroupBackend>, i32, Applied);
 
-fn settled_limits(name: &str, found: (Arc<dyn CgroupBackend>, i32), asked: &Limits) -> Settled {
+fn settled_limits(place: &Place, found: (Arc<dyn CgroupBackend>, i32), asked: &Limits) -> Settled {
     let now = || {
-        let pid = find_process(name)?;
+        let pid = find_process(place)?;
         let g = group_of(pid)?;
         let held = g.applied();
         Some((g, pid, held))
@@ -232,6 +261,26 @@ fn settled_limits(name: &str, found: (Arc<dyn CgroupBackend>, i32), asked: &Limi
         let held = found.0.applied();
         (found.0, found.1, held)
     })
+}
+
+/// Finds the container's group (bounded) and reads its limits once they have settled, for the probe and
+/// the sandbox (on the starter's own thread, so that the readiness wait starts at once).
+fn find_and_settle(finder: &Shared, place: &Place, asked: &Limits) {
+    let t0 = Instant::now();
+    while t0.elapsed() < FIND_TIMEOUT && !finder.ended.load(Ordering::Relaxed) {
+        if let Some((g, pid)) = find_group(place) {
+            let (g, pid, applied) = settled_limits(place, (g, pid), asked);
+            if !cgroup::mismatches(asked, &applied).is_empty() {
+                let mut unsettled = finder.unsettled.lock().unwrap();
+                let before = unsettled.take().map(|w| format!("{w}; ")).unwrap_or_default();
+                *unsettled = Some(format!("{before}{}", whereabouts(pid)));
+            }
+            *finder.applied.lock().unwrap() = Some(applied);
+            *finder.group.lock().unwrap() = Some((g, pid));
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// How long the runtime may take to write the limits once the container's process is in its group.
@@ -254,26 +303,70 @@ impl ContainerSandbox {
         });
         let shared = Arc::new(Shared::default());
         // Found on a thread of its own, so that the readiness wait starts at once.
-        let (finder, name, asked) = (shared.clone(), spec.name.clone(), spec.limits.clone());
+        let (finder, place, asked) = (shared.clone(), Place::of_run(&spec.name), spec.limits.clone());
+        std::thread::spawn(move || find_and_settle(&finder, &place, &asked));
+        Ok(ContainerSandbox {
+            engine: engine.clone(),
+            container: container_name(&spec.name),
+            spec,
+            child: Mutex::new(Some(child)),
+            kube: None,
+            exit: Mutex::new(None),
+            shared,
+            removed: false,
+            warnings: Vec::new(),
+        })
+    }
+
+    /// Plays the Pod spec written at `pod_file` (named `pod`) with `podman kube play`; its output, then the
+    /// container's, goes to `log`.
+    pub fn start_kube(engine: &Engine, spec: ContainerSpec, pod: &str, pod_file: &Path, log: File) -> Result<Self> {
+        kube::check_engine(engine)?;
+        let play = kube::play(engine, pod_file, &log)?;
+        crate::guard::register(crate::guard::Part {
+            name: spec.name.clone(),
+            pgid: play.id() as i32,
+            cgroups: Vec::new(),
+        });
+        let shared = Arc::new(Shared::default());
+        *shared.play.lock().unwrap() = Some(play);
+        let (finder, engine2, pod2, asked) = (shared.clone(), engine.clone(), pod.to_string(), spec.limits.clone());
         std::thread::spawn(move || {
-            let t0 = Instant::now();
-            while t0.elapsed() < FIND_TIMEOUT && !finder.ended.load(Ordering::Relaxed) {
-                if let Some((g, pid)) = find_group(&name) {
-                    let (g, pid, applied) = settled_limits(&name, (g, pid), &asked);
-                    if !cgroup::mismatches(&asked, &applied).is_empty() {
-                        *finder.unsettled.lock().unwrap() = Some(whereabouts(pid));
-                    }
-                    *finder.applied.lock().unwrap() = Some(applied);
-                    *finder.group.lock().unwrap() = Some((g, pid));
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(1));
+            // The pod's ids, and so its cgroup, are known once the play has ended.
+            let played = crate::poll::until(FIND_TIMEOUT, Duration::from_millis(5), || {
+                let mut play = finder.play.lock().unwrap();
+                let status = play.as_mut()?.try_wait().ok().flatten()?;
+                play.take();
+                Some(status)
+            });
+            let failed = |why: String, code: Option<i32>| {
+                *finder.unsettled.lock().unwrap() = Some(why);
+                *finder.play_failed.lock().unwrap() = Some(container_exit(code));
+            };
+            match played {
+                Some(s) if s.success() => {}
+                Some(s) => return failed(format!("`podman kube play` failed ({s})"), s.code()),
+                None => return failed("`podman kube play` did not end".into(), None),
             }
+            let place = match kube::placement(&engine2, &pod2) {
+                Ok((parent, only)) => Place { parent, only: Some(only) },
+                Err(e) => return failed(format!("the played pod's container was not found: {e:#}"), None),
+            };
+            match kube::waiter(&engine2, &pod2) {
+                Ok(w) => *finder.waiter.lock().unwrap() = Some(w),
+                Err(e) => return failed(format!("{e:#}"), None),
+            }
+            if let Err(e) = kube::apply_beyond_spec(&engine2, &pod2, &asked) {
+                *finder.unsettled.lock().unwrap() = Some(format!("the CPU set could not be set: {e:#}"));
+            }
+            find_and_settle(&finder, &place, &asked);
         });
         Ok(ContainerSandbox {
             engine: engine.clone(),
+            container: kube::container_of(pod),
             spec,
-            child: Mutex::new(child),
+            child: Mutex::new(None),
+            kube: Some((pod.to_string(), Mutex::new(log))),
             exit: Mutex::new(None),
             shared,
             removed: false,
@@ -288,9 +381,18 @@ impl ContainerSandbox {
     /// The engine's `run` once it has ended (kept: a child is reaped once).
     fn ended(&self) -> Option<Exit> {
         let mut exit = self.exit.lock().unwrap();
-        if exit.is_none() {
-            if let Ok(Some(status)) = self.child.lock().unwrap().try_wait() {
+        if exit.is_some() {
+            return *exit;
+        }
+        if let Some(child) = self.child.lock().unwrap().as_mut() {
+            if let Ok(Some(status)) = child.try_wait() {
                 *exit = Some(container_exit(status.code()));
+            }
+        } else if let Some(failed) = *self.shared.play_failed.lock().unwrap() {
+            *exit = Some(failed);
+        } else if let Some(w) = self.shared.waiter.lock().unwrap().as_mut() {
+            if let Ok(Some(status)) = w.try_wait() {
+                *exit = Some(container_exit(kube::waited_code(w).or(status.code())));
             }
         }
         *exit
@@ -347,10 +449,8 @@ impl ContainerSandbox {
 
     /// When the engine says the container started (its `StartedAt`).
     pub fn engine_started_at(&self) -> Option<SystemTime> {
-        let text = self
-            .engine
-            .run(&["inspect", "--format", "{{.State.StartedAt}}", &container_name(&self.spec.name)], COMMAND_TIMEOUT)
-            .ok()?;
+        let text =
+            self.engine.run(&["inspect", "--format", "{{.State.StartedAt}}", &self.container], COMMAND_TIMEOUT).ok()?;
         parse_engine_time(&text)
     }
 
@@ -361,10 +461,8 @@ impl ContainerSandbox {
         let exit = self.ended()?;
         if !self.shared.ended.swap(true, Ordering::Relaxed) {
             {
-                let oom = self.engine.run(
-                    &["inspect", "--format", "{{.State.OOMKilled}}", &container_name(&self.spec.name)],
-                    COMMAND_TIMEOUT,
-                );
+                let oom =
+                    self.engine.run(&["inspect", "--format", "{{.State.OOMKilled}}", &self.container], COMMAND_TIMEOUT);
                 if oom.is_ok_and(|t| t.trim() == "true") {
                     self.shared.oom_by_engine.store(1, Ordering::Relaxed);
                 }
@@ -385,7 +483,7 @@ impl ContainerSandbox {
         }
         let t0 = Instant::now();
         let secs = grace.as_secs_f64().ceil().max(1.0) as u64;
-        let name = container_name(&self.spec.name);
+        let name = self.container.clone();
         let _ = self.engine.run(&["stop", "-t", &secs.to_string(), &name], grace + COMMAND_TIMEOUT);
         let exit = self.wait_exit(Duration::from_secs(10));
         let elapsed = t0.elapsed();
@@ -402,22 +500,47 @@ impl ContainerSandbox {
         self.removed = true;
         let _ = self.try_exit();
         self.shared.ended.store(true, Ordering::Relaxed);
-        let _ = self.engine.run(&["rm", "-f", &container_name(&self.spec.name)], COMMAND_TIMEOUT);
+        if let Some((pod, log)) = &self.kube {
+            self.remove_pod(pod, log);
+            crate::guard::unregister(&self.spec.name);
+            return;
+        }
+        let _ = self.engine.run(&["rm", "-f", &self.container], COMMAND_TIMEOUT);
         if self.ended().is_none() {
-            let mut child = self.child.lock().unwrap();
-            let _ = child.kill();
-            if let Ok(status) = child.wait() {
-                self.exit.lock().unwrap().get_or_insert(container_exit(status.code()));
+            if let Some(child) = self.child.lock().unwrap().as_mut() {
+                let _ = child.kill();
+                if let Ok(status) = child.wait() {
+                    self.exit.lock().unwrap().get_or_insert(container_exit(status.code()));
+                }
             }
         }
         remove_parent_groups(&self.spec.name);
         crate::guard::unregister(&self.spec.name);
     }
 
+    /// A played pod's end: the play ended if it still runs, the container's output kept in the service's
+    /// log, then the pod removed with its containers and cgroup (Podman's own, `/libpod_parent/<pod id>`).
+    fn remove_pod(&self, pod: &str, log: &Mutex<File>) {
+        if let Some(mut play) = self.shared.play.lock().unwrap().take() {
+            let _ = play.kill();
+            let _ = play.wait();
+        }
+        kube::save_logs(&self.engine, pod, &mut log.lock().unwrap());
+        kube::remove(&self.engine, pod);
+        // `podman wait` ends with the container; the pod's removal ends it otherwise.
+        if let Some(mut w) = self.shared.waiter.lock().unwrap().take() {
+            if crate::poll::until(Duration::from_secs(10), Duration::from_millis(10), || w.try_wait().ok().flatten())
+                .is_none()
+            {
+                let _ = w.kill();
+                let _ = w.wait();
+            }
+        }
+    }
+
     /// The last lines of the container's output, from the engine.
     pub fn log_tail(&self, lines: usize) -> Option<String> {
-        let name = container_name(&self.spec.name);
-        let text = self.engine.run(&["logs", "--tail", &lines.to_string(), &name], COMMAND_TIMEOUT).ok()?;
+        let text = self.engine.run(&["logs", "--tail", &lines.to_string(), &self.container], COMMAND_TIMEOUT).ok()?;
         let tail: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
         (!tail.is_empty()).then(|| tail.join(" | "))
     }
