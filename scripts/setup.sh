@@ -32,6 +32,9 @@ if [ -n "$no_build" ]; then build=""; fi
 apt_packages=(acl)
 if [ -z "$quick" ]; then
   apt_packages+=(sqlite3 wrk chromium upx-ucl python3 python3-venv nginx-light unzip iproute2 openssh-client openssh-server podman runc mmdebstrap catatonit)
+  # A Docker CLI, which the containers test drives against Podman's Docker-compatible API (no Docker daemon
+  # is started: policy-rc.d below). This kind of machine ships one; Debian's comes with docker.io.
+  command -v docker >/dev/null 2>&1 || apt_packages+=(docker.io)
 fi
 missing=()
 for p in "${apt_packages[@]}"; do

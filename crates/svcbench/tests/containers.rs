@@ -2,8 +2,9 @@
 //! settings): the bundled FROM scratch Go hello image under limits read back from its cgroup, its steps'
 //! CPU time and memory high-water mark from that cgroup, its image size as the artifact, an image run
 //! without a manifest, a memory hog image killed at its cap, an emulated link in front of a container, and
-//! the container a SIGKILLed svcbench leaves, removed by the next run. After each, no container, cgroup or
-//! process of svcbench is left.
+//! the container a SIGKILLed svcbench leaves, removed by the next run, the Docker CLI's path (against
+//! Podman's Docker-compatible API) and the Pod. After each, no container, cgroup or process of svcbench is
+//! left.
 mod common;
 use common::*;
 use std::path::{Path, PathBuf};
@@ -411,5 +412,52 @@ fn a_pod_left_by_a_killed_svcbench_is_removed_whole_by_the_next_run() {
     let infra = String::from_utf8_lossy(&infra.stdout).to_string();
     assert!(!infra.lines().any(|n| n.ends_with("-infra")), "infra containers left: {infra}");
     assert_eq!(svcbench_pods(), Vec::<String>::new(), "pods left behind");
+    assert_nothing_left();
+}
+
+/// The Docker path, driven by the real `docker` CLI: against Podman's Docker-compatible API (`podman system
+/// service`), the only engine this kind of machine has. svcbench takes it for Docker (its version says so),
+/// builds the image, runs it under the limits and reads them back from its cgroup as with Podman's CLI.
+#[test]
+fn the_docker_cli_runs_the_hello_image_under_its_limits() {
+    engine();
+    let version = Command::new("docker").arg("--version").output();
+    let version = version.map(|o| String::from_utf8_lossy(&o.stdout).to_string()).unwrap_or_default();
+    assert!(version.starts_with("Docker version"), "no Docker CLI ({version:?}): run scripts/setup.sh");
+    let tmp = tempfile::tempdir().unwrap();
+    let sock = tmp.path().join("podman.sock");
+    let _api = Background(
+        Command::new("podman")
+            .args(["system", "service", "--time=0", &format!("unix://{}", sock.display())])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(tmp.path().join("api.log")).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let t0 = std::time::Instant::now();
+    while !sock.exists() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "Podman's API socket never appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (dbp, prof) = (tmp.path().join("d.db"), profile(tmp.path(), 1));
+    let svc = hello_container();
+    let args = ["run", &svc, "--profile", prof.to_str().unwrap(), "--runs", "1", "--cpus", "0.5", "--memory", "64M"];
+    let out = locked(&[&args[..], &["--cpuset", "1", "--db", dbp.to_str().unwrap()]].concat(), tmp.path())
+        .env("DOCKER_HOST", format!("unix://{}", sock.display()))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("by `docker` (Docker)"), "the Docker CLI was not the engine: {said}");
+    let c = db(&dbp);
+    assert_eq!(text_of(&c, "SELECT status FROM run"), "completed", "{said}");
+    assert!(i64_of(&c, "SELECT checks_passed FROM run") > 0 && i64_of(&c, "SELECT checks_failed FROM run") == 0);
+    assert!((f64_of(&c, "SELECT COALESCE(applied_cpus, -1) FROM run") - 0.5).abs() < 0.005, "{said}");
+    assert!((f64_of(&c, "SELECT COALESCE(applied_memory_mib, -1) FROM run") - 64.0).abs() < 0.1, "{said}");
+    assert_eq!(text_of(&c, "SELECT applied_cpuset FROM run"), "1");
+    // Docker's RFC 3339 `StartedAt`, read: startup from the engine's "started" is shorter than from the command.
+    let (cmd, eng) = (f64_of(&c, "SELECT startup_ms FROM run"), f64_of(&c, "SELECT startup_engine_ms FROM run"));
+    assert!(eng > 0.0 && eng < cmd, "startup from the engine {eng} ms, from the command {cmd} ms");
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE cpu_s > 0 AND mem_peak_mib > 0.5"), 2);
     assert_nothing_left();
 }

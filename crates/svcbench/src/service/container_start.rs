@@ -54,7 +54,16 @@ pub fn ensure_image(svc: &Service, log_dir: &Path) -> Result<u64> {
     std::fs::create_dir_all(log_dir)?;
     let log = log_dir.join(format!("image-{}.log", svc.name()));
     let (tag, _) = image::ensure(&engine, &source(svc)?, &log)?;
-    image::size_bytes(&engine, &tag)
+    let bytes = image::size_bytes(&engine, &tag)?;
+    // Which engine ran it is part of the figures' context: a `docker` CLI may drive Docker or Podman's API.
+    eprintln!(
+        "svcbench: {}: image {tag}, {:.1} MB, by `{}` ({:?})",
+        svc.name(),
+        bytes as f64 / 1e6,
+        engine.program,
+        engine.kind
+    );
+    Ok(bytes)
 }
 
 /// The port the service listens on: the image's fixed one (free on its address, or the start would
