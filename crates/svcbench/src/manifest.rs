@@ -139,7 +139,16 @@ pub struct ContainerSection {
     pub pids_limit: Option<u32>,
     /// How it is started: set by `run --runtime`, never by a manifest.
     #[serde(skip)]
-    pub runtime: crate::sandbox::container::Runtime,
+    pub runtime: Runtime,
+}
+
+/// How a container service is started: `<engine> run` (the default), or its Pod spec played by
+/// `podman kube play`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Runtime {
+    #[default]
+    Engine,
+    Kube,
 }
 
 /// `build_timeout` as a human duration ("30m"), read with humantime, so that a bad one names itself.

@@ -6,5 +6,7 @@ pub mod build_many;
 pub mod build_stamp;
 pub mod container_start;
 pub mod instance;
+#[cfg(test)]
+mod pod_spec_tests;
 pub mod service_sandbox;
 pub mod start_command;

@@ -10,11 +10,5 @@ pub mod kube;
 pub mod pod_spec;
 pub mod run;
 
-/// How a container service is started: `<engine> run` (the default), or its Pod spec played by
-/// `podman kube play`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Runtime {
-    #[default]
-    Engine,
-    Kube,
-}
+/// How a container service is started (the manifest's container section carries it).
+pub use crate::manifest::Runtime;
