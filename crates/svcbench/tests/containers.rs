@@ -62,6 +62,39 @@ fn hello_container() -> String {
     format!("{}@container", repo().join("services/hello/go-nethttp").display())
 }
 
+/// A run SIGKILLed during its load leaves its container (or pod) running; the next run removes it and says
+/// so. What was left, and what the next run said.
+fn killed_then_next(
+    tmp: &Path,
+    dbp: &Path,
+    extra: &[&str],
+    left_now: &dyn Fn() -> Vec<String>,
+    what: &str,
+) -> (Vec<String>, String) {
+    let (long, short) = (profile(tmp, 30), profile(tmp, 1));
+    let svc = hello_container();
+    let run = |p: &Path| -> Vec<String> {
+        let args = ["run", &svc, "--profile", p.to_str().unwrap(), "--runs", "1", "--db", dbp.to_str().unwrap()];
+        args.iter().chain(extra).map(|s| s.to_string()).collect()
+    };
+    let long_args = run(&long);
+    let mut child = spawn_svcbench(tmp, "killed", &long_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let pid = child.id();
+    wait_for_load(dbp);
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let left = left_now();
+    assert_eq!(left.len(), 1, "the killed svcbench's {what} runs on: {left:?}");
+    let short_args = run(&short);
+    let mut next = spawn_svcbench(tmp, "next", &short_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let status = exit_within(&mut next, Duration::from_secs(120)).expect("the next run did not end");
+    let said = stderr_of(tmp, "next");
+    assert!(status.success(), "{said}");
+    assert!(said.contains(&format!("removed 1 {what}(s) left by svcbench processes that no longer run")), "{said}");
+    (left, said)
+}
+
 #[test]
 fn the_hello_image_under_limits_passes_its_checks_and_its_cgroup_gives_the_figures() {
     engine();
@@ -120,29 +153,8 @@ fn the_hello_image_under_limits_passes_its_checks_and_its_cgroup_gives_the_figur
 fn a_container_left_by_a_killed_svcbench_is_removed_by_the_next_run() {
     engine();
     let tmp = tempfile::tempdir().unwrap();
-    let (dbp, long, short) = (tmp.path().join("k.db"), profile(tmp.path(), 30), profile(tmp.path(), 1));
-    let svc = hello_container();
-    let run = |p: &Path| -> Vec<String> {
-        ["run", &svc, "--profile", p.to_str().unwrap(), "--runs", "1", "--db", dbp.to_str().unwrap()]
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
-    };
-    let long_args = run(&long);
-    let mut child = spawn_svcbench(tmp.path(), "killed", &long_args.iter().map(String::as_str).collect::<Vec<_>>());
-    let pid = child.id();
-    wait_for_load(&dbp);
-    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    child.wait().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    let left = svcbench_containers();
-    assert_eq!(left.len(), 1, "the killed svcbench's container runs on: {left:?}");
-    let short_args = run(&short);
-    let mut next = spawn_svcbench(tmp.path(), "next", &short_args.iter().map(String::as_str).collect::<Vec<_>>());
-    let status = exit_within(&mut next, Duration::from_secs(120)).expect("the next run did not end");
-    let said = stderr_of(tmp.path(), "next");
-    assert!(status.success(), "{said}");
-    assert!(said.contains("removed 1 container(s) left by svcbench processes that no longer run"), "{said}");
+    let dbp = tmp.path().join("k.db");
+    let (left, said) = killed_then_next(tmp.path(), &dbp, &[], &svcbench_containers, "container");
     assert!(said.contains(&left[0]), "{said}");
     assert_eq!(text_of(&db(&dbp), "SELECT status FROM session WHERE id = 1"), "aborted");
     assert_nothing_left();
@@ -372,40 +384,8 @@ fn the_hello_pod_played_by_podman_passes_its_checks_under_the_limits_it_asks_and
 fn a_pod_left_by_a_killed_svcbench_is_removed_whole_by_the_next_run() {
     engine();
     let tmp = tempfile::tempdir().unwrap();
-    let (dbp, long, short) = (tmp.path().join("kp.db"), profile(tmp.path(), 30), profile(tmp.path(), 1));
-    let svc = hello_container();
-    let run = |p: &Path| -> Vec<String> {
-        [
-            "run",
-            &svc,
-            "--runtime",
-            "kube",
-            "--profile",
-            p.to_str().unwrap(),
-            "--runs",
-            "1",
-            "--db",
-            dbp.to_str().unwrap(),
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
-    };
-    let long_args = run(&long);
-    let mut child = spawn_svcbench(tmp.path(), "killed", &long_args.iter().map(String::as_str).collect::<Vec<_>>());
-    let pid = child.id();
-    wait_for_load(&dbp);
-    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    child.wait().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    let left = svcbench_pods();
-    assert_eq!(left.len(), 1, "the killed svcbench's pod runs on: {left:?}");
-    let short_args = run(&short);
-    let mut next = spawn_svcbench(tmp.path(), "next", &short_args.iter().map(String::as_str).collect::<Vec<_>>());
-    let status = exit_within(&mut next, Duration::from_secs(120)).expect("the next run did not end");
-    let said = stderr_of(tmp.path(), "next");
-    assert!(status.success(), "{said}");
-    assert!(said.contains("removed 1 pod(s) left by svcbench processes that no longer run"), "{said}");
+    let dbp = tmp.path().join("kp.db");
+    let (left, said) = killed_then_next(tmp.path(), &dbp, &["--runtime", "kube"], &svcbench_pods, "pod");
     assert!(said.contains(&left[0]), "{said}");
     // The pod went whole: its infra container with it.
     let infra = Command::new("podman").args(["ps", "-a", "--format", "{{.Names}}"]).output().unwrap();
