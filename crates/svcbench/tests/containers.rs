@@ -62,6 +62,44 @@ fn hello_container() -> String {
     format!("{}@container", repo().join("services/hello/go-nethttp").display())
 }
 
+/// The hello image run once under `--cpus 0.5 --memory 64M` (plus `extra`, with `env` for svcbench): it
+/// completes, passes every check, its limits are read back from its cgroup (CPU set 1: the one asked, or
+/// the service's half of the CPUs by default), every step has CPU time and a memory peak from that cgroup,
+/// and startup from the engine's "started" is shorter than from the command. Its store and what it said.
+fn hello_under_limits(tmp: &Path, extra: &[&str], env: &[(&str, String)]) -> (rusqlite::Connection, String) {
+    let (dbp, prof) = (tmp.join("c.db"), profile(tmp, 1));
+    let svc = hello_container();
+    let args = ["run", &svc, "--profile", prof.to_str().unwrap(), "--runs", "1", "--cpus", "0.5", "--memory", "64M"];
+    let mut cmd = locked(&[&args[..], extra, &["--db", dbp.to_str().unwrap()]].concat(), tmp);
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    let out = cmd.output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "svcbench run of the hello image failed: {said}");
+    let c = db(&dbp);
+    assert_eq!(text_of(&c, "SELECT status FROM run"), "completed");
+    let (passed, total) =
+        (i64_of(&c, "SELECT checks_passed FROM run"), i64_of(&c, "SELECT checks_passed + checks_failed FROM run"));
+    assert!(total > 0 && passed == total, "checks {passed}/{total}");
+    // The limits the engine set, read back from the container's own cgroup.
+    let held = text_of(
+        &c,
+        "SELECT COALESCE(applied_cpus, 'none') || ' CPUs, ' || COALESCE(applied_memory_mib, 'none') || ' MiB, \
+         warnings ' || COALESCE(warnings, '') FROM run",
+    );
+    assert!((f64_of(&c, "SELECT COALESCE(applied_cpus, -1) FROM run") - 0.5).abs() < 0.005, "held: {held}");
+    assert!((f64_of(&c, "SELECT COALESCE(applied_memory_mib, -1) FROM run") - 64.0).abs() < 0.1, "held: {held}");
+    assert_eq!(text_of(&c, "SELECT applied_cpuset FROM run"), "1", "held: {held}");
+    let flags = text_of(&c, "SELECT COALESCE(flags, '') FROM run");
+    assert!(!flags.contains("unlimited"), "a run under the limits asked is not flagged: {flags}");
+    // Every step: CPU time and a memory high-water mark from the container's cgroup.
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step"), 2);
+    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE cpu_s > 0 AND mem_peak_mib > 0.5 AND mem_peak_mib < 64"), 2);
+    // Startup both ways: from the engine's "started" is shorter than from the command.
+    let (cmd, eng) = (f64_of(&c, "SELECT startup_ms FROM run"), f64_of(&c, "SELECT startup_engine_ms FROM run"));
+    assert!(eng > 0.0 && eng < cmd, "startup from the engine {eng} ms, from the command {cmd} ms");
+    (c, said)
+}
+
 /// A run SIGKILLed during its load leaves its container (or pod) running; the next run removes it and says
 /// so. What was left, and what the next run said.
 fn killed_then_next(
@@ -99,50 +137,9 @@ fn killed_then_next(
 fn the_hello_image_under_limits_passes_its_checks_and_its_cgroup_gives_the_figures() {
     engine();
     let tmp = tempfile::tempdir().unwrap();
-    let (dbp, prof) = (tmp.path().join("c.db"), profile(tmp.path(), 1));
-    let svc = hello_container();
-    let args = [
-        "run",
-        &svc,
-        "--profile",
-        prof.to_str().unwrap(),
-        "--runs",
-        "1",
-        "--cpus",
-        "0.5",
-        "--memory",
-        "64M",
-        "--cpuset",
-        "1",
-        "--db",
-        dbp.to_str().unwrap(),
-    ];
-    let out = svcbench_locked(&args, tmp.path());
-    assert!(out.status.success(), "svcbench run of the hello image failed");
-    let c = db(&dbp);
-    assert_eq!(text_of(&c, "SELECT status FROM run"), "completed");
-    let (passed, total) =
-        (i64_of(&c, "SELECT checks_passed FROM run"), i64_of(&c, "SELECT checks_passed + checks_failed FROM run"));
-    assert!(total > 0 && passed == total, "checks {passed}/{total}");
-    // The limits the engine set, read back from the container's own cgroup.
+    let (c, _) = hello_under_limits(tmp.path(), &["--cpuset", "1"], &[]);
     assert_eq!(text_of(&c, "SELECT cgroup_version FROM run"), "v1");
-    let held = text_of(
-        &c,
-        "SELECT COALESCE(applied_cpus, 'none') || ' CPUs, ' || COALESCE(applied_memory_mib, 'none') || ' MiB, \
-         warnings ' || COALESCE(warnings, '') FROM run",
-    );
-    assert!((f64_of(&c, "SELECT COALESCE(applied_cpus, -1) FROM run") - 0.5).abs() < 0.005, "held: {held}");
-    assert!((f64_of(&c, "SELECT COALESCE(applied_memory_mib, -1) FROM run") - 64.0).abs() < 0.1, "held: {held}");
-    assert_eq!(text_of(&c, "SELECT applied_cpuset FROM run"), "1");
-    let flags = text_of(&c, "SELECT COALESCE(flags, '') FROM run");
-    assert!(!flags.contains("unlimited"), "a run under the limits asked is not flagged: {flags}");
-    // Every step: CPU time and a memory high-water mark from the container's cgroup.
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step"), 2);
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE cpu_s > 0 AND mem_peak_mib > 0.5 AND mem_peak_mib < 64"), 2);
     assert!(f64_of(&c, "SELECT MAX(success_rps) FROM step") > 100.0);
-    // Startup both ways: from the engine's "started" is shorter than from the command.
-    let (cmd, eng) = (f64_of(&c, "SELECT startup_ms FROM run"), f64_of(&c, "SELECT startup_engine_ms FROM run"));
-    assert!(eng > 0.0 && eng < cmd, "startup from the engine {eng} ms, from the command {cmd} ms");
     // The image's size is the artifact's: a static Go binary on nothing, a few MB.
     let bytes = i64_of(&c, "SELECT artifact_bytes FROM service");
     assert!((1 << 20..40 << 20).contains(&bytes), "image size {bytes}");
@@ -323,46 +320,9 @@ fn the_pod_spec_of_the_hello_image_asks_its_limits_as_requests_and_probes_its_re
 fn the_hello_pod_played_by_podman_passes_its_checks_under_the_limits_it_asks_and_leaves_nothing() {
     engine();
     let tmp = tempfile::tempdir().unwrap();
-    let (dbp, prof) = (tmp.path().join("k.db"), profile(tmp.path(), 1));
-    let svc = hello_container();
-    let args = [
-        "run",
-        &svc,
-        "--runtime",
-        "kube",
-        "--profile",
-        prof.to_str().unwrap(),
-        "--runs",
-        "1",
-        "--cpus",
-        "0.5",
-        "--memory",
-        "64M",
-        "--db",
-        dbp.to_str().unwrap(),
-    ];
-    let out = svcbench_locked(&args, tmp.path());
-    assert!(out.status.success(), "svcbench run --runtime kube failed");
-    let c = db(&dbp);
-    assert_eq!(text_of(&c, "SELECT status FROM run"), "completed");
-    let (passed, total) =
-        (i64_of(&c, "SELECT checks_passed FROM run"), i64_of(&c, "SELECT checks_passed + checks_failed FROM run"));
-    assert!(total > 0 && passed == total, "checks {passed}/{total}");
-    // The limits read back from the pod container's own cgroup (under Podman's /libpod_parent/<pod>).
-    let held = text_of(
-        &c,
-        "SELECT COALESCE(applied_cpus, 'none') || ' CPUs, ' || COALESCE(applied_memory_mib, 'none') || ' MiB, \
-         warnings ' || COALESCE(warnings, '') FROM run",
-    );
-    assert!((f64_of(&c, "SELECT COALESCE(applied_cpus, -1) FROM run") - 0.5).abs() < 0.005, "held: {held}");
-    assert!((f64_of(&c, "SELECT COALESCE(applied_memory_mib, -1) FROM run") - 64.0).abs() < 0.1, "held: {held}");
-    // The service's half of the CPUs, which a Pod cannot ask for, set on the played container.
-    assert_eq!(text_of(&c, "SELECT applied_cpuset FROM run"), "1", "held: {held}");
-    let flags = text_of(&c, "SELECT COALESCE(flags, '') FROM run");
-    assert!(!flags.contains("unlimited"), "a run under the limits asked is not flagged: {flags}");
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE cpu_s > 0 AND mem_peak_mib > 0.5 AND mem_peak_mib < 64"), 2);
-    let (cmd, eng) = (f64_of(&c, "SELECT startup_ms FROM run"), f64_of(&c, "SELECT startup_engine_ms FROM run"));
-    assert!(eng > 0.0 && eng < cmd, "startup from the engine {eng} ms, from the command {cmd} ms");
+    // The limits read back from the pod container's own cgroup (under Podman's /libpod_parent/<pod>); the
+    // service's half of the CPUs, which a Pod cannot ask for, set on the played container.
+    let (_c, _) = hello_under_limits(tmp.path(), &["--runtime", "kube"], &[]);
     // The spec played is the one `svcbench pod` writes: kept beside the run's log.
     let played: Vec<PathBuf> = std::fs::read_dir(tmp.path().join("work"))
         .unwrap()
@@ -419,25 +379,8 @@ fn the_docker_cli_runs_the_hello_image_under_its_limits() {
         assert!(t0.elapsed() < Duration::from_secs(20), "Podman's API socket never appeared");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let (dbp, prof) = (tmp.path().join("d.db"), profile(tmp.path(), 1));
-    let svc = hello_container();
-    let args = ["run", &svc, "--profile", prof.to_str().unwrap(), "--runs", "1", "--cpus", "0.5", "--memory", "64M"];
-    let out = locked(&[&args[..], &["--cpuset", "1", "--db", dbp.to_str().unwrap()]].concat(), tmp.path())
-        .env("DOCKER_HOST", format!("unix://{}", sock.display()))
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{said}");
+    let docker_host = format!("unix://{}", sock.display());
+    let (_c, said) = hello_under_limits(tmp.path(), &["--cpuset", "1"], &[("DOCKER_HOST", docker_host)]);
     assert!(said.contains("by `docker` (Docker)"), "the Docker CLI was not the engine: {said}");
-    let c = db(&dbp);
-    assert_eq!(text_of(&c, "SELECT status FROM run"), "completed", "{said}");
-    assert!(i64_of(&c, "SELECT checks_passed FROM run") > 0 && i64_of(&c, "SELECT checks_failed FROM run") == 0);
-    assert!((f64_of(&c, "SELECT COALESCE(applied_cpus, -1) FROM run") - 0.5).abs() < 0.005, "{said}");
-    assert!((f64_of(&c, "SELECT COALESCE(applied_memory_mib, -1) FROM run") - 64.0).abs() < 0.1, "{said}");
-    assert_eq!(text_of(&c, "SELECT applied_cpuset FROM run"), "1");
-    // Docker's RFC 3339 `StartedAt`, read: startup from the engine's "started" is shorter than from the command.
-    let (cmd, eng) = (f64_of(&c, "SELECT startup_ms FROM run"), f64_of(&c, "SELECT startup_engine_ms FROM run"));
-    assert!(eng > 0.0 && eng < cmd, "startup from the engine {eng} ms, from the command {cmd} ms");
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE cpu_s > 0 AND mem_peak_mib > 0.5"), 2);
     assert_nothing_left();
 }
