@@ -66,7 +66,7 @@ fn hello_container() -> String {
 /// completes, passes every check, its limits are read back from its cgroup (CPU set 1: the one asked, or
 /// the service's half of the CPUs by default), every step has CPU time and a memory peak from that cgroup,
 /// and startup from the engine's "started" is shorter than from the command. Its store and what it said.
-fn hello_under_limits(tmp: &Path, extra: &[&str], env: &[(&str, String)]) -> (rusqlite::Connection, String) {
+fn hello_under_limits(tmp: &Path, extra: &[&str], env: &[(&str, String)]) -> (Stored, String) {
     let (dbp, prof) = (tmp.join("c.db"), profile(tmp, 1));
     let svc = hello_container();
     let args = ["run", &svc, "--profile", prof.to_str().unwrap(), "--runs", "1", "--cpus", "0.5", "--memory", "64M"];
@@ -75,29 +75,30 @@ fn hello_under_limits(tmp: &Path, extra: &[&str], env: &[(&str, String)]) -> (ru
     let out = cmd.output().unwrap();
     let said = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "svcbench run of the hello image failed: {said}");
-    let c = db(&dbp);
-    assert_eq!(text_of(&c, "SELECT status FROM run"), "completed");
-    let (passed, total) =
-        (i64_of(&c, "SELECT checks_passed FROM run"), i64_of(&c, "SELECT checks_passed + checks_failed FROM run"));
-    assert!(total > 0 && passed == total, "checks {passed}/{total}");
+    let st = stored(&dbp);
+    let run = st.run();
+    assert_eq!(run.status, "completed");
+    let (passed, failed) = (run.checks_passed.unwrap_or(0), run.checks_failed.unwrap_or(-1));
+    assert!(passed > 0 && failed == 0, "checks {passed} passed, {failed} failed");
     // The limits the engine set, read back from the container's own cgroup.
-    let held = text_of(
-        &c,
-        "SELECT COALESCE(applied_cpus, 'none') || ' CPUs, ' || COALESCE(applied_memory_mib, 'none') || ' MiB, \
-         warnings ' || COALESCE(warnings, '') FROM run",
+    let held = format!(
+        "{:?} CPUs, {:?} MiB, CPU set {:?}, warnings {:?}",
+        run.applied_cpus, run.applied_memory_mib, run.applied_cpuset, run.warnings
     );
-    assert!((f64_of(&c, "SELECT COALESCE(applied_cpus, -1) FROM run") - 0.5).abs() < 0.005, "held: {held}");
-    assert!((f64_of(&c, "SELECT COALESCE(applied_memory_mib, -1) FROM run") - 64.0).abs() < 0.1, "held: {held}");
-    assert_eq!(text_of(&c, "SELECT applied_cpuset FROM run"), "1", "held: {held}");
-    let flags = text_of(&c, "SELECT COALESCE(flags, '') FROM run");
-    assert!(!flags.contains("unlimited"), "a run under the limits asked is not flagged: {flags}");
+    assert!(run.applied_cpus.is_some_and(|c| (c - 0.5).abs() < 0.005), "held: {held}");
+    assert!(run.applied_memory_mib.is_some_and(|m| (m - 64.0).abs() < 0.1), "held: {held}");
+    assert_eq!(run.applied_cpuset.as_deref(), Some("1"), "held: {held}");
+    assert!(run.validity().valid(), "a run under the limits asked is not flagged: {:?}", run.validity());
     // Every step: CPU time and a memory high-water mark from the container's cgroup.
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step"), 2);
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE cpu_s > 0 AND mem_peak_mib > 0.5 AND mem_peak_mib < 64"), 2);
+    assert_eq!(run.steps.len(), 2);
+    for step in &run.steps {
+        let mem = step.mem_peak_mib.unwrap_or(0.0);
+        assert!(step.cpu_s.unwrap_or(0.0) > 0.0 && mem > 0.5 && mem < 64.0, "step {}: {step:?}", step.seq);
+    }
     // Startup both ways: from the engine's "started" is shorter than from the command.
-    let (cmd, eng) = (f64_of(&c, "SELECT startup_ms FROM run"), f64_of(&c, "SELECT startup_engine_ms FROM run"));
+    let (cmd, eng) = (run.startup_ms.unwrap_or(0.0), run.startup_engine_ms.unwrap_or(0.0));
     assert!(eng > 0.0 && eng < cmd, "startup from the engine {eng} ms, from the command {cmd} ms");
-    (c, said)
+    (st, said)
 }
 
 /// A run SIGKILLed during its load leaves its container (or pod) running; the next run removes it and says
@@ -137,11 +138,11 @@ fn killed_then_next(
 fn the_hello_image_under_limits_passes_its_checks_and_its_cgroup_gives_the_figures() {
     engine();
     let tmp = tempfile::tempdir().unwrap();
-    let (c, _) = hello_under_limits(tmp.path(), &["--cpuset", "1"], &[]);
-    assert_eq!(text_of(&c, "SELECT cgroup_version FROM run"), "v1");
-    assert!(f64_of(&c, "SELECT MAX(success_rps) FROM step") > 100.0);
+    let (st, _) = hello_under_limits(tmp.path(), &["--cpuset", "1"], &[]);
+    assert_eq!(st.run().cgroup_version.as_deref(), Some("v1"));
+    assert!(st.steps().any(|s| s.success_rps > 100.0));
     // The image's size is the artifact's: a static Go binary on nothing, a few MB.
-    let bytes = i64_of(&c, "SELECT artifact_bytes FROM service");
+    let bytes = st.services().next().and_then(|s| s.artifact_bytes).unwrap_or(0);
     assert!((1 << 20..40 << 20).contains(&bytes), "image size {bytes}");
     assert_nothing_left();
 }
@@ -322,7 +323,7 @@ fn the_hello_pod_played_by_podman_passes_its_checks_under_the_limits_it_asks_and
     let tmp = tempfile::tempdir().unwrap();
     // The limits read back from the pod container's own cgroup (under Podman's /libpod_parent/<pod>); the
     // service's half of the CPUs, which a Pod cannot ask for, set on the played container.
-    let (_c, _) = hello_under_limits(tmp.path(), &["--runtime", "kube"], &[]);
+    hello_under_limits(tmp.path(), &["--runtime", "kube"], &[]);
     // The spec played is the one `svcbench pod` writes: kept beside the run's log.
     let played: Vec<PathBuf> = std::fs::read_dir(tmp.path().join("work"))
         .unwrap()
@@ -380,7 +381,7 @@ fn the_docker_cli_runs_the_hello_image_under_its_limits() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let docker_host = format!("unix://{}", sock.display());
-    let (_c, said) = hello_under_limits(tmp.path(), &["--cpuset", "1"], &[("DOCKER_HOST", docker_host)]);
+    let (_, said) = hello_under_limits(tmp.path(), &["--cpuset", "1"], &[("DOCKER_HOST", docker_host)]);
     assert!(said.contains("by `docker` (Docker)"), "the Docker CLI was not the engine: {said}");
     assert_nothing_left();
 }

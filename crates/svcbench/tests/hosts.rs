@@ -355,19 +355,17 @@ fn a_store_on_another_host_is_started_there_used_here_and_stopped() {
     assert!(!said.lines().any(|l| l.starts_with("svcbench: starting dependency")), "no store here: {said}");
     let sshd_log = std::fs::read_to_string(tmp.path().join("sshd.log")).unwrap();
     assert!(sshd_log.contains(&format!("Accepted publickey for root from {}", host.here)), "{sshd_log}");
-    let c = db(&dbp);
-    let (passed, failed) = (i64_of(&c, "SELECT checks_passed FROM run"), i64_of(&c, "SELECT checks_failed FROM run"));
+    let st = stored(&dbp);
+    let (run, first) = (st.run(), st.step());
+    let (passed, failed) = (run.checks_passed.unwrap_or(0), run.checks_failed.unwrap_or(-1));
     assert!(passed >= 60 && failed == 0, "{passed} checks passed, {failed} failed: {said}");
-    assert!(i64_of(&c, "SELECT requests_ok FROM step WHERE seq = 1") > 0);
-    assert!(
-        f64_of(&c, "SELECT dep_cpu_s FROM step WHERE seq = 1") > 0.0,
-        "the far node's CPU, from its statistics: {said}"
-    );
-    let net = text_of(&c, "SELECT network FROM session");
+    assert!(first.seq == 1 && first.requests_ok > 0, "{first:?}");
+    assert!(first.dep_cpu_s.unwrap_or(0.0) > 0.0, "the far node's CPU, from its statistics: {said}");
+    let net = st.session().network.clone().unwrap_or_default();
     assert!(net.contains(&format!("store ssh://root@{} ({})", host.there, host.there)), "{net}");
-    let other: serde_json::Value = serde_json::from_str(&text_of(&c, "SELECT other_hosts FROM session")).unwrap();
-    assert_eq!(other[0]["role"], "store", "{other}");
-    assert_eq!(other[0]["facts"]["cpu_cores"], i64_of(&c, "SELECT cpu_cores FROM session"), "{other}");
+    let other = &st.session().other_hosts;
+    assert_eq!(other.first().map(|o| o.role.as_str()), Some("store"), "{other:?}");
+    assert_eq!(other[0].facts.cpu_cores as i64, st.session().cpu_cores.unwrap_or(-1), "{other:?}");
     let t0 = Instant::now();
     while !store_procs().is_empty() {
         assert!(

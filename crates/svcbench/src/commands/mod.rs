@@ -47,7 +47,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                 runtime: a.runtime,
             };
             let opts = options::run_options(&a.session, plan)?;
-            let db = opts.db.clone();
+            let db = opts.plan.db.clone();
             let s = runner::run_session(opts, stop)?;
             eprintln!(
                 "svcbench: session {} {}: {} run(s) completed, {} interrupted, {} failed; figures in {}",

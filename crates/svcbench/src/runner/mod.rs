@@ -42,8 +42,10 @@ pub const STOP_GRACE: Duration = Duration::from_secs(15);
 /// Seed of the request value draws when none is given.
 pub const SEED: u64 = 1;
 
+/// What one session measures: the parts a command decides itself (`run` from its arguments, `study` per
+/// cell).
 #[derive(Debug, Clone)]
-pub struct RunOptions {
+pub struct SessionPlan {
     pub services: Vec<PathBuf>,
     pub scenario: Option<String>,
     pub profile: String,
@@ -52,21 +54,11 @@ pub struct RunOptions {
     pub loadgen_cpuset: Option<String>,
     pub db: PathBuf,
     pub label: Option<String>,
-    pub cgroup: CgroupChoice,
     pub step_duration: Option<Duration>,
     pub mix: Option<String>,
-    pub skip_build: bool,
     pub startup_timeout: Duration,
-    pub stop_grace: Duration,
     pub seed: u64,
-    pub command_line: String,
     pub metrics_listen: Option<std::net::SocketAddr>,
-    /// Machine-speed drift (0.10 = 10 %) beyond which a step is flagged.
-    pub probe_tolerance: f64,
-    /// Measure even where the limits cannot be applied (runs recorded as unlimited).
-    pub allow_unlimited: bool,
-    /// Queue behind another measurement on this machine instead of refusing.
-    pub wait_lock: bool,
     /// The axes of a study: every service runs under each of these cells (CPU quota and memory cap, the
     /// CPU set being `limits`'s; and the links, with a link axis). Empty: `limits` alone.
     pub cells: Vec<AxisCell>,
@@ -78,26 +70,44 @@ pub struct RunOptions {
     /// `--net`: the generator, the service and the dependencies in namespaces of their own, joined by these
     /// links (empty: no emulated delay). None: everything on loopback.
     pub net: Option<Vec<crate::network::Link>>,
+    /// How container services start (`--runtime`).
+    pub runtime: crate::manifest::Runtime,
+}
+
+/// A session's options: its plan, and what every measuring command shares (options/session.rs builds
+/// them from both).
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub plan: SessionPlan,
+    pub cgroup: CgroupChoice,
+    pub skip_build: bool,
+    pub stop_grace: Duration,
+    pub command_line: String,
+    /// Machine-speed drift (0.10 = 10 %) beyond which a step is flagged.
+    pub probe_tolerance: f64,
+    /// Measure even where the limits cannot be applied (runs recorded as unlimited).
+    pub allow_unlimited: bool,
+    /// Queue behind another measurement on this machine instead of refusing.
+    pub wait_lock: bool,
     /// Generator agents per step (1: the generator runs inside svcbench).
     pub generators: usize,
     /// Dependencies that already run (`--dep KIND=URL`).
     pub given_deps: crate::deps::GivenDeps,
     /// `--hosts`: where the generator agents run and the service listens.
     pub hosts_plan: Option<crate::remote::hosts_file::HostsPlan>,
-    /// How container services start (`--runtime`).
-    pub runtime: crate::sandbox::container::Runtime,
 }
 
 impl RunOptions {
     /// Every cell, with the session's CPU set.
     pub fn cell_specs(&self) -> Vec<AxisCell> {
-        if self.cells.is_empty() {
-            return vec![AxisCell { limits: self.limits.clone(), links: None }];
+        if self.plan.cells.is_empty() {
+            return vec![AxisCell { limits: self.plan.limits.clone(), links: None }];
         }
-        self.cells
+        self.plan
+            .cells
             .iter()
             .map(|c| AxisCell {
-                limits: Limits { cpuset: self.limits.cpuset.clone(), ..c.limits.clone() },
+                limits: Limits { cpuset: self.plan.limits.cpuset.clone(), ..c.limits.clone() },
                 ..c.clone()
             })
             .collect()
@@ -106,8 +116,8 @@ impl RunOptions {
     /// The links the network is made with: the session's, then every pair a cell of the link axis names
     /// (a cell that leaves a pair out runs it without delay).
     fn links_to_make(&self) -> Option<Vec<crate::network::Link>> {
-        let mut links = self.net.clone()?;
-        for l in self.cells.iter().filter_map(|c| c.links.as_ref()).flatten() {
+        let mut links = self.plan.net.clone()?;
+        for l in self.plan.cells.iter().filter_map(|c| c.links.as_ref()).flatten() {
             if !links.iter().any(|k| k.joins((l.from, l.to))) {
                 links.push(l.clone());
             }
@@ -160,7 +170,7 @@ pub fn run_session(opts: RunOptions, stop: Arc<AtomicBool>) -> Result<SessionSum
     let session_id = opened.session_id;
     let result = run_opened(&pre, opened, &stop);
     if result.is_err() {
-        if let Ok(s) = Store::open(&pre.opts.db) {
+        if let Ok(s) = Store::open(&pre.opts.plan.db) {
             let _ = s.finish_session(session_id, "failed");
         }
     }
@@ -191,13 +201,13 @@ fn run_opened(pre: &Preflight, opened: prepare::Opened, stop: &Arc<AtomicBool>) 
         session_id,
         deps,
         loadgen_cpus: pre.loadgen_cpus.clone(),
-        service_cpus: crate::cpus::parse(pre.opts.limits.cpuset.as_deref().unwrap_or(""))?,
+        service_cpus: crate::cpus::parse(pre.opts.plan.limits.cpuset.as_deref().unwrap_or(""))?,
         session_runs: 0,
         later_runs: Duration::ZERO,
         stop: stop.clone(),
         work_dir,
         tag,
-        metrics: pre.opts.metrics_listen.map(crate::metrics::serve).transpose()?,
+        metrics: pre.opts.plan.metrics_listen.map(crate::metrics::serve).transpose()?,
         hosts,
         remote_service: remote_service.clone().map(|r| r as Arc<dyn crate::service::service_sandbox::StartsElsewhere>),
     };

@@ -27,11 +27,11 @@ pub struct Preflight {
 }
 
 pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
-    let (mut services, scenario) = super::plan::load_services(&opts.services, opts.scenario.as_deref())?;
+    let (mut services, scenario) = super::plan::load_services(&opts.plan.services, opts.plan.scenario.as_deref())?;
     runtime_for(&mut services, &opts)?;
     opts.given_deps.check(&scenario.file.dependency, scenario.name())?;
     let profile = load_profile(&opts, &scenario)?;
-    if opts.runs == 0 {
+    if opts.plan.runs == 0 {
         bail!("--runs must be at least 1");
     }
     super::agents::check_split(&profile.steps, opts.generators)?;
@@ -40,13 +40,16 @@ pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
         .cell_specs()
         .iter()
         .filter_map(|c| c.limits.cpus)
-        .fold(opts.limits.cpus, |a, b| Some(a.map_or(b, |a: f64| a.max(b))));
-    let asked_cpus = std::mem::replace(&mut opts.limits.cpus, widest);
-    let loadgen_cpus =
-        crate::cpus::cpu_split(&mut opts.limits.cpuset, opts.limits.cpus, opts.loadgen_cpuset.as_deref())?;
-    opts.limits.cpus = asked_cpus;
+        .fold(opts.plan.limits.cpus, |a, b| Some(a.map_or(b, |a: f64| a.max(b))));
+    let asked_cpus = std::mem::replace(&mut opts.plan.limits.cpus, widest);
+    let loadgen_cpus = crate::cpus::cpu_split(
+        &mut opts.plan.limits.cpuset,
+        opts.plan.limits.cpus,
+        opts.plan.loadgen_cpuset.as_deref(),
+    )?;
+    opts.plan.limits.cpus = asked_cpus;
     let cells = opts.cell_specs();
-    let results_dir = opts.db.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    let results_dir = opts.plan.db.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
     // One measurement at a time, then whatever a killed svcbench left behind, then the limits: all before
     // anything is built or started.
     let machine = guard::machine_lock::acquire("run", opts.wait_lock)?;
@@ -96,10 +99,10 @@ pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
 /// as its engine, on the host's network (Podman 4.3's pods cannot join a namespace by its path).
 fn runtime_for(services: &mut [Service], opts: &RunOptions) -> Result<()> {
     use crate::sandbox::container::Runtime;
-    if opts.runtime == Runtime::Engine {
+    if opts.plan.runtime == Runtime::Engine {
         return Ok(());
     }
-    if opts.net.is_some() {
+    if opts.plan.net.is_some() {
         bail!(
             "--runtime kube runs the Pod on the host's network: Podman 4.3's pods cannot join the run's namespace              (--net, --link); drop those or --runtime kube"
         );
@@ -116,15 +119,15 @@ fn runtime_for(services: &mut [Service], opts: &RunOptions) -> Result<()> {
 
 /// The profile as this session runs it: its steps' durations and mixes, every mix known to the scenario.
 fn load_profile(opts: &RunOptions, scenario: &Scenario) -> Result<Profile> {
-    let mut profile = Profile::find(&opts.profile, None)?;
-    if let Some(d) = opts.step_duration {
+    let mut profile = Profile::find(&opts.plan.profile, None)?;
+    if let Some(d) = opts.plan.step_duration {
         profile = profile.with_step_duration(d)?;
     }
-    if opts.mix.is_none() && !scenario.file.step_mixes.is_empty() {
+    if opts.plan.mix.is_none() && !scenario.file.step_mixes.is_empty() {
         profile = profile.with_step_mixes(&scenario.file.step_mixes);
     }
     for s in &profile.steps {
-        scenario.mix(s.mix_name(opts.mix.as_deref()))?;
+        scenario.mix(s.mix_name(opts.plan.mix.as_deref()))?;
     }
     Ok(profile)
 }

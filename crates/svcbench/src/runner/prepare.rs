@@ -33,14 +33,14 @@ pub struct Opened {
 
 pub fn open_session(pre: &Preflight) -> Result<Opened> {
     let (opts, cells) = (&pre.opts, &pre.cells);
-    let store = Store::open(&opts.db)?;
+    let store = Store::open(&opts.plan.db)?;
     let session_id = store.create_session(&session_record(pre))?;
     if !pre.other_hosts.is_empty() {
         store.record_other_hosts(session_id, &pre.other_hosts)?;
     }
     let network = make_network(pre, &store, session_id)?;
     let hosts = place_parts(pre, network.as_ref(), &store, session_id)?;
-    let measured: Vec<usize> = crate::cpus::parse(opts.limits.cpuset.as_deref().unwrap_or(""))?
+    let measured: Vec<usize> = crate::cpus::parse(opts.plan.limits.cpuset.as_deref().unwrap_or(""))?
         .into_iter()
         .chain(pre.loadgen_cpus.clone())
         .collect();
@@ -56,19 +56,19 @@ pub fn open_session(pre: &Preflight) -> Result<Opened> {
     let tag = format!("{}-{session_id}", std::process::id());
     // Absolute: services run in their own folders, and paths handed to them ({dep.sqlite.path}) must hold there.
     // Named after the store too: session numbers restart in every store, logs must not mix.
-    let store_name = opts.db.file_stem().and_then(|s| s.to_str()).unwrap_or("svcbench");
+    let store_name = opts.plan.db.file_stem().and_then(|s| s.to_str()).unwrap_or("svcbench");
     let work_dir =
         std::path::absolute(pre.results_dir.join("work").join(format!("{store_name}-session-{session_id}")))?;
     std::fs::create_dir_all(&work_dir).with_context(|| format!("cannot create {}", work_dir.display()))?;
     // From here on, a later svcbench can end what this one started if this one is killed.
-    guard::open_lock(&opts.db, session_id);
+    guard::open_lock(&opts.plan.db, session_id);
     let (profile, scenario) = (&pre.profile, &pre.scenario);
     eprintln!(
         "svcbench: session {session_id}: {} service(s) × {}{} run(s), scenario `{}`, profile `{}` ({} steps, {} per run); store {}",
         pre.services.len(),
         if cells.len() > 1 { format!("{} cells × ", cells.len()) } else { String::new() },
-        opts.runs, scenario.name(), profile.name, profile.steps.len(),
-        progress::fmt_duration(profile.total_duration()), opts.db.display()
+        opts.plan.runs, scenario.name(), profile.name, profile.steps.len(),
+        progress::fmt_duration(profile.total_duration()), opts.plan.db.display()
     );
     eprintln!("svcbench:   scenario: {}", scenario.file.description);
     for v in pre.services.iter().filter(|s| s.variant.is_some()) {
@@ -92,17 +92,17 @@ fn session_record(pre: &Preflight) -> SessionRecord {
         cells.iter().all(|c| f(c) == f(&cells[0])).then(|| f(&cells[0])).flatten()
     };
     SessionRecord {
-        label: opts.label.clone(),
+        label: opts.plan.label.clone(),
         command: opts.command_line.clone(),
         scenario: pre.scenario.name().to_string(),
         profile: pre.profile.name.clone(),
-        runs_per_service: opts.runs,
+        runs_per_service: opts.plan.runs,
         host: crate::host::facts(),
         cgroup_version: cgroup_version.to_string(),
         limit_cpus: same(&|c| c.limits.cpus),
         limit_memory_mib: same(&|c| c.limits.memory_bytes.map(|b| b as f64 / 1048576.0)),
-        study: opts.study.clone(),
-        service_cpuset: opts.limits.cpuset.clone(),
+        study: opts.plan.study.clone(),
+        service_cpuset: opts.plan.limits.cpuset.clone(),
         loadgen_cpuset: Some(crate::cpus::format(&pre.loadgen_cpus)),
         probe_tolerance: opts.probe_tolerance,
     }
@@ -250,7 +250,7 @@ pub fn warm_up(ctx: &mut SessionCtx, ready: &[Service], first: &crate::cell::Axi
         svc,
         &start,
         warmup::LoadFrom { cpus: &ctx.loadgen_cpus, host: ctx.hosts.client() },
-        ctx.opts.startup_timeout,
+        ctx.opts.plan.startup_timeout,
         &ctx.stop,
     )?;
     eprintln!(

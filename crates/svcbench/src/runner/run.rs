@@ -167,6 +167,9 @@ fn start(
     if let Some(user) = &inst.user {
         ctx.store.record_service_user(run_id, user)?;
     }
+    // Watched from now: reading a container's limits back may take seconds while its runtime sets them.
+    let first_answer =
+        crate::readiness::FirstAnswer::watch(inst.addr(), &svc.manifest.readiness, ctx.opts.plan.startup_timeout);
     let (held, mismatches) = inst.sandbox.limits_held(cell.limits);
     ctx.store.record_limits(
         run_id,
@@ -189,8 +192,13 @@ fn start(
         eprintln!("svcbench: WARNING: {w}");
         ctx.store.add_session_warning(ctx.session_id, w)?;
     }
-    let startup = match inst.wait_ready(svc, ctx.opts.startup_timeout, &ctx.stop) {
-        Ok(t) => (t, inst.startup_after_engine(std::time::SystemTime::now())),
+    let startup = match inst.wait_ready(svc, ctx.opts.plan.startup_timeout, &ctx.stop) {
+        Ok(t) => {
+            let (now, wall) = (std::time::Instant::now(), std::time::SystemTime::now());
+            let ready_at = first_answer.finish().map_or(now, |at| at.min(now));
+            let after = t.min(ready_at.saturating_duration_since(inst.spawned_at));
+            (after, inst.startup_after_engine(wall - now.duration_since(ready_at)))
+        }
         Err(e) => {
             let cause = if e.is::<StuckAtMemoryCap>() {
                 Some(DeathCause::StuckAtMemoryCap)
@@ -287,12 +295,13 @@ fn run_steps(
             let (placeholders, empty) = (ctx.deps.placeholders(), BTreeMap::new());
             let what = format!("{what}-step{}", i + 1);
             *inst = Instance::spawn(svc, &start_spec(ctx, svc, cell.limits, &what, &placeholders, &empty))?;
-            inst.wait_ready(svc, ctx.opts.startup_timeout, &ctx.stop)?;
+            inst.wait_ready(svc, ctx.opts.plan.startup_timeout, &ctx.stop)?;
         }
         let left: Duration = steps[i + 1..].iter().map(|s| s.duration).sum::<Duration>() + ctx.later_runs;
         let under = if cell.of > 1 { format!(" [{}]", cell.key) } else { String::new() };
         let (n, of) = (i + 1, steps.len());
-        let prefix = format!("{}{under} run {run_index}/{} step {n}/{of} {}", svc.name(), ctx.opts.runs, step.label());
+        let prefix =
+            format!("{}{under} run {run_index}/{} step {n}/{of} {}", svc.name(), ctx.opts.plan.runs, step.label());
         let out = step::run_step(ctx, inst, (svc.name(), run_index, run_id), n as u32, step, &prefix, left)?;
         done.requests_ok += out.requests_ok;
         if out.interrupted {

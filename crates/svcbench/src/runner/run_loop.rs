@@ -17,7 +17,7 @@ pub fn run_all(
     let mut summary = SessionSummary { session_id: ctx.session_id, ..Default::default() };
     let names: Vec<String> = ready.iter().map(|s| s.name().to_string()).collect();
     let keys: Vec<String> = cells.iter().map(AxisCell::key).collect();
-    let todo = plan::plan(&names, &keys, ctx.opts.runs, &ctx.opts.completed);
+    let todo = plan::plan(&names, &keys, ctx.opts.plan.runs, &ctx.opts.plan.completed);
     let mut left = progress::TimeLeft::new(todo.len(), progress::estimate(1, ctx.profile.total_duration()));
     for (i, p) in todo.iter().enumerate() {
         if ctx.stop.load(Ordering::Relaxed) {

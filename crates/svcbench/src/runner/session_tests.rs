@@ -219,34 +219,36 @@ fn session(dir: &Path, runs: u32, starter: Arc<FakeStarter>) -> (SessionCtx, Vec
     let db = dir.join("store.db");
     let store = Store::open(&db).unwrap();
     let opts = RunOptions {
-        services: Vec::new(),
-        scenario: None,
-        profile: "two".into(),
-        runs,
-        limits: Limits::default(),
-        loadgen_cpuset: None,
-        db,
-        label: None,
+        plan: SessionPlan {
+            services: Vec::new(),
+            scenario: None,
+            profile: "two".into(),
+            runs,
+            limits: Limits::default(),
+            loadgen_cpuset: None,
+            db,
+            label: None,
+            step_duration: None,
+            mix: None,
+            startup_timeout: Duration::from_secs(5),
+            seed: SEED,
+            metrics_listen: None,
+            cells: Vec::new(),
+            study: None,
+            completed: BTreeMap::new(),
+            net: None,
+            runtime: Default::default(),
+        },
         cgroup: CgroupChoice::None,
-        step_duration: None,
-        mix: None,
         skip_build: true,
-        startup_timeout: Duration::from_secs(5),
         stop_grace: Duration::from_secs(1),
-        seed: SEED,
         command_line: "test".into(),
-        metrics_listen: None,
         probe_tolerance: 0.1,
         allow_unlimited: true,
         wait_lock: false,
-        cells: Vec::new(),
-        study: None,
-        completed: BTreeMap::new(),
-        net: None,
         generators: 1,
         given_deps: Default::default(),
         hosts_plan: None,
-        runtime: Default::default(),
     };
     let record = crate::store::SessionRecord {
         label: None,
@@ -319,7 +321,7 @@ fn runs_interleave_and_a_death_under_the_limits_is_the_runs_outcome_with_its_ste
     assert_eq!(starts, ["test-a-run1", "test-b-run1", "test-a-run2", "test-b-run2"]);
     assert_eq!((summary.runs_ok, summary.runs_failed, summary.runs_interrupted), (2, 2, 0));
 
-    let reader = crate::store::Reader::open(&ctx.opts.db).unwrap();
+    let reader = crate::store::Reader::open(&ctx.opts.plan.db).unwrap();
     let runs = reader.runs(ctx.session_id).unwrap();
     let of = |svc: &str| runs.iter().filter(|r| r.service == svc).collect::<Vec<_>>();
     for a in of("a") {
@@ -351,12 +353,12 @@ fn a_resumed_session_runs_only_what_its_store_lacks() {
     let starter = Arc::new(FakeStarter { port: server.port, dying: Vec::new(), starts: Mutex::new(Vec::new()) });
     let (mut ctx, services) = session(dir.path(), 2, starter.clone());
     let key = ctx.opts.cell_specs()[0].key();
-    ctx.opts.completed = BTreeMap::from([(("a".to_string(), key.clone()), 2), (("b".to_string(), key), 1)]);
+    ctx.opts.plan.completed = BTreeMap::from([(("a".to_string(), key.clone()), 2), (("b".to_string(), key), 1)]);
     let cells = ctx.opts.cell_specs();
     let summary = run_loop::run_all(&mut ctx, &services, &cells, None).unwrap();
     assert_eq!(starter.starts.lock().unwrap().clone(), ["test-b-run2"]);
     assert_eq!(summary.runs_ok, 1);
-    let runs = crate::store::Reader::open(&ctx.opts.db).unwrap().runs(ctx.session_id).unwrap();
+    let runs = crate::store::Reader::open(&ctx.opts.plan.db).unwrap().runs(ctx.session_id).unwrap();
     assert_eq!(runs.iter().map(|r| (r.service.as_str(), r.run_index)).collect::<Vec<_>>(), [("b", 2)]);
 }
 
@@ -377,7 +379,7 @@ fn a_stop_ends_the_session_between_runs_and_the_run_under_way_is_interrupted() {
     t.join().unwrap();
     assert!(summary.interrupted);
     assert_eq!(starter.starts.lock().unwrap().len(), 1);
-    let runs = crate::store::Reader::open(&ctx.opts.db).unwrap().runs(ctx.session_id).unwrap();
+    let runs = crate::store::Reader::open(&ctx.opts.plan.db).unwrap().runs(ctx.session_id).unwrap();
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0].status, "interrupted");
     assert!(!runs[0].enters_figures());

@@ -91,11 +91,11 @@ fn configure(
     step: &Step,
     seq: u32,
 ) -> Result<StepLoadConfig> {
-    let mix = ctx.opts.mix.as_deref();
+    let mix = ctx.opts.plan.mix.as_deref();
     let (cfg, mix_spec, mix_name) = load_config(
         &ctx.scenario,
         mix,
-        ctx.opts.seed,
+        ctx.opts.plan.seed,
         step,
         seq,
         inst.target(),

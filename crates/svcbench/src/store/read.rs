@@ -100,6 +100,8 @@ pub struct Run {
     pub status: String,
     pub error: Option<String>,
     pub startup_ms: Option<f64>,
+    /// A container's startup from its engine's "started" (None for a process).
+    pub startup_engine_ms: Option<f64>,
     pub idle_mem_mib: Option<f64>,
     pub idle_rss_mib: Option<f64>,
     pub checks_passed: Option<i64>,
@@ -241,6 +243,7 @@ fn run_of(r: &Row) -> rusqlite::Result<Run> {
         status: r.get("status")?,
         error: r.get("error")?,
         startup_ms: r.get("startup_ms")?,
+        startup_engine_ms: r.get("startup_engine_ms")?,
         idle_mem_mib: r.get("idle_mem_mib")?,
         idle_rss_mib: r.get("idle_rss_mib")?,
         checks_passed: r.get("checks_passed")?,
