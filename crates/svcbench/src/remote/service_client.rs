@@ -145,7 +145,9 @@ impl StartsElsewhere for RemoteService {
             spawned_at,
             user: None,
             _home: None,
-        })
+            first_answer: None,
+        }
+        .watched(&svc.manifest.readiness))
     }
 }
 

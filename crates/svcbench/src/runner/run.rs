@@ -167,9 +167,6 @@ fn start(
     if let Some(user) = &inst.user {
         ctx.store.record_service_user(run_id, user)?;
     }
-    // Watched from now: reading a container's limits back may take seconds while its runtime sets them.
-    let first_answer =
-        crate::readiness::FirstAnswer::watch(inst.addr(), &svc.manifest.readiness, ctx.opts.plan.startup_timeout);
     let (held, mismatches) = inst.sandbox.limits_held(cell.limits);
     ctx.store.record_limits(
         run_id,
@@ -193,12 +190,7 @@ fn start(
         ctx.store.add_session_warning(ctx.session_id, w)?;
     }
     let startup = match inst.wait_ready(svc, ctx.opts.plan.startup_timeout, &ctx.stop) {
-        Ok(t) => {
-            let (now, wall) = (std::time::Instant::now(), std::time::SystemTime::now());
-            let ready_at = first_answer.finish().map_or(now, |at| at.min(now));
-            let after = t.min(ready_at.saturating_duration_since(inst.spawned_at));
-            (after, inst.startup_after_engine(wall - now.duration_since(ready_at)))
-        }
+        Ok(t) => (t, inst.startup_after_engine(t)),
         Err(e) => {
             let cause = if e.is::<StuckAtMemoryCap>() {
                 Some(DeathCause::StuckAtMemoryCap)

@@ -181,6 +181,7 @@ impl StartsElsewhere for FakeStarter {
             spawned_at: Instant::now(),
             user: None,
             _home: None,
+            first_answer: None,
         })
     }
 }

@@ -235,7 +235,9 @@ pub fn spawn(svc: &Service, spec: &StartSpec) -> Result<Instance> {
         spawned_at,
         user: Some(format!("{CONTAINER_USER} in a container")),
         _home: None,
-    })
+        first_answer: None,
+    }
+    .watched(&svc.manifest.readiness))
 }
 
 impl ServiceSandbox for ContainerSandbox {

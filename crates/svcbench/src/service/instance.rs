@@ -23,7 +23,13 @@ pub struct Instance {
     pub user: Option<String>,
     /// The service's private HOME, removed with the instance.
     pub _home: Option<tempfile::TempDir>,
+    /// Its first answer, watched from the spawn on (see [`Instance::watched`]).
+    pub first_answer: Option<crate::readiness::FirstAnswer>,
 }
+
+/// How long the first-answer watch may poll at most: the readiness wait's own timeout decides a startup
+/// that never answers; the watch ends with it (or with the instance) long before this.
+const WATCHED_FOR: Duration = Duration::from_secs(3600);
 
 /// The readiness wait's error for a service that sat at its memory cap without answering, so that the
 /// runner can store that end as such.
@@ -129,7 +135,9 @@ impl Instance {
             spawned_at,
             user: Some(service_user::name_of(user.as_ref())),
             _home: Some(home),
-        })
+            first_answer: None,
+        }
+        .watched(&svc.manifest.readiness))
     }
 
     /// Waits for the first HTTP answer on the readiness path; returns the startup time. A service that
@@ -158,7 +166,10 @@ impl Instance {
             stuck
         };
         match wait_ready(addr, &svc.manifest.readiness, self.spawned_at, timeout, gone, stop) {
-            Readiness::Ready { after } => Ok(after),
+            Readiness::Ready { after } => {
+                let seen = self.first_answer.take().and_then(|w| w.finish());
+                Ok(seen.map_or(after, |at| after.min(at.saturating_duration_since(self.spawned_at))))
+            }
             Readiness::Exited if stuck => Err(StuckAtMemoryCap(format!(
                 "{} sat at its memory cap ({:.0} MiB) for {} s without answering {}: raise --memory; last log lines: {}",
                 svc.name(),
@@ -197,9 +208,18 @@ impl Instance {
         Some(crate::sandbox::listening::Listening::read(&pids, self.host.addr.into()))
     }
 
-    /// From the engine's "started" to `ready_at` (a container service; None for a process): the startup
-    /// the seeds timed, without the engine's own set-up.
-    pub fn startup_after_engine(&self, ready_at: std::time::SystemTime) -> Option<Duration> {
+    /// Starts watching for the service's first answer from a thread of its own, right after its spawn, so
+    /// that what svcbench does before its readiness wait (reading a container's limits back while the
+    /// runtime still sets them, up to seconds; a pod's cgroup lookup) does not stretch the startup it times.
+    pub fn watched(mut self, readiness: &str) -> Instance {
+        self.first_answer = Some(crate::readiness::FirstAnswer::watch(self.addr(), readiness, WATCHED_FOR));
+        self
+    }
+
+    /// From the engine's "started" to the first answer, `startup` after the spawn (a container service; None
+    /// for a process): the startup the seeds timed, without the engine's own set-up.
+    pub fn startup_after_engine(&self, startup: Duration) -> Option<Duration> {
+        let ready_at = std::time::SystemTime::now() - self.spawned_at.elapsed().saturating_sub(startup);
         ready_at.duration_since(self.sandbox.started_by_engine()?).ok()
     }
 
