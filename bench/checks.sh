@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `svcbench check` on every bundled service (the test suite checks all but the few whose cold build alone
-# would take minutes of its time: tests/checks.rs names them). Each service is built when its sources
+# `svcbench check` on every bundled service (the test suite checks those it runs, not the Rust Locations
+# services, whose cold builds alone would take minutes of its time: bench/README.md). Each service is built when its sources
 # changed, started with its scenario's real dependencies (the Locations services share one OpenSearch,
 # started by `svcbench up`), and its conformance checks run. Prints one line per service; exits 1 when any
 # check fails. Usage: bench/checks.sh [SCENARIO...]   (default: every scenario under services/)

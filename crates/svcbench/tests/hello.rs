@@ -43,6 +43,8 @@ fn quick_run_of_hello_services_stores_sane_figures() {
         let (idle, cpu) = (r.idle_mem_mib.expect("idle memory stored"), r.total_cpu_s.expect("total CPU stored"));
         assert!(startup > 0.0 && startup < 10_000.0, "{svc}: startup {startup} ms");
         assert_eq!(failed, 0, "{svc}: failed checks");
+        // Only on the {host} it was given (tests/checks.rs leaves the hello services to this test).
+        assert!(r.listen_addrs.is_some() && r.listen_warning.is_none(), "{svc}: {:?}", r.listen_warning);
         assert!(passed >= 3, "{svc}: {passed} checks passed");
         assert!(idle > 0.0, "{svc}: idle memory");
         assert!(cpu > 0.0, "{svc}: total CPU");

@@ -333,12 +333,12 @@ fn a_store_on_another_host_is_started_there_used_here_and_stopped() {
     .unwrap();
     let dbp = tmp.path().join("store.db");
     let (p, h) = (prof.to_str().unwrap(), hosts.to_str().unwrap());
-    let actix = repo().join("services/locations/rust-actix");
-    let actix = actix.to_str().unwrap();
+    let ktor = repo().join("services/locations/kotlin-ktor");
+    let ktor = ktor.to_str().unwrap();
     let mut bg = spawn_svcbench(
         tmp.path(),
         "store-killed",
-        &["run", actix, "--profile", p, "--runs", "1", "--db", dbp.to_str().unwrap(), "--hosts", h],
+        &["run", ktor, "--profile", p, "--runs", "1", "--db", dbp.to_str().unwrap(), "--hosts", h],
     );
     let t0 = Instant::now();
     while !try_stored(&dbp).is_ok_and(|s| s.steps().any(|st| st.requests_ok > 0)) {
@@ -376,7 +376,7 @@ fn a_store_on_another_host_is_started_there_used_here_and_stopped() {
         std::thread::sleep(Duration::from_millis(200));
     }
     // `svcbench up` with the same [store]: the service here, its store there, both until Ctrl-C.
-    let (mut up, lines) = spawn_up(tmp.path(), &repo().join("services/locations/rust-actix"), &["--hosts", h], 2);
+    let (mut up, lines) = spawn_up(tmp.path(), &repo().join("services/locations/kotlin-ktor"), &["--hosts", h], 2);
     let service = lines.iter().find_map(|l| l.strip_prefix("service ")).expect("service URL").to_string();
     let store = lines.iter().find_map(|l| l.strip_prefix("dep.opensearch.url ")).expect("store URL").to_string();
     assert!(store.starts_with(&format!("http://{}:", host.there)), "{lines:?}");
@@ -407,7 +407,7 @@ fn a_store_on_another_host_is_started_there_used_here_and_stopped() {
     );
     assert!(next.status.success());
     drop(host);
-    assert_no_leftovers("locations-actix");
+    assert_no_leftovers("locations-ktor");
 }
 
 /// The hosts file's `[service] at`: svcbench on the service's machine (reached over ssh, from a checkout
@@ -496,7 +496,7 @@ fn a_service_on_another_host_is_built_run_and_sampled_there() {
     };
     refused(&outside, &["--scenario", testing.to_str().unwrap()], "outside this checkout");
     // A scenario whose store would stay here, out of the far service's reach, is refused up front.
-    refused(&repo().join("services/locations/rust-actix"), &[], "place them with [store]");
+    refused(&repo().join("services/locations/kotlin-ktor"), &[], "place them with [store]");
     drop(host);
     assert_no_leftovers("testservice.py steady");
 }

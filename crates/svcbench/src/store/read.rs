@@ -35,6 +35,8 @@ pub struct Session {
     pub network: Option<String>,
     /// The machines reached over ssh (a hosts file's generators), with their facts.
     pub other_hosts: Vec<crate::host::OtherHost>,
+    /// The dependencies' warm-up before the first run, as JSON (None: no warm-up).
+    pub warmup: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -205,6 +207,7 @@ fn session_of(r: &Row) -> rusqlite::Result<Session> {
         warnings: json_strings(r.get("warnings")?),
         study: r.get("study")?,
         network: r.get("network")?,
+        warmup: r.get("warmup")?,
         other_hosts: r
             .get::<_, Option<String>>("other_hosts")?
             .and_then(|j| serde_json::from_str(&j).ok())

@@ -408,10 +408,10 @@ impl std::ops::DerefMut for Background {
     }
 }
 
-/// An OpenSearch kept up by `svcbench up` of the Actix Locations service, as a user's own node would be:
+/// An OpenSearch kept up by `svcbench up` of the Ktor Locations service, as a user's own node would be:
 /// its URL, for `--dep opensearch=URL`. The store stops when the returned Background is dropped.
 pub fn opensearch_up(tmp: &Path) -> (Background, String) {
-    let (up, lines) = spawn_up(tmp, &repo().join("services/locations/rust-actix"), &[], 2);
+    let (up, lines) = spawn_up(tmp, &repo().join("services/locations/kotlin-ktor"), &[], 2);
     let url = lines
         .iter()
         .find_map(|l| l.strip_prefix("dep.opensearch.url "))
