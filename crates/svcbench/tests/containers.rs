@@ -154,7 +154,8 @@ fn a_container_left_by_a_killed_svcbench_is_removed_by_the_next_run() {
     let dbp = tmp.path().join("k.db");
     let (left, said) = killed_then_next(tmp.path(), &dbp, &[], &svcbench_containers, "container");
     assert!(said.contains(&left[0]), "{said}");
-    assert_eq!(text_of(&db(&dbp), "SELECT status FROM session WHERE id = 1"), "aborted");
+    // The killed svcbench's session, the store's first.
+    assert_eq!(stored(&dbp).session().status, "aborted");
     assert_nothing_left();
 }
 
@@ -203,14 +204,22 @@ fn an_image_runs_without_a_manifest() {
     let out = svcbench_locked(&all, tmp.path());
     let _ = Command::new("podman").args(["rmi", "-f", &tag]).output();
     assert!(out.status.success(), "svcbench run --image failed");
-    let c = db(&dbp);
-    assert_eq!(text_of(&c, "SELECT status FROM run"), "completed");
-    assert!(text_of(&c, "SELECT service FROM run").starts_with("image-"));
-    let (passed, total) =
-        (i64_of(&c, "SELECT checks_passed FROM run"), i64_of(&c, "SELECT checks_passed + checks_failed FROM run"));
+    let s = stored(&dbp);
+    let run = s.run();
+    assert_eq!(run.status, "completed");
+    assert!(run.service.starts_with("image-"), "{}", run.service);
+    let passed = run.checks_passed.unwrap_or(-1);
+    let total = run.checks_passed.zip(run.checks_failed).map_or(-1, |(p, f)| p + f);
     assert!(total > 0 && passed == total, "checks {passed}/{total}");
-    let steps = text_of(&c, "SELECT group_concat(success_rps || ' req/s, connect errors ' || err_connect || ', flags ' || COALESCE(flags, ''), '; ') FROM step");
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE success_rps > 0"), 2, "steps: {steps}");
+    let steps: Vec<String> = s
+        .steps()
+        .map(|st| {
+            let flags = st.flags.as_deref().unwrap_or_default();
+            format!("{} req/s, connect errors {}, flags {flags}", st.success_rps, st.err_connect)
+        })
+        .collect();
+    let steps = steps.join("; ");
+    assert_eq!(s.steps().filter(|st| st.success_rps > 0.0).count(), 2, "steps: {steps}");
     assert_nothing_left();
 }
 

@@ -45,9 +45,11 @@ fn assert_nothing_left() {
     assert!(left.is_empty(), "processes left behind in {}: {left:?}", dir.display());
 }
 
-fn line(c: &rusqlite::Connection, metric: &str) -> (f64, String) {
-    c.query_row("SELECT ratio, verdict FROM duet_line WHERE metric = ?1", [metric], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
+/// The ratio B/A and the verdict of the duet's line for `metric`.
+fn line(d: &StoredDuet, metric: &str) -> (f64, String) {
+    let l = d.lines.iter().find(|l| l.metric == metric).unwrap_or_else(|| panic!("no {metric} line: {:?}", d.lines));
+    let ratio = l.result.as_ref().unwrap_or_else(|| panic!("the {metric} line has no ratio: {l:?}")).ratio;
+    (ratio, l.verdict.clone())
 }
 
 #[test]
@@ -55,35 +57,35 @@ fn a_duet_of_a_service_with_itself_stores_both_sides_slices_pairs_swapped_and_ra
     let tmp = tempfile::tempdir().unwrap();
     let (out, dbp) = duet(tmp.path(), &go(), &go(), "3");
     assert!(out.status.success(), "svcbench duet failed");
-    let c = db(&dbp);
-    assert_eq!(text_of(&c, "SELECT status FROM duet"), "done");
-    assert_eq!(i64_of(&c, "SELECT pairs_done FROM duet"), 3);
+    let d = stored_duet(&dbp);
+    assert_eq!(d.status, "done");
+    assert_eq!(d.pairs_done, 3);
     // Every pair has whole-second slices of both sides, each side with answers and CPU time of its own cgroup.
     for pair in 0..3 {
-        let n = i64_of(
-            &c,
-            &format!(
-                "SELECT COUNT(*) FROM duet_slice WHERE pair = {pair} AND a_ok > 0 AND b_ok > 0 AND a_cpu_s > 0 AND b_cpu_s > 0"
-            ),
-        );
+        let n = d
+            .slices
+            .iter()
+            .filter(|s| s.pair == pair && s.a.ok > 0 && s.b.ok > 0 && s.a.cpu_s > 0.0 && s.b.cpu_s > 0.0)
+            .count();
         assert!(n >= 3, "pair {pair}: {n} slices with both sides measured");
     }
     // Sides swapped every other pair.
-    let firsts: Vec<i64> = c
-        .prepare("SELECT DISTINCT pair, a_first FROM duet_slice ORDER BY pair")
-        .unwrap()
-        .query_map([], |r| r.get(1))
-        .unwrap()
-        .map(|x| x.unwrap())
+    let firsts: Vec<bool> = d
+        .slices
+        .iter()
+        .map(|s| (s.pair, s.a_first))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .map(|(_, a_first)| a_first)
         .collect();
-    assert_eq!(firsts, [1, 0, 1]);
+    assert_eq!(firsts, [true, false, true], "A first, by pair");
     // The same open-model rate at both: the same req/s; the same binary: CPU per request near 1 (wide bounds,
     // the machine is shared).
-    let (rps, _) = line(&c, "ok_rps");
+    let (rps, _) = line(&d, "ok_rps");
     assert!((0.95..1.05).contains(&rps), "ok req/s B/A {rps}");
-    let (cpu, _) = line(&c, "cpu_us_per_req");
+    let (cpu, _) = line(&d, "cpu_us_per_req");
     assert!((0.7..1.4).contains(&cpu), "CPU per request B/A {cpu}");
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM duet_line"), 4, "one line per metric of the one step");
+    assert_eq!(d.lines.len(), 4, "one line per metric of the one step");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("CPU µs/req") && stdout.contains("machine time"), "{stdout}");
     // Exported with the store.
@@ -101,9 +103,9 @@ fn a_known_extra_cpu_cost_per_request_is_found_slower() {
     let tmp = tempfile::tempdir().unwrap();
     let (out, dbp) = duet(tmp.path(), &go(), &format!("{}@extra60us", go()), "4");
     assert!(out.status.success(), "svcbench duet failed");
-    let c = db(&dbp);
-    let (cpu, verdict) = line(&c, "cpu_us_per_req");
-    eprintln!("{}", text_of(&c, "SELECT group_concat(invalid, '; ') FROM duet_slice"));
+    let d = stored_duet(&dbp);
+    let (cpu, verdict) = line(&d, "cpu_us_per_req");
+    eprintln!("{}", d.slices.iter().filter_map(|s| s.invalid.as_deref()).collect::<Vec<_>>().join("; "));
     // 60 µs on about 90: a difference the pairs' spread on a shared machine (up to ±20 % here) cannot hide.
     assert!(cpu > 1.3, "60 µs extra per request: CPU per request B/A {cpu}");
     assert_eq!(verdict, "slower");
@@ -134,13 +136,13 @@ fn ctrl_c_ends_a_duet_as_interrupted_with_nothing_left() {
     );
     // Under way: the duet is stored and both services answer (a pair's load has started).
     let t0 = std::time::Instant::now();
-    while !(dbp.exists() && i64_of(&db(&dbp), "SELECT COUNT(*) FROM duet") == 1) {
+    while !try_stored_duets(&dbp).is_ok_and(|d| d.len() == 1) {
         assert!(t0.elapsed() < std::time::Duration::from_secs(60), "the duet never started");
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     std::thread::sleep(std::time::Duration::from_secs(4));
     let status = bg.interrupt(std::time::Duration::from_secs(30)).expect("svcbench duet did not end after Ctrl-C");
     assert_eq!(status.code(), Some(130), "{}", stderr_of(tmp.path(), "duet"));
-    assert_eq!(text_of(&db(&dbp), "SELECT status FROM duet"), "interrupted");
+    assert_eq!(stored_duet(&dbp).status, "interrupted");
     assert_nothing_left();
 }

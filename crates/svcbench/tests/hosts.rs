@@ -140,10 +140,11 @@ fn a_generator_on_another_host_is_driven_over_ssh_and_its_figures_come_home() {
     let sshd_log = std::fs::read_to_string(tmp.path().join("sshd.log")).unwrap();
     assert!(sshd_log.contains(&format!("Accepted publickey for root from {}", host.here)), "{sshd_log}");
     // Its figures came home into the one store, and the session says where the generator was.
-    let c = db(&dbp);
-    assert!(i64_of(&c, "SELECT requests_ok FROM step") > 0);
-    assert_eq!(f64_of(&c, "SELECT success_ratio FROM step"), 1.0);
-    let net = text_of(&c, "SELECT network FROM session");
+    let st = stored(&dbp);
+    let (step, session) = (st.step(), st.session());
+    assert!(step.requests_ok > 0, "{step:?}");
+    assert_eq!(step.success_ratio, Some(1.0));
+    let net = session.network.clone().unwrap_or_default();
     assert!(
         net.contains(&format!("generators ssh://root@{}", host.there))
             && net.contains(&format!("service {}", host.here)),
@@ -151,11 +152,12 @@ fn a_generator_on_another_host_is_driven_over_ssh_and_its_figures_come_home() {
     );
     // The other machine's facts, as svcbench there read them, are stored with the session and reported
     // (the "other machine" is this one's namespace: its kernel and CPU count are this machine's).
-    let other: serde_json::Value = serde_json::from_str(&text_of(&c, "SELECT other_hosts FROM session")).unwrap();
-    assert_eq!(other[0]["place"], format!("ssh://root@{}", host.there), "{other}");
-    assert_eq!(other[0]["role"], "generator 1");
-    assert_eq!(other[0]["facts"]["cpu_cores"], i64_of(&c, "SELECT cpu_cores FROM session"), "{other}");
-    assert_eq!(other[0]["facts"]["kernel"], text_of(&c, "SELECT kernel FROM session"), "{other}");
+    let other = &session.other_hosts;
+    let far = other.first().unwrap_or_else(|| panic!("no other host stored with the session"));
+    assert_eq!(far.place, format!("ssh://root@{}", host.there), "{other:?}");
+    assert_eq!(far.role, "generator 1");
+    assert_eq!(far.facts.cpu_cores as i64, session.cpu_cores.unwrap_or(-1), "{other:?}");
+    assert_eq!(far.facts.kernel, session.kernel.clone().unwrap_or_default(), "{other:?}");
     let md = tmp.path().join("r.md");
     assert!(svcbench(&["report", "--db", dbp.to_str().unwrap(), "-o", md.to_str().unwrap()], tmp.path())
         .status
@@ -432,23 +434,25 @@ fn a_service_on_another_host_is_built_run_and_sampled_there() {
     assert!(said.contains(&format!("the service runs on ssh://root@{}", host.there)), "{said}");
     let sshd_log = std::fs::read_to_string(tmp.path().join("sshd.log")).unwrap();
     assert!(sshd_log.contains(&format!("Accepted publickey for root from {}", host.here)), "{sshd_log}");
-    let c = db(&dbp);
+    let st = stored(&dbp);
+    let (run, step, session) = (st.run(), st.step(), st.session());
     // Answered on the far machine's address (only its namespace has it), through the checks and the load.
-    assert!(i64_of(&c, "SELECT checks_passed FROM run") > 0 && i64_of(&c, "SELECT checks_failed FROM run") == 0);
-    assert!(i64_of(&c, "SELECT requests_ok FROM step") > 0);
-    assert_eq!(f64_of(&c, "SELECT success_ratio FROM step"), 1.0);
-    let net = text_of(&c, "SELECT network FROM session");
+    let (passed, failed) = (run.checks_passed.unwrap_or(-1), run.checks_failed.unwrap_or(-1));
+    assert!(passed > 0 && failed == 0, "{passed} checks passed, {failed} failed");
+    assert!(step.requests_ok > 0, "{step:?}");
+    assert_eq!(step.success_ratio, Some(1.0));
+    let net = session.network.clone().unwrap_or_default();
     assert!(net.contains(&format!("service {} on ssh://root@{}", host.there, host.there)), "{net}");
     // Sampled there: its CPU, memory and the limits its cgroup there held.
-    assert!(f64_of(&c, "SELECT cpu_s FROM step") > 0.0, "{said}");
-    assert!(f64_of(&c, "SELECT mem_peak_mib FROM step") > 1.0, "{said}");
-    let held = text_of(&c, "SELECT cgroup_version || ' ' || warnings FROM run");
-    assert_eq!(f64_of(&c, "SELECT applied_cpus FROM run"), 0.5, "{held} {said}");
-    assert_eq!(f64_of(&c, "SELECT applied_memory_mib FROM run"), 256.0);
-    assert_eq!(text_of(&c, "SELECT status FROM run"), "completed");
-    assert!(f64_of(&c, "SELECT startup_ms FROM run") > 0.0);
-    let other: serde_json::Value = serde_json::from_str(&text_of(&c, "SELECT other_hosts FROM session")).unwrap();
-    assert_eq!(other[0]["role"], "service", "{other}");
+    assert!(step.cpu_s.unwrap_or(f64::NAN) > 0.0, "{said}");
+    assert!(step.mem_peak_mib.unwrap_or(f64::NAN) > 1.0, "{said}");
+    let held = format!("{} {:?}", run.cgroup_version.as_deref().unwrap_or_default(), run.warnings);
+    assert_eq!(run.applied_cpus, Some(0.5), "{held} {said}");
+    assert_eq!(run.applied_memory_mib, Some(256.0));
+    assert_eq!(run.status, "completed");
+    assert!(run.startup_ms.unwrap_or(f64::NAN) > 0.0);
+    let other = &session.other_hosts;
+    assert_eq!(other.first().map(|o| o.role.as_str()), Some("service"), "{other:?}");
     // Stopped and removed there before the run ended.
     assert!(processes_matching("testservice.py steady").is_empty());
     assert!(leftover_cgroups().is_empty(), "cgroups left behind: {:?}", leftover_cgroups());

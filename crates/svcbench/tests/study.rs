@@ -3,6 +3,7 @@
 //! getting their own artifacts and their own environment.
 mod common;
 use common::*;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -46,11 +47,9 @@ fn study(tmp: &Path, args: &[&str]) -> std::process::Output {
     svcbench_locked(&a, tmp)
 }
 
-fn completed(dbp: &Path) -> i64 {
-    if !dbp.exists() {
-        return 0;
-    }
-    db(dbp).query_row("SELECT COUNT(*) FROM run WHERE status = 'completed'", [], |r| r.get(0)).unwrap_or(0)
+/// Runs completed in the store so far (0 while it cannot be read yet).
+fn completed(dbp: &Path) -> usize {
+    try_stored(dbp).map_or(0, |s| s.runs().filter(|r| r.status == "completed").count())
 }
 
 #[test]
@@ -97,36 +96,40 @@ fn a_study_runs_interleaved_resumes_after_sigint_and_reports_its_rounds() {
     assert!(text.contains(&format!("{} of 12 runs to do", 12 - done_before)), "{text}");
     assert!(text.contains("runs done, about"), "progress for the whole study: {text}");
 
-    let c = db(&dbp);
+    let s = stored(&dbp);
+    let done: Vec<&Run> = s.runs().filter(|r| r.status == "completed").collect();
     // Every cell has exactly its three completed runs: nothing completed was run again.
-    let per_cell: Vec<(String, String, i64, i64)> = c
-        .prepare(
-            "SELECT service, cell, COUNT(*), COUNT(DISTINCT run_index) FROM run WHERE status = 'completed'
-             GROUP BY service, cell ORDER BY service, cell",
-        )
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-        .unwrap()
-        .map(Result::unwrap)
+    let mut cells: BTreeMap<(&str, &str), Vec<i64>> = BTreeMap::new();
+    for r in &done {
+        let cell = r.cell.as_deref().unwrap_or_else(|| panic!("run {} of {} has no cell", r.id, r.service));
+        cells.entry((r.service.as_str(), cell)).or_default().push(r.run_index);
+    }
+    // (service, cell, runs, distinct run indexes)
+    let per_cell: Vec<(&str, &str, usize, usize)> = cells
+        .iter()
+        .map(|((svc, cell), idx)| (*svc, *cell, idx.len(), idx.iter().collect::<BTreeSet<_>>().len()))
         .collect();
     assert_eq!(per_cell.len(), 4, "{per_cell:?}");
     assert!(per_cell.iter().all(|(_, _, n, distinct)| *n == 3 && *distinct == 3), "{per_cell:?}");
     // The limits asked and held are on every run.
-    assert_eq!(
-        i64_of(&c, "SELECT COUNT(*) FROM run WHERE asked_cpus = 0.5 AND applied_cpus = 0.5 AND status = 'completed'"),
-        6
+    assert_eq!(done.iter().filter(|r| r.asked_cpus == Some(0.5) && r.applied_cpus == Some(0.5)).count(), 6);
+    assert_eq!(done.iter().filter(|r| r.asked_memory_mib == Some(128.0)).count(), 12);
+    assert_eq!(s.service("test-variants@fast").variant.as_deref(), Some("fast"));
+    assert_eq!(s.service("test-variants@fast").base_name, "test-variants");
+    assert!(
+        s.sessions().any(|x| x.study.as_deref() == Some("two-by-two")),
+        "sessions stored for study two-by-two: {:?}",
+        s.sessions().map(|x| &x.study).collect::<Vec<_>>()
     );
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE asked_memory_mib = 128 AND status = 'completed'"), 12);
-    assert_eq!(text_of(&c, "SELECT variant FROM service WHERE name = 'test-variants@fast' LIMIT 1"), "fast");
-    assert_eq!(text_of(&c, "SELECT base_name FROM service WHERE name = 'test-variants@fast' LIMIT 1"), "test-variants");
-    assert_eq!(i64_of(&c, "SELECT COUNT(DISTINCT study) FROM session WHERE study = 'two-by-two'"), 1);
     // Interleaved: the first session's runs go run 1 of every cell (both services), then run 2.
-    let order: Vec<(String, String, i64)> = c
-        .prepare("SELECT service, cell, run_index FROM run WHERE session_id = 1 ORDER BY id LIMIT 4")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .map(Result::unwrap)
+    let mut first: Vec<&Run> = s.runs().filter(|r| r.session_id == 1).collect();
+    first.sort_by_key(|r| r.id);
+    let order: Vec<(&str, &str, i64)> = first
+        .iter()
+        .take(4)
+        .map(|r| {
+            (r.service.as_str(), r.cell.as_deref().unwrap_or_else(|| panic!("run {} has no cell", r.id)), r.run_index)
+        })
         .collect();
     let expected = [
         ("test-variants", "cpus=0.5 memory=128M"),
@@ -135,7 +138,7 @@ fn a_study_runs_interleaved_resumes_after_sigint_and_reports_its_rounds() {
         ("test-variants@fast", "cpus=1 memory=128M"),
     ];
     for (got, want) in order.iter().zip(expected) {
-        assert_eq!((got.0.as_str(), got.1.as_str(), got.2), (want.0, want.1, 1), "{order:?}");
+        assert_eq!(*got, (want.0, want.1, 1), "{order:?}");
     }
 
     // The study's report: a round per cell with a verdict against its best, and the sizing.
@@ -195,13 +198,14 @@ fn variants_built_differently_get_their_own_artifacts_and_environment() {
     let base = std::fs::read(dir.join("target/base/release/variants-rs")).unwrap();
     let other = std::fs::read(dir.join("target/other/release/variants-rs")).unwrap();
     assert_ne!(base, other, "each variant's build has its own artifact");
-    let c = db(&dbp);
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM run WHERE status = 'completed'"), 3);
-    assert_eq!(i64_of(&c, "SELECT COUNT(DISTINCT artifact_bytes) FROM service WHERE build_ok = 1"), 2);
+    let s = stored(&dbp);
+    assert_eq!(s.runs().filter(|r| r.status == "completed").count(), 3);
+    let sizes: BTreeSet<i64> = s.services().filter(|sv| sv.build_ok).filter_map(|sv| sv.artifact_bytes).collect();
+    assert_eq!(sizes.len(), 2, "artifact sizes of the builds: {sizes:?}");
     // A variant that only runs differently reuses its base's build, and says what that build took.
-    let base_s = f64_of(&c, "SELECT build_s FROM service WHERE name = 'test-variants-rs'");
+    let base_s = s.service("test-variants-rs").build_s.unwrap_or(f64::NAN);
     assert!(base_s > 0.0, "the base's build is timed");
-    assert_eq!(f64_of(&c, "SELECT build_s FROM service WHERE name = 'test-variants-rs@loud'"), base_s);
+    assert_eq!(s.service("test-variants-rs@loud").build_s, Some(base_s));
     // Each process says which build it is and which environment it got.
     let logs: Vec<String> = walk(&tmp.path().join("work"))
         .into_iter()
@@ -271,14 +275,10 @@ fn seed_000_rounds_run_end_to_end_in_their_quick_form() {
         let file = repo().join("studies").join(format!("{name}.toml"));
         let out = study(tmp.path(), &[file.to_str().unwrap(), "--quick", "--db", db.to_str().unwrap(), "--dep", &dep]);
         assert!(out.status.success(), "{name}");
-        let c = common::db(&db);
-        let n = variants.len() as i64;
-        assert_eq!(
-            i64_of(&c, "SELECT COUNT(*) FROM run WHERE status = 'completed' AND checks_failed = 0"),
-            n,
-            "{name}"
-        );
-        assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM service WHERE refuses_bad_dependency = 1"), n, "{name}");
+        let s = stored(&db);
+        let n = variants.len();
+        assert_eq!(s.runs().filter(|r| r.status == "completed" && r.checks_failed == Some(0)).count(), n, "{name}");
+        assert_eq!(s.services().filter(|sv| sv.refuses_bad_dependency == Some(true)).count(), n, "{name}");
         let md = std::fs::read_to_string(tmp.path().join(format!("{name}-quick.md"))).unwrap();
         let round = md.split("#### The round").nth(1).expect("a round table");
         for v in &variants {
@@ -312,13 +312,13 @@ fn a_death_does_not_cost_the_fresh_start_levels_after_it_and_a_resume_keeps_the_
     let (f, d) = (file.to_str().unwrap(), dbp.to_str().unwrap());
     let out = study(tmp.path(), &[f, "--db", d, "--probe-tolerance", TOLERANCE]);
     assert_eq!(out.status.code(), Some(1), "a failed run makes the exit code 1");
-    let c = db(&dbp);
-    assert_eq!(text_of(&c, "SELECT status FROM run"), "failed");
-    assert_eq!(i64_of(&c, "SELECT oom_killed FROM run"), 1);
-    assert_eq!(text_of(&c, "SELECT failed_stage FROM run"), "step 1");
+    let s = stored(&dbp);
+    let run = s.run();
+    assert_eq!(run.status, "failed");
+    assert!(run.oom_killed, "OOM-killed: {:?}", run.error);
+    assert_eq!(run.failed_stage.as_deref(), Some("step 1"));
     // Both levels stored, each with its own OOM kill: the second level was not skipped.
-    assert_eq!(i64_of(&c, "SELECT COUNT(*) FROM step WHERE oom_killed = 1"), 2);
-    drop(c);
+    assert_eq!(s.steps().filter(|st| st.oom_killed).count(), 2);
     // The death is the service's answer under that cap, not an interruption: a resume has nothing to run.
     let out = study(tmp.path(), &[f, "--resume", "--plan", "--db", d]);
     let said = String::from_utf8_lossy(&out.stderr);

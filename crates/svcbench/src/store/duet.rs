@@ -1,7 +1,8 @@
-//! A duet's rows: the duet, its slices as each pair ends, its verdict lines at the end (duet.sql).
-use super::{now, Store};
+//! A duet's rows: the duet, its slices as each pair ends, its verdict lines at the end (duet.sql); and the
+//! same rows read back (`Reader::duets`).
+use super::{now, Reader, Store};
 use anyhow::Result;
-use rusqlite::params;
+use rusqlite::{params, Row};
 use serde::{Deserialize, Serialize};
 
 /// What a duet was asked to do, written when it starts.
@@ -179,5 +180,263 @@ impl Store {
         )?;
         tx.commit()?;
         Ok(())
+    }
+}
+
+/// A duet as stored, with its slices and its verdict lines.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredDuet {
+    pub id: i64,
+    pub started_at: String,
+    pub ended_at: Option<String>,
+    /// running, done, interrupted or failed.
+    pub status: String,
+    pub label: Option<String>,
+    pub command: String,
+    pub svcbench_version: String,
+    pub scenario: String,
+    pub profile: String,
+    /// The duet's first and second service (`service@variant`).
+    pub services: [String; 2],
+    pub limit_cpus: Option<f64>,
+    pub limit_memory_mib: Option<f64>,
+    pub service_cpuset: Option<String>,
+    pub loadgen_cpuset: Option<String>,
+    pub cgroup_version: String,
+    pub pairs_asked: u32,
+    pub pairs_done: u32,
+    pub precision: Option<f64>,
+    pub machine_s: Option<f64>,
+    pub error: Option<String>,
+    /// By pair, step and second.
+    pub slices: Vec<StoredDuetSlice>,
+    /// By step and metric.
+    pub lines: Vec<StoredDuetLine>,
+}
+
+/// One slice as stored: `a` is the duet's first service whatever its place in the pair.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredDuetSlice {
+    pub pair: u32,
+    /// A was started and driven first in this pair.
+    pub a_first: bool,
+    pub step: u32,
+    pub step_label: String,
+    pub second: u32,
+    pub seconds: f64,
+    pub a: DuetSideRow,
+    pub b: DuetSideRow,
+    pub generator_busy: f64,
+    /// Why the slice is not compared; None: valid.
+    pub invalid: Option<String>,
+}
+
+/// One verdict line as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredDuetLine {
+    pub step: u32,
+    pub step_label: String,
+    /// ok_rps, cpu_us_per_req, p50_ms or p99_ms.
+    pub metric: String,
+    /// None when the line got no interval (too few pairs, no spread).
+    pub result: Option<DuetInterval>,
+    /// faster, slower, no_significant_difference, too_few_pairs or no_spread.
+    pub verdict: String,
+}
+
+fn duet_of(r: &Row) -> rusqlite::Result<StoredDuet> {
+    Ok(StoredDuet {
+        id: r.get("id")?,
+        started_at: r.get("started_at")?,
+        ended_at: r.get("ended_at")?,
+        status: r.get("status")?,
+        label: r.get("label")?,
+        command: r.get("command")?,
+        svcbench_version: r.get("svcbench_version")?,
+        scenario: r.get("scenario")?,
+        profile: r.get("profile")?,
+        services: [r.get("service_a")?, r.get("service_b")?],
+        limit_cpus: r.get("limit_cpus")?,
+        limit_memory_mib: r.get("limit_memory_mib")?,
+        service_cpuset: r.get("service_cpuset")?,
+        loadgen_cpuset: r.get("loadgen_cpuset")?,
+        cgroup_version: r.get("cgroup_version")?,
+        pairs_asked: r.get("pairs_asked")?,
+        pairs_done: r.get("pairs_done")?,
+        precision: r.get("precision")?,
+        machine_s: r.get("machine_s")?,
+        error: r.get("error")?,
+        slices: Vec::new(),
+        lines: Vec::new(),
+    })
+}
+
+fn side_of(r: &Row, side: &str) -> rusqlite::Result<DuetSideRow> {
+    let col = |name: &str| format!("{side}_{name}");
+    Ok(DuetSideRow {
+        ok: r.get(col("ok").as_str())?,
+        errors: r.get(col("errors").as_str())?,
+        cpu_s: r.get(col("cpu_s").as_str())?,
+        throttled_s: r.get(col("throttled_s").as_str())?,
+        p50_ms: r.get(col("p50_ms").as_str())?,
+        p99_ms: r.get(col("p99_ms").as_str())?,
+    })
+}
+
+fn slice_of(r: &Row) -> rusqlite::Result<StoredDuetSlice> {
+    Ok(StoredDuetSlice {
+        pair: r.get("pair")?,
+        a_first: r.get::<_, i64>("a_first")? != 0,
+        step: r.get("step")?,
+        step_label: r.get("step_label")?,
+        second: r.get("second")?,
+        seconds: r.get("seconds")?,
+        a: side_of(r, "a")?,
+        b: side_of(r, "b")?,
+        generator_busy: r.get("generator_busy")?,
+        invalid: r.get("invalid")?,
+    })
+}
+
+fn line_of(r: &Row) -> rusqlite::Result<StoredDuetLine> {
+    // `end_duet` writes an interval's columns all or none.
+    let interval = || -> rusqlite::Result<Option<DuetInterval>> {
+        let (Some(ratio), Some(lo), Some(hi), Some(p), Some(pairs), Some(slices), Some(pair_min), Some(pair_max)) = (
+            r.get("ratio")?,
+            r.get("ci_low")?,
+            r.get("ci_high")?,
+            r.get("p")?,
+            r.get("pairs")?,
+            r.get("slices")?,
+            r.get("pair_min")?,
+            r.get("pair_max")?,
+        ) else {
+            return Ok(None);
+        };
+        Ok(Some(DuetInterval { ratio, ci: [lo, hi], p, pairs, slices, pair_min, pair_max }))
+    };
+    Ok(StoredDuetLine {
+        step: r.get("step")?,
+        step_label: r.get("step_label")?,
+        metric: r.get("metric")?,
+        result: interval()?,
+        verdict: r.get("verdict")?,
+    })
+}
+
+impl Reader {
+    /// Every duet, oldest first, with its slices and verdict lines; none in a store that predates the duet
+    /// tables (read only, never upgraded).
+    pub fn duets(&self) -> Result<Vec<StoredDuet>> {
+        if !self.has_table("duet")? {
+            return Ok(Vec::new());
+        }
+        let mut duets: Vec<StoredDuet> = self
+            .conn
+            .prepare("SELECT * FROM duet ORDER BY id")?
+            .query_map([], duet_of)?
+            .collect::<rusqlite::Result<_>>()?;
+        for d in &mut duets {
+            d.slices = self
+                .conn
+                .prepare("SELECT * FROM duet_slice WHERE duet_id = ?1 ORDER BY pair, step, second")?
+                .query_map([d.id], slice_of)?
+                .collect::<rusqlite::Result<_>>()?;
+            d.lines = self
+                .conn
+                .prepare("SELECT * FROM duet_line WHERE duet_id = ?1 ORDER BY step, metric")?
+                .query_map([d.id], line_of)?
+                .collect::<rusqlite::Result<_>>()?;
+        }
+        Ok(duets)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_duet_written_is_the_duet_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.db");
+        let s = Store::open(&path).unwrap();
+        let id = s
+            .create_duet(&DuetRecord {
+                label: Some("aa"),
+                command: "svcbench duet a b",
+                scenario: "hello",
+                profile: "quick",
+                services: ["a", "a@extra"],
+                limit_cpus: Some(0.45),
+                limit_memory_mib: None,
+                service_cpuset: Some("1"),
+                loadgen_cpuset: "0",
+                cgroup_version: "v1",
+                pairs_asked: 3,
+                precision: None,
+            })
+            .unwrap();
+        let side =
+            |ok: u64, cpu_s: f64| DuetSideRow { ok, errors: 1, cpu_s, throttled_s: 0.0, p50_ms: 0.5, p99_ms: 2.0 };
+        let slice = |pair: u32, second: u32, invalid: Option<&'static str>| DuetSliceRow {
+            pair,
+            step: 0,
+            second,
+            seconds: 1.0,
+            a: side(1500, 0.1),
+            b: side(1490, 0.12),
+            generator_busy: 0.3,
+            invalid,
+        };
+        let labels = ["r=1500".to_string()];
+        s.add_duet_pair(id, true, &labels, &[slice(0, 1, None), slice(0, 0, Some("late reading"))]).unwrap();
+        s.add_duet_pair(id, false, &labels, &[slice(1, 0, None)]).unwrap();
+        let interval =
+            DuetInterval { ratio: 1.2, ci: [1.1, 1.3], p: 0.01, pairs: 2, slices: 3, pair_min: 1.15, pair_max: 1.25 };
+        let lines = [
+            DuetLineRow { step: 0, step_label: "r=1500", metric: "ok_rps", result: None, verdict: "too_few_pairs" },
+            DuetLineRow {
+                step: 0,
+                step_label: "r=1500",
+                metric: "cpu_us_per_req",
+                result: Some(interval.clone()),
+                verdict: "slower",
+            },
+        ];
+        s.end_duet(id, "done", 12.5, None, &lines).unwrap();
+        drop(s);
+
+        let duets = Reader::open(&path).unwrap().duets().unwrap();
+        assert_eq!(duets.len(), 1);
+        let d = &duets[0];
+        assert_eq!((d.id, d.status.as_str(), d.label.as_deref()), (id, "done", Some("aa")));
+        assert_eq!(d.services, ["a".to_string(), "a@extra".to_string()]);
+        assert_eq!((d.limit_cpus, d.limit_memory_mib, d.service_cpuset.as_deref()), (Some(0.45), None, Some("1")));
+        assert_eq!((d.pairs_asked, d.pairs_done, d.machine_s, d.error.as_deref()), (3, 2, Some(12.5), None));
+        assert!(d.ended_at.is_some());
+        // Slices by pair, step and second, each side as written.
+        let order: Vec<(u32, u32, bool)> = d.slices.iter().map(|s| (s.pair, s.second, s.a_first)).collect();
+        assert_eq!(order, [(0, 0, true), (0, 1, true), (1, 0, false)]);
+        assert_eq!(d.slices[0].invalid.as_deref(), Some("late reading"));
+        assert_eq!((d.slices[1].a, d.slices[1].b), (side(1500, 0.1), side(1490, 0.12)));
+        assert_eq!(d.slices[1].step_label, "r=1500");
+        // Lines by step and metric; an untested line has no interval.
+        let metrics: Vec<&str> = d.lines.iter().map(|l| l.metric.as_str()).collect();
+        assert_eq!(metrics, ["cpu_us_per_req", "ok_rps"]);
+        assert_eq!((d.lines[0].result.as_ref(), d.lines[0].verdict.as_str()), (Some(&interval), "slower"));
+        assert_eq!((d.lines[1].result.as_ref(), d.lines[1].verdict.as_str()), (None, "too_few_pairs"));
+    }
+
+    #[test]
+    fn a_store_without_the_duet_tables_has_no_duets() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        drop(Store::open(&path).unwrap());
+        // A store made before the duet tables, read without upgrading it.
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch("DROP TABLE duet_line; DROP TABLE duet_slice; DROP TABLE duet;").unwrap();
+        drop(c);
+        assert!(Reader::open(&path).unwrap().duets().unwrap().is_empty());
     }
 }

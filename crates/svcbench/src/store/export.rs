@@ -77,7 +77,7 @@ pub fn export(store: &Reader, session: Option<i64>, with_samples: bool) -> Resul
 
 /// Duets with their verdict lines and slices nested. With `--session`, none: a duet is not a run session.
 fn duets(store: &Reader, session: Option<i64>) -> Result<Vec<Value>> {
-    if session.is_some() || !has_table(store, "duet")? {
+    if session.is_some() || !store.has_table("duet")? {
         return Ok(Vec::new());
     }
     let mut duets = rows(store, "SELECT * FROM duet ORDER BY id", None)?;
@@ -92,9 +92,4 @@ fn duets(store: &Reader, session: Option<i64>) -> Result<Vec<Value>> {
         )?);
     }
     Ok(duets)
-}
-
-/// A store read only, never upgraded, may predate the duet tables.
-fn has_table(store: &Reader, name: &str) -> Result<bool> {
-    Ok(store.conn.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")?.exists([name])?)
 }

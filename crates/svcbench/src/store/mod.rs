@@ -14,7 +14,9 @@ use anyhow::{Context, Result};
 use rusqlite::{params, Connection};
 use std::path::Path;
 
-pub use duet::{DuetInterval, DuetLineRow, DuetRecord, DuetSideRow, DuetSliceRow};
+pub use duet::{
+    DuetInterval, DuetLineRow, DuetRecord, DuetSideRow, DuetSliceRow, StoredDuet, StoredDuetLine, StoredDuetSlice,
+};
 pub use read::Reader;
 pub use records::{DeathCause, RunCell, RunDeath, RunEnd, RunLimits, RunStartup, SessionRecord, StepRow};
 pub use study_fingerprint::{RecordedStudy, StudyFingerprint};

@@ -407,6 +407,11 @@ impl Reader {
         )?)
     }
 
+    /// Whether the store has the table: a store read only, never upgraded, may predate the duet tables.
+    pub(super) fn has_table(&self, name: &str) -> Result<bool> {
+        Ok(self.conn.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")?.exists([name])?)
+    }
+
     /// Loads a run's steps, checks and extra figures into it.
     pub fn fill(&self, run: &mut Run) -> Result<()> {
         run.steps = self.steps(run.id)?;

@@ -1,15 +1,14 @@
 //! Shared helpers of the integration tests: the binary, the fixtures, the store, and the leftover checks.
 #![allow(dead_code)]
-use rusqlite::Connection;
-// The store's reader types, for the tests that read what a run stored; not every test file uses each.
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 #[allow(unused_imports)]
 pub use svcbench::figures::validity::FlagCode;
+// The store's reader types, for the tests that read what a run or a duet stored; not every test file uses each.
 #[allow(unused_imports)]
 pub use svcbench::store::read::{Run, Session, StoredCheck, StoredService};
 #[allow(unused_imports)]
-pub use svcbench::store::{Reader, StepRow};
+pub use svcbench::store::{Reader, StepRow, StoredDuet, StoredDuetLine, StoredDuetSlice};
 
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_svcbench"))
@@ -198,6 +197,21 @@ impl Stored {
     }
 }
 
+/// The duets a store holds, each with its slices and verdict lines, read through the library's reader.
+pub fn stored_duets(db: &Path) -> Vec<StoredDuet> {
+    try_stored_duets(db).unwrap_or_else(|e| panic!("cannot read the duets of store {}: {e:#}", db.display()))
+}
+
+/// [`stored_duets`], or why the store cannot be read yet (e.g. while svcbench duet is still making it).
+pub fn try_stored_duets(db: &Path) -> anyhow::Result<Vec<StoredDuet>> {
+    Reader::open(db)?.duets()
+}
+
+/// The first duet stored (the only one of a one-duet test).
+pub fn stored_duet(db: &Path) -> StoredDuet {
+    stored_duets(db).into_iter().next().unwrap_or_else(|| panic!("store {} has no duet", db.display()))
+}
+
 /// The smallest of the figures present (NaN when none is), as SQL's MIN reads a column with NULLs.
 pub fn min_present(figures: impl IntoIterator<Item = Option<f64>>) -> f64 {
     figures.into_iter().flatten().reduce(f64::min).unwrap_or(f64::NAN)
@@ -206,23 +220,6 @@ pub fn min_present(figures: impl IntoIterator<Item = Option<f64>>) -> f64 {
 /// The largest of the figures present (None when none is), as SQL's MAX reads a column with NULLs.
 pub fn max_present(figures: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
     figures.into_iter().flatten().reduce(f64::max)
-}
-
-/// A raw connection, only for tests that check the stored schema itself.
-pub fn db(path: &Path) -> Connection {
-    Connection::open(path).unwrap()
-}
-
-pub fn f64_of(c: &Connection, sql: &str) -> f64 {
-    c.query_row(sql, [], |r| r.get::<_, Option<f64>>(0)).unwrap().unwrap_or(f64::NAN)
-}
-
-pub fn i64_of(c: &Connection, sql: &str) -> i64 {
-    c.query_row(sql, [], |r| r.get::<_, Option<i64>>(0)).unwrap().unwrap_or(-1)
-}
-
-pub fn text_of(c: &Connection, sql: &str) -> String {
-    c.query_row(sql, [], |r| r.get::<_, Option<String>>(0)).unwrap().unwrap_or_default()
 }
 
 /// svcbench's cgroups still present (in any hierarchy), but those of another svcbench that still runs.
