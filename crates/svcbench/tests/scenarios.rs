@@ -144,9 +144,10 @@ fn ktor_clients_default_pool_caps_the_service_and_the_pool1000_variant_lifts_it(
 /// outside the checkout, pointing at a copy of the bundled Ktor service's jar.
 fn outside_implementation(tmp: &std::path::Path) -> std::path::PathBuf {
     let ktor = repo().join("services/locations/kotlin-ktor");
+    // Built as svcbench builds it (and not again when it is up to date).
     let built =
-        std::process::Command::new("mvn").args(["-q", "-B", "package", "-DskipTests"]).current_dir(&ktor).status();
-    assert!(built.unwrap().success());
+        svcbench(&["build", ktor.to_str().unwrap(), "--work-dir", tmp.join("build").to_str().unwrap()], &repo());
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
     let jar = tmp.join("opt/locations-server.jar");
     std::fs::create_dir_all(jar.parent().unwrap()).unwrap();
     std::fs::copy(ktor.join("target/locations-ktor.jar"), &jar).unwrap();

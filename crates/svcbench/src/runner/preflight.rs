@@ -67,6 +67,12 @@ pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
         }
         let engine = crate::service::container_start::engine(svc)
             .with_context(|| format!("{} runs as a container", svc.name()))?;
+        if let crate::sandbox::container::image::Source::Build { containerfile, .. } =
+            crate::service::container_start::source(svc)?
+        {
+            crate::sandbox::container::image::check_bases(&engine, &containerfile)
+                .with_context(|| svc.name().to_string())?;
+        }
         if svc.manifest.container.as_ref().is_some_and(|c| c.runtime == crate::sandbox::container::Runtime::Kube) {
             crate::sandbox::container::kube::check_engine(&engine).with_context(|| svc.name().to_string())?;
         }

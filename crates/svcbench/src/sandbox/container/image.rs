@@ -88,6 +88,41 @@ pub fn size_bytes(engine: &Engine, tag: &str) -> Result<u64> {
     text.trim().parse().with_context(|| format!("the engine gave {text:?} as the size of image {tag}"))
 }
 
+/// The images a Containerfile builds on that only this machine can have (`localhost/…`: no registry serves
+/// them), as its `FROM` lines name them.
+pub fn local_bases(containerfile: &Path) -> Result<Vec<String>> {
+    let text =
+        std::fs::read_to_string(containerfile).with_context(|| format!("cannot read {}", containerfile.display()))?;
+    Ok(text
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            if !words.next()?.eq_ignore_ascii_case("FROM") {
+                return None;
+            }
+            words.find(|w| !w.starts_with("--")).map(str::to_string)
+        })
+        .filter(|image| image.starts_with("localhost/"))
+        .collect())
+}
+
+/// Refuses, in one line, a Containerfile whose local base image the engine does not have (pulling it would
+/// fail with a registry error that says nothing of how to make it).
+pub fn check_bases(engine: &Engine, containerfile: &Path) -> Result<()> {
+    for base in local_bases(containerfile)? {
+        if exists(engine, &base) {
+            continue;
+        }
+        let how = if base.starts_with("localhost/svcbench-") {
+            "make it with scripts/base-images.sh".to_string()
+        } else {
+            format!("build or load it first (`{} build -t {base} …`)", engine.program)
+        };
+        bail!("{} builds on the image {base}, which {} does not have: {how}", containerfile.display(), engine.program);
+    }
+    Ok(())
+}
+
 /// Makes the image available (built or pulled where missing); returns its tag and whether it was built now.
 pub fn ensure(engine: &Engine, source: &Source, log: &Path) -> Result<(String, bool)> {
     let tag = tag_of(source)?;
@@ -105,6 +140,7 @@ pub fn ensure(engine: &Engine, source: &Source, log: &Path) -> Result<(String, b
             })?;
         }
         Source::Build { containerfile, context, repository } => {
+            check_bases(engine, containerfile)?;
             let (cf, ctx) = (containerfile.to_string_lossy(), context.to_string_lossy());
             eprintln!("svcbench: building image {tag} from {cf}");
             let out = engine.run(&["build", "-f", &cf, "-t", &tag, &ctx], BUILD_TIMEOUT);
@@ -136,6 +172,16 @@ fn prune(engine: &Engine, repository: &str, keep: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_containerfile_s_local_bases_are_its_localhost_from_images() {
+        let dir = tempfile::tempdir().unwrap();
+        let cf = dir.path().join("Containerfile");
+        let text = "# FROM localhost/not-this\nFROM --platform=linux/amd64 localhost/svcbench-jre17 AS run\n\
+                    from docker.io/library/debian:12\nCOPY x /x\nFROM localhost/other:1\n";
+        std::fs::write(&cf, text).unwrap();
+        assert_eq!(local_bases(&cf).unwrap(), ["localhost/svcbench-jre17", "localhost/other:1"]);
+    }
 
     #[test]
     fn the_hash_follows_the_context_s_content_and_nothing_else() {
