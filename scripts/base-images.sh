@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The base images the bundled services' Containerfiles build on, made from Debian packages with mmdebstrap
 # (no registry is needed, nor reachable on this project's machines) and imported into the container engine:
-#   localhost/svcbench-debian:bookworm   Debian's minbase: libc, a shell (the Rust services)
-#   localhost/svcbench-jre17:bookworm    the same with Debian's OpenJDK 17 JRE (the JVM services)
-#   localhost/svcbench-node:bookworm     the same with Debian's Node.js (the Node service)
+#   localhost/svcbench-debian   Debian's minbase of this machine's release: libc, a shell (the Rust services)
+#   localhost/svcbench-jre17    the same with Debian's OpenJDK 17 JRE (the JVM services)
+#   localhost/svcbench-node     the same with Debian's Node.js 18 (on request: no bundled service uses it yet)
 # An image already there is kept; --force makes them again. Needs root, mmdebstrap and Podman or Docker
-# (scripts/setup.sh installs them). About a minute each here; the JRE image is about 250 MB.
-# Usage: scripts/base-images.sh [--force] [debian|jre17|node ...]
+# (scripts/setup.sh installs them). About a minute each here; the JRE image is about 400 MB.
+# Usage: scripts/base-images.sh [--force] [debian|jre17|node ...]   (default: debian jre17)
 set -euo pipefail
 force=""
 wanted=()
@@ -17,7 +17,7 @@ for arg in "$@"; do
     *) echo "base-images: unknown argument $arg; give --force and/or debian, jre17, node" >&2; exit 2 ;;
   esac
 done
-[ ${#wanted[@]} -gt 0 ] || wanted=(debian jre17 node)
+[ ${#wanted[@]} -gt 0 ] || wanted=(debian jre17)
 if [ "$(id -u)" != 0 ]; then echo "base-images: run as root (mmdebstrap and the engine need it)" >&2; exit 2; fi
 command -v mmdebstrap >/dev/null || { echo "base-images: mmdebstrap is missing: run scripts/setup.sh" >&2; exit 2; }
 engine=""
@@ -35,7 +35,7 @@ for name in "${wanted[@]}"; do
     jre17) include="ca-certificates,openjdk-17-jre-headless" ;;
     node) include="ca-certificates,nodejs" ;;
   esac
-  tag="localhost/svcbench-$name:$suite"
+  tag="localhost/svcbench-$name"
   if [ -z "$force" ] && $engine image inspect "$tag" >/dev/null 2>&1; then
     echo "base-images: $tag is there"
     continue
