@@ -394,3 +394,29 @@ fn the_docker_cli_runs_the_hello_image_under_its_limits() {
     assert!(said.contains("by `docker` (Docker)"), "the Docker CLI was not the engine: {said}");
     assert_nothing_left();
 }
+
+/// A Containerfile on a local base the engine lacks (as the bundled services' Debian bases are until
+/// scripts/base-images.sh makes them) is refused in one line naming how to make it, before any build.
+#[test]
+fn a_containerfile_on_a_missing_local_base_is_refused_before_any_build() {
+    engine();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("svc");
+    std::fs::create_dir_all(dir.join("container")).unwrap();
+    std::fs::write(dir.join("container/Containerfile"), "FROM localhost/svcbench-missing-base\nCOPY x /x\n").unwrap();
+    std::fs::write(
+        dir.join("svcbench.toml"),
+        "name = \"on-a-missing-base\"\nscenario = \"hello\"\nlanguage = \"go\"\nframework = \"x\"\n\
+         framework_version = \"1\"\nmodel = \"blocking\"\nbuild = \"touch built-it\"\nreadiness = \"/\"\n\
+         [container]\ncontainerfile = \"container/Containerfile\"\n",
+    )
+    .unwrap();
+    let (dbp, prof) = (tmp.path().join("m.db"), profile(tmp.path(), 1));
+    let args = ["run", dir.to_str().unwrap(), "--profile", prof.to_str().unwrap(), "--db", dbp.to_str().unwrap()];
+    let out = svcbench(&args, tmp.path());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    let line = said.lines().find(|l| l.contains("localhost/svcbench-missing-base")).unwrap_or_default();
+    assert!(line.contains("scripts/base-images.sh"), "{said}");
+    assert!(!dir.join("built-it").exists() && !said.contains("building"), "built before refusing: {said}");
+}
