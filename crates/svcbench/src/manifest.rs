@@ -326,7 +326,10 @@ impl Service {
             }
             _ => {}
         }
-        if let Some(ctx) = c.context.as_ref().filter(|ctx| !self.dir.join(ctx).is_dir()) {
+        // A context the build makes (e.g. Maven's `target/`) is not there before the build: only a service
+        // without a build must have it already.
+        let unbuilt = self.manifest.build.as_deref().is_none_or(|b| b.trim().is_empty());
+        if let Some(ctx) = c.context.as_ref().filter(|ctx| unbuilt && !self.dir.join(ctx).is_dir()) {
             bail!("{}: [container] context {ctx:?} is not a folder in {}", file.display(), self.dir.display());
         }
         Ok(())
@@ -475,6 +478,22 @@ PORT = "{port}"
         assert_eq!(s.name(), "x");
         assert_eq!(s.manifest.programming_model, ProgrammingModel::Async);
         assert_eq!(s.manifest.env["PORT"], "{port}");
+    }
+
+    #[test]
+    fn a_container_context_the_build_makes_need_not_exist_before_it() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("Containerfile"), "FROM scratch\n").unwrap();
+        let container = "[container]\ncontainerfile = \"Containerfile\"\ncontext = \"target\"\n";
+        // A variant's image built from what the base's build leaves in target/, on a fresh clone.
+        let built = GOOD.replace("run = ", "build = \"mvn package\"\nrun = ")
+            + &format!("[variant.container]\ncontainer = {{ containerfile = \"Containerfile\", context = \"target\" }}\n");
+        write(d.path(), &built);
+        assert!(Service::load_spec(&format!("{}@container", d.path().display())).is_ok());
+        // Without a build nothing will make it: said at load.
+        write(d.path(), &format!("{GOOD}{container}"));
+        let e = format!("{:#}", Service::load(d.path()).unwrap_err());
+        assert!(e.contains("context \"target\" is not a folder"), "{e}");
     }
 
     #[test]
