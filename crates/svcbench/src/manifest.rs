@@ -487,7 +487,7 @@ PORT = "{port}"
         let container = "[container]\ncontainerfile = \"Containerfile\"\ncontext = \"target\"\n";
         // A variant's image built from what the base's build leaves in target/, on a fresh clone.
         let built = GOOD.replace("run = ", "build = \"mvn package\"\nrun = ")
-            + &format!("[variant.container]\ncontainer = {{ containerfile = \"Containerfile\", context = \"target\" }}\n");
+            + "[variant.container]\ncontainer = { containerfile = \"Containerfile\", context = \"target\" }\n";
         write(d.path(), &built);
         assert!(Service::load_spec(&format!("{}@container", d.path().display())).is_ok());
         // Without a build nothing will make it: said at load.
