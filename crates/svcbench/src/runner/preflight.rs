@@ -67,12 +67,8 @@ pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
         }
         let engine = crate::service::container_start::engine(svc)
             .with_context(|| format!("{} runs as a container", svc.name()))?;
-        if let crate::sandbox::container::image::Source::Build { containerfile, .. } =
-            crate::service::container_start::source(svc)?
-        {
-            crate::sandbox::container::image::check_bases(&engine, &containerfile)
-                .with_context(|| svc.name().to_string())?;
-        }
+        // Every service's image can be built before any of them is.
+        crate::service::container_start::check_bases(svc, &engine)?;
         if svc.manifest.container.as_ref().is_some_and(|c| c.runtime == crate::sandbox::container::Runtime::Kube) {
             crate::sandbox::container::kube::check_engine(&engine).with_context(|| svc.name().to_string())?;
         }

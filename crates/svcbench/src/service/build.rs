@@ -31,9 +31,12 @@ pub fn artifact_bytes(svc: &Service, log_dir: &Path) -> Result<u64> {
 
 pub fn build(svc: &Service, log_dir: &Path, skip: bool) -> Result<Built> {
     // Before any build: a service its user cannot reach would fail only at its start (a container's
-    // user is inside its image).
-    if svc.manifest.container.is_none() {
-        service_user::check_reachable(service_user::for_service(svc.manifest.run_as)?.as_ref(), &svc.dir, None, "")?;
+    // user is inside its image), and a container's image needs the local base it builds on.
+    match &svc.manifest.container {
+        None => {
+            service_user::check_reachable(service_user::for_service(svc.manifest.run_as)?.as_ref(), &svc.dir, None, "")?
+        }
+        Some(_) => super::container_start::check_bases(svc, &super::container_start::engine(svc)?)?,
     }
     let mut seconds = 0.0;
     if let (Some(cmd), false) = (&svc.manifest.build, skip) {

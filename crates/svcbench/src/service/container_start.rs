@@ -48,6 +48,14 @@ pub fn engine(svc: &Service) -> Result<Engine> {
     Engine::detect(section(svc)?.engine.as_deref())
 }
 
+/// Refuses a Containerfile whose local base `engine` lacks, before anything of the service is built.
+pub fn check_bases(svc: &Service, engine: &Engine) -> Result<()> {
+    if let Source::Build { containerfile, .. } = source(svc)? {
+        image::check_bases(engine, &containerfile).with_context(|| svc.name().to_string())?;
+    }
+    Ok(())
+}
+
 /// Builds or pulls the image where it is missing; its size in bytes (the service's artifact size).
 pub fn ensure_image(svc: &Service, log_dir: &Path) -> Result<u64> {
     let engine = engine(svc)?;
