@@ -4,8 +4,14 @@
 # services under real limits.
 set -euo pipefail
 cd "$(dirname "$0")"
-# The tests build their own profile (Cargo.toml's `ci`): setup need not build the release binary.
-scripts/setup.sh --no-build
+# What building svcbench needs (the tests build their own profile, Cargo.toml's `ci`: no release build)…
+scripts/setup.sh --quick --no-build
+mkdir -p results
+# …and, while svcbench compiles, the Debian packages only the tests use (Chromium, Podman, OpenSSH, …).
+scripts/setup.sh --packages >results/setup-packages.log 2>&1 &
+packages=$!
+# Never cut short (an interrupted dpkg leaves the machine's packages half-installed): waited for on exit.
+trap 'wait $packages 2>/dev/null || true' EXIT
 # The gate: unformatted code or a lint fails the run before any test.
 cargo fmt --all --check
 # svcbench first, so that it can build the bundled services the integration tests run while the lints and
@@ -14,7 +20,9 @@ cargo fmt --all --check
 # build command or environment changed). The Rust Locations services are built by bench/ only.
 # (Built as the tests build it, with their features: a plain `cargo build` would compile it a second time.)
 cargo test --profile ci --locked -p svcbench --no-run --test module_graph
-mkdir -p results
+# The services' builds need the packages too (upx packs the users scenario's Go binary).
+if ! wait $packages; then echo "test.sh: installing the tests' packages failed:"; tail -20 results/setup-packages.log; exit 1; fi
+cat results/setup-packages.log >&2
 target/ci/svcbench build services/{hello,users,upstream}/*/ services/locations/kotlin-*/ \
   --work-dir results/work/test-build >results/test-build.log 2>&1 &
 builder=$!

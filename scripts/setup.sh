@@ -7,17 +7,23 @@
 #   scripts/setup.sh --quick     only what the main job (quick.sh) uses, and target/ci/svcbench (the same
 #                                optimisation without link-time optimisation, minutes faster to build)
 #   scripts/setup.sh --no-build  every package, no build (test.sh: its tests build the `ci` profile)
+#   scripts/setup.sh --packages  only the Debian packages beyond the main job's and Podman's settings
+#                                (test.sh installs them while svcbench compiles: neither waits on the other)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-quick="" no_build=""
+quick="" no_build="" packages_only=""
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=1 ;;
     --no-build) no_build=1 ;;
-    *) echo "setup: unknown option $arg; use --quick (the main job's set) and/or --no-build" >&2; exit 2 ;;
+    --packages) packages_only=1 ;;
+    *) echo "setup: unknown option $arg; use --quick (the main job's set) and/or --no-build, or --packages alone" >&2; exit 2 ;;
   esac
 done
+if [ -n "$packages_only" ] && [ -n "$quick$no_build" ]; then
+  echo "setup: --packages installs the packages only; give it alone" >&2; exit 2
+fi
 build=release
 if [ -n "$quick" ]; then build=ci; fi
 if [ -n "$no_build" ]; then build=""; fi
@@ -61,10 +67,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ ! -e "$policy" ]; then
     printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && made_policy=1
   fi
-  for p in "${missing[@]}"; do
-    apt-get install -y -q --no-install-recommends "$p" >/dev/null 2>&1 ||
-      apt-get install -y -q --no-install-recommends -t "$codename-backports" "$p" >/dev/null
-  done
+  # One transaction (dpkg's triggers run once); where it fails (a package only in backports), one by one.
+  if ! apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null 2>&1; then
+    for p in "${missing[@]}"; do
+      apt-get install -y -q --no-install-recommends "$p" >/dev/null 2>&1 ||
+        apt-get install -y -q --no-install-recommends -t "$codename-backports" "$p" >/dev/null
+    done
+  fi
   if [ -n "$made_policy" ]; then rm -f "$policy"; fi
 fi
 
@@ -107,6 +116,8 @@ CONF
     fi
   fi
 fi
+
+if [ -n "$packages_only" ]; then exit 0; fi
 
 # Services under test and OpenSearch run as this unprivileged user (docs/security.md).
 id svcbench >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin svcbench
