@@ -5,22 +5,27 @@
 #   <!-- svcbench study studies/seed-003-attempts.toml --db docs/seeds/data/seed-003-attempts.db -->
 #   …the study's Markdown report, as `svcbench study FILE --report-only` writes it…
 #   <!-- end of svcbench's report -->
-# The test suite (tests/report.rs) checks that each page's report is what its store gives today.
-# Usage: scripts/seed-pages.sh [PAGE...]   (default: every page with a marker)
+# With --check it changes nothing and exits 1 when a page's report is not, byte for byte but its
+# generation time, what its store gives today (the test suite runs it so: tests/report.rs).
+# Usage: scripts/seed-pages.sh [--check] [PAGE...]   (default: every page with a marker)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+check=""
+if [ "${1:-}" = --check ]; then check=1; shift; fi
 bin=${SVCBENCH_BIN:-target/ci/svcbench}
 [ -x "$bin" ] || cargo build --profile ci --locked -p svcbench
 pages=("$@")
 [ ${#pages[@]} -gt 0 ] || mapfile -t pages < <(grep -l '^<!-- svcbench study ' docs/seeds/*.md)
-for page in "${pages[@]}"; do
-  python3 - "$bin" "$page" <<'EOF'
+[ ${#pages[@]} -gt 0 ] || { echo "seed-pages: no page in docs/seeds embeds a report" >&2; exit 1; }
+python3 - "$bin" "$check" "${pages[@]}" <<'EOF'
 import re, subprocess, sys, tempfile, shutil, os
-bin, page = sys.argv[1], sys.argv[2]
-text = open(page).read()
+bin, check, pages = sys.argv[1], sys.argv[2] == '1', sys.argv[3:]
 pattern = re.compile(r'(<!-- svcbench study (\S+) --db (\S+) -->\n)(.*?)(<!-- end of svcbench\'s report -->)', re.S)
-def regenerate(m):
-    study, store = m.group(2), m.group(3)
+# The only line that may differ between two renderings of one store: "…; generated <time> by svcbench …".
+generated = re.compile(r'; generated .*? by svcbench ')
+def timeless(text):
+    return generated.sub('; generated … by svcbench ', text)
+def report_of(study, store):
     with tempfile.TemporaryDirectory() as tmp:
         # A copy: opening a store may bring its schema up to date, and the committed one must not change.
         shutil.copy(store, os.path.join(tmp, os.path.basename(store)))
@@ -29,11 +34,23 @@ def regenerate(m):
                         '--db', os.path.basename(store), '-o', out], cwd=tmp, check=True,
                        stdout=subprocess.DEVNULL)
         report = open(os.path.join(tmp, 'report.md')).read()
-    return m.group(1) + report + ('' if report.endswith('\n') else '\n') + m.group(5)
-new, n = pattern.subn(regenerate, text)
-if n == 0:
-    sys.exit(f"{page}: no svcbench report marker")
-open(page, 'w').write(new)
-print(f"{page}: {n} report(s) regenerated")
+    return report + ('' if report.endswith('\n') else '\n')
+stale = []
+for page in pages:
+    text = open(page).read()
+    def regenerate(m):
+        report = report_of(m.group(2), m.group(3))
+        if timeless(report) != timeless(m.group(4)):
+            stale.append(f"{page}: its report of {m.group(3)} is not what the store gives today")
+        return m.group(1) + report + m.group(5)
+    new, n = pattern.subn(regenerate, text)
+    if n == 0:
+        sys.exit(f"seed-pages: {page} has no svcbench report marker")
+    if check:
+        print(f"{page}: {n} report(s) checked")
+    else:
+        open(page, 'w').write(new)
+        print(f"{page}: {n} report(s) regenerated")
+if check and stale:
+    sys.exit("\n".join(stale) + "\nseed-pages: run scripts/seed-pages.sh to regenerate them")
 EOF
-done

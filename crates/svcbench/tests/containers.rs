@@ -3,7 +3,8 @@
 //! CPU time and memory high-water mark from that cgroup, its image size as the artifact, an image run
 //! without a manifest, a memory hog image killed at its cap, an emulated link in front of a container, and
 //! the container a SIGKILLed svcbench leaves, removed by the next run, the Docker CLI's path (against
-//! Podman's Docker-compatible API) and the Pod. After each, no container, cgroup or process of svcbench is
+//! Podman's Docker-compatible API), the Pod, and the users image writing its run's SQLite database
+//! mounted into it. After each, no container, cgroup or process of svcbench is
 //! left.
 mod common;
 use common::*;
@@ -37,7 +38,9 @@ fn container_processes() -> Vec<String> {
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(raw) = std::fs::read(e.path().join("cmdline")) else { continue };
         let cmd = String::from_utf8_lossy(&raw).replace('\0', " ").trim().to_string();
-        if ["/hello-nethttp", "/hello", "/hog"].contains(&cmd.as_str()) || cmd.contains("-n svcbench-") {
+        if ["/hello-nethttp", "/hello", "/hog", "/users-go-nethttp"].contains(&cmd.as_str())
+            || cmd.contains("-n svcbench-")
+        {
             out.push(format!("{}: {cmd}", e.file_name().to_string_lossy()));
         }
     }
@@ -392,6 +395,36 @@ fn the_docker_cli_runs_the_hello_image_under_its_limits() {
     let docker_host = format!("unix://{}", sock.display());
     let (_, said) = hello_under_limits(tmp.path(), &["--cpuset", "1"], &[("DOCKER_HOST", docker_host)]);
     assert!(said.contains("by `docker` (Docker)"), "the Docker CLI was not the engine: {said}");
+    assert_nothing_left();
+}
+
+/// The users service's image on a real SQLite file: the run's fresh database folder is mounted into the
+/// container, which writes it as the unprivileged user owning it. Its checks pass (lookups of the prefilled
+/// rows, inserts), the conflict replay meets the rows it inserted (409s), the database's size is recorded,
+/// and with a database path that cannot exist it refuses to start, as the process does.
+#[test]
+fn the_users_image_writes_the_runs_sqlite_database_mounted_into_it() {
+    engine();
+    let tmp = tempfile::tempdir().unwrap();
+    let dbp = tmp.path().join("u.db");
+    let svc = format!("{}@container", repo().join("services/users/go-nethttp").display());
+    let args = ["run", &svc, "--profile", "replay", "--step-duration", "1s", "--runs", "1", "--memory", "128M"];
+    let out = svcbench(&[&args[..], &["--db", dbp.to_str().unwrap()]].concat(), tmp.path());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "svcbench run of the users image failed: {said}");
+    let st = stored(&dbp);
+    let run = st.run();
+    assert_eq!(run.status, "completed", "{said}");
+    assert!(run.checks_passed.unwrap_or(0) >= 3 && run.checks_failed == Some(0), "checks: {said}");
+    let conflicts = st
+        .steps()
+        .filter(|s| s.mix == "add-conflict")
+        .map(|s| serde_json::from_str::<serde_json::Value>(&s.status_counts).unwrap()["409"].as_i64().unwrap_or(0))
+        .sum::<i64>();
+    assert!(conflicts > 0, "the conflict replay met no row it had inserted: {said}");
+    let db_bytes = run.figures.iter().find(|(n, _)| n == "db_bytes").map(|(_, v)| *v).unwrap_or(0.0);
+    assert!(db_bytes > 0.0, "the database's size is recorded: {:?}", run.figures);
+    assert_eq!(st.service("users-go-nethttp@container").refuses_bad_dependency, Some(true), "{said}");
     assert_nothing_left();
 }
 

@@ -448,55 +448,29 @@ fn compare_sees_half_the_cpu_quota_as_slower_and_fails_ci() {
 
 /// The seeds' pages embed svcbench's study reports (scripts/seed-pages.sh writes them): each must be, byte
 /// for byte but its generation time, what the committed store gives today, so no table there is typed by
-/// hand or left behind by a change of the report.
+/// hand or left behind by a change of the report. The script owns the page format; its `--check` compares.
 #[test]
 fn seed_pages_hold_the_reports_their_committed_stores_give() {
-    let marker = "<!-- svcbench study ";
-    let end = "<!-- end of svcbench's report -->";
-    let mut checked = 0;
-    let mut pages: Vec<PathBuf> =
-        std::fs::read_dir(repo().join("docs/seeds")).unwrap().flatten().map(|e| e.path()).collect();
-    pages.sort();
-    for page in pages.iter().filter(|p| p.extension().is_some_and(|e| e == "md")) {
-        let text = std::fs::read_to_string(page).unwrap();
-        for block in text.split(marker).skip(1) {
-            let (head, rest) = block.split_once(" -->\n").expect("a marker ends with -->");
-            let (study, store) = head.split_once(" --db ").expect("the marker names the study and --db STORE");
-            let embedded = rest.split(end).next().expect("the report's end marker");
-            let tmp = tempfile::tempdir().unwrap();
-            let name = Path::new(store).file_name().unwrap();
-            // A copy: opening a store may bring its schema up to date, and the committed one must not change.
-            std::fs::copy(repo().join(store), tmp.path().join(name)).unwrap();
-            let study = repo().join(study);
-            let args = [
-                "study",
-                study.to_str().unwrap(),
-                "--report-only",
-                "--db",
-                name.to_str().unwrap(),
-                "-o",
-                "report.html",
-            ];
-            let out = svcbench(&args, tmp.path());
-            assert!(out.status.success(), "{}: {}", page.display(), String::from_utf8_lossy(&out.stderr));
-            let now = std::fs::read_to_string(tmp.path().join("report.md")).unwrap();
-            // The only line that may differ: "… generated <time> by svcbench <version>."
-            let timeless = |s: &str| -> Vec<String> {
-                s.lines()
-                    .map(|l| match (l.find("; generated "), l.find(" by svcbench ")) {
-                        (Some(a), Some(b)) if a < b => format!("{}; generated … {}", &l[..a], &l[b..]),
-                        _ => l.to_string(),
-                    })
-                    .collect()
-            };
-            assert_eq!(
-                timeless(embedded),
-                timeless(&now),
-                "{}: its report of {store} is not what the store gives today: run scripts/seed-pages.sh",
-                page.display()
-            );
-            checked += 1;
-        }
-    }
-    assert!(checked >= 1, "no seed page embeds a report");
+    let check = |pages: &[&Path]| {
+        let mut cmd = Command::new(repo().join("scripts/seed-pages.sh"));
+        cmd.arg("--check").args(pages).env("SVCBENCH_BIN", bin());
+        cmd.output().unwrap()
+    };
+    let out = check(&[]);
+    let said = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("docs/seeds/003.md: 1 report(s) checked"), "{said}");
+    // And it can fail: one figure changed in a copy of a page is found.
+    let tmp = tempfile::tempdir().unwrap();
+    let page = repo().join("docs/seeds/003.md");
+    let text = std::fs::read_to_string(&page).unwrap();
+    // The first figure of the round's table: its first row's run count.
+    let row = text.find("| hello-scala-akka-http | (base) |").expect("seed 003's round table");
+    let at = row + text[row..].find("| 3 |").expect("its run count") + 2;
+    let changed = format!("{}4{}", &text[..at], &text[at + 1..]);
+    let copy = tmp.path().join("003.md");
+    std::fs::write(&copy, changed).unwrap();
+    let out = check(&[&copy]);
+    assert_eq!(out.status.code(), Some(1), "a changed figure is not what the store gives");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not what the store gives today"));
 }

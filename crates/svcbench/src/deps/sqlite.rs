@@ -77,7 +77,11 @@ impl SqliteFile {
 
 impl Dependency for SqliteFile {
     fn placeholders(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([("dep.sqlite.path".to_string(), self.path.display().to_string())])
+        // The folder too: a container service gets it mounted at the same path (service/container_start.rs).
+        BTreeMap::from([
+            ("dep.sqlite.path".to_string(), self.path.display().to_string()),
+            ("dep.sqlite.folder".to_string(), self.dir.path().display().to_string()),
+        ])
     }
 
     fn before_run(&mut self, run_label: &str) -> Result<()> {

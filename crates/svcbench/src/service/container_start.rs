@@ -148,6 +148,7 @@ pub fn container_spec(svc: &Service, r: &Resolved, limits: &Limits) -> Result<Co
     let args = c.args.iter().map(|a| fill("[container] args", a)).collect::<Result<Vec<_>>>()?;
     let mut labels = vec![(LABEL_SERVICE.to_string(), svc.name().to_string())];
     labels.extend(r.labels.iter().cloned());
+    let (mounts, user) = dependency_folders(&r.dep_placeholders)?;
     Ok(ContainerSpec {
         name: r.name.clone(),
         image: r.image.clone(),
@@ -156,9 +157,29 @@ pub fn container_spec(svc: &Service, r: &Resolved, limits: &Limits) -> Result<Co
         limits: limits.clone(),
         pids_limit: c.pids_limit.unwrap_or(DEFAULT_PIDS_LIMIT),
         netns: r.netns.clone(),
-        user: CONTAINER_USER.into(),
+        user,
         labels,
+        mounts,
     })
+}
+
+/// The folders a dependency shares with the service (its `dep.<kind>.folder` placeholder: SQLite's
+/// database and journal), mounted at the same path so that the paths in the service's env hold inside; the
+/// container then runs as the unprivileged user owning them, who alone may write there. Without any, as
+/// [`CONTAINER_USER`].
+fn dependency_folders(placeholders: &BTreeMap<String, String>) -> Result<(Vec<String>, String)> {
+    use std::os::unix::fs::MetadataExt;
+    let folders: Vec<String> = placeholders
+        .iter()
+        .filter(|(k, _)| k.starts_with("dep.") && k.ends_with(".folder"))
+        .map(|(_, v)| v.clone())
+        .collect();
+    let mut user = CONTAINER_USER.to_string();
+    if let Some(first) = folders.first() {
+        let m = std::fs::metadata(first).with_context(|| format!("a dependency's folder {first}"))?;
+        user = format!("{}:{}", m.uid(), m.gid());
+    }
+    Ok((folders, user))
 }
 
 /// The Pod spec of a container as YAML: what `svcbench pod` prints and `run --runtime kube` plays.

@@ -2,7 +2,7 @@
 use super::service_sandbox::{ServiceSandbox, StartsElsewhere};
 use crate::manifest::{fill_placeholders, Service};
 use crate::network::Host;
-use crate::readiness::{wait_ready, Readiness};
+use crate::readiness::{wait_ready, FirstAnswer, Readiness};
 use crate::sandbox::process::StartCommand;
 use crate::sandbox::service_user;
 use crate::sandbox::{CgroupChoice, Limits, Sandbox};
@@ -24,7 +24,7 @@ pub struct Instance {
     /// The service's private HOME, removed with the instance.
     pub _home: Option<tempfile::TempDir>,
     /// Its first answer, watched from the spawn on (see [`Instance::watched`]).
-    pub first_answer: Option<crate::readiness::FirstAnswer>,
+    pub first_answer: Option<FirstAnswer>,
 }
 
 /// How long the first-answer watch may poll at most: the readiness wait's own timeout decides a startup
@@ -148,6 +148,8 @@ impl Instance {
         let probe = self.sandbox.probe();
         let (mut last_look, mut at_cap_since, mut stuck) = (Instant::now(), None::<Instant>, false);
         let addr = self.addr();
+        let watch =
+            self.first_answer.take().unwrap_or_else(|| FirstAnswer::watch(addr, &svc.manifest.readiness, timeout));
         let sandbox = &mut self.sandbox;
         let gone = || {
             if sandbox.try_exit().is_some() {
@@ -165,11 +167,8 @@ impl Instance {
             }
             stuck
         };
-        match wait_ready(addr, &svc.manifest.readiness, self.spawned_at, timeout, gone, stop) {
-            Readiness::Ready { after } => {
-                let seen = self.first_answer.take().and_then(|w| w.finish());
-                Ok(seen.map_or(after, |at| after.min(at.saturating_duration_since(self.spawned_at))))
-            }
+        match wait_ready(&watch, self.spawned_at, timeout, gone, stop) {
+            Readiness::Ready { after } => Ok(after),
             Readiness::Exited if stuck => Err(StuckAtMemoryCap(format!(
                 "{} sat at its memory cap ({:.0} MiB) for {} s without answering {}: raise --memory; last log lines: {}",
                 svc.name(),
@@ -212,7 +211,7 @@ impl Instance {
     /// that what svcbench does before its readiness wait (reading a container's limits back while the
     /// runtime still sets them, up to seconds; a pod's cgroup lookup) does not stretch the startup it times.
     pub fn watched(mut self, readiness: &str) -> Instance {
-        self.first_answer = Some(crate::readiness::FirstAnswer::watch(self.addr(), readiness, WATCHED_FOR));
+        self.first_answer = Some(FirstAnswer::watch(self.addr(), readiness, WATCHED_FOR));
         self
     }
 

@@ -156,6 +156,12 @@ fn user_ids(user: &str) -> Result<(u32, u32)> {
 /// The Pod for a container spec: `name` as the pod's name, the readiness path probed on `port`. The host
 /// network is the pod's exactly where the container would run on it (no `--net` namespace).
 pub fn build(spec: &ContainerSpec, name: &str, readiness: &str, port: u16, listen: &str) -> Result<Pod> {
+    if let Some(folder) = spec.mounts.first() {
+        bail!(
+            "a Pod with a dependency's folder ({folder}) is not written: svcbench mounts it only into a container \
+             run by the engine; run without --runtime kube"
+        );
+    }
     let mut limits = BTreeMap::new();
     if let Some(c) = spec.limits.cpus {
         limits.insert("cpu", millicores(c)?);

@@ -33,6 +33,8 @@ pub struct ContainerSpec {
     /// uid:gid inside the container.
     pub user: String,
     pub labels: Vec<(String, String)>,
+    /// Folders of this machine mounted at the same path inside (a dependency's files: SQLite's database).
+    pub mounts: Vec<String>,
 }
 
 /// Label keys on every container svcbench starts.
@@ -152,6 +154,9 @@ fn run_args(engine: &Engine, spec: &ContainerSpec) -> Result<Vec<String>> {
         ),
     }
     a.push(format!("--user={}", spec.user));
+    for m in &spec.mounts {
+        a.push(format!("--volume={m}:{m}"));
+    }
     for (k, v) in &spec.labels {
         a.push(format!("--label={k}={v}"));
     }
@@ -601,6 +606,7 @@ mod tests {
             netns: Some("svcb-1-svc".into()),
             user: "65534:65534".into(),
             labels: vec![(LABEL_SESSION.into(), "7".into())],
+            mounts: vec!["/tmp/svcbench-sqlite-x".into()],
         };
         let podman = Engine { kind: Kind::Podman, program: "podman".into() };
         let a = run_args(&podman, &spec).unwrap().join(" ");
@@ -614,6 +620,7 @@ mod tests {
             "--user=65534:65534",
             "--label=svcbench.session=7",
             "--env PORT=8080",
+            "--volume=/tmp/svcbench-sqlite-x:/tmp/svcbench-sqlite-x",
             "img:1 --flag",
         ] {
             assert!(a.contains(want), "{want} missing from {a}");
