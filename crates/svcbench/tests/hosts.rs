@@ -212,16 +212,19 @@ fn a_generator_host_that_never_answers_fails_within_the_stated_time_limits() {
     let host = ssh_host(tmp.path());
     let prof = tmp.path().join("c1.toml");
     std::fs::write(&prof, "name = \"c1\"\n[[step]]\nconnections = 1\nduration = \"2s\"\n").unwrap();
-    let hosts = tmp.path().join("hosts.toml");
+    // Each case in a folder of its own (its own lock: another svcbench measuring on this machine, or the
+    // other case, must not refuse it first), both at once: each only waits out a time limit.
     let run = |entry: &str, name: &str| {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let hosts = dir.join("hosts.toml");
         std::fs::write(&hosts, format!("[service]\naddress = \"{}\"\n\n[[generator]]\n{entry}", host.here)).unwrap();
         let t0 = Instant::now();
-        // A lock of the test's own: another svcbench measuring on this machine must not refuse it first.
-        let (steady, db) = (fixture("steady"), tmp.path().join(name));
+        let (steady, db) = (fixture("steady"), dir.join("s.db"));
         let args = ["run", steady.to_str().unwrap(), "--profile", prof.to_str().unwrap(), "--runs", "1"];
         let out = svcbench_locked(
             &[&args[..], &["--db", db.to_str().unwrap(), "--hosts", hosts.to_str().unwrap()]].concat(),
-            tmp.path(),
+            &dir,
         );
         (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned(), t0.elapsed())
     };
@@ -236,20 +239,23 @@ fn a_generator_host_that_never_answers_fails_within_the_stated_time_limits() {
             held.push(conn);
         }
     });
-    let (code, said, took) = run(&format!("at = \"ssh://root@{}:{port}\"\n", host.here), "silent.db");
-    assert!(took < Duration::from_secs(15 + 15), "a silent ssh peer held the run for {took:?}: {said}");
-    assert!(code == Some(2) && said.contains(&format!("generator host ssh://root@{}:{port}", host.here)), "{said}");
-    assert!(said.to_lowercase().contains("timed out"), "{said}");
-
     // A real ssh server whose svcbench never answers: host-facts' own limit (30 s) ends it.
     let pid_file = tmp.path().join("hung.pid");
     let hung = tmp.path().join("hung-svcbench");
     std::fs::write(&hung, format!("#!/bin/sh\necho $$ > {}\nexec sleep 600\n", pid_file.display())).unwrap();
     std::fs::set_permissions(&hung, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let (code, said, took) = run(&host.entry(hung.to_str().unwrap()), "hung.db");
+    let ((code, said, took), (hung_code, hung_said, hung_took)) = std::thread::scope(|scope| {
+        let silent_case = scope.spawn(|| run(&format!("at = \"ssh://root@{}:{port}\"\n", host.here), "silent"));
+        let hung_case = run(&host.entry(hung.to_str().unwrap()), "hung");
+        (silent_case.join().unwrap(), hung_case)
+    });
     if let Ok(pid) = std::fs::read_to_string(&pid_file) {
         let _ = Command::new("kill").arg(pid.trim()).status();
     }
+    assert!(took < Duration::from_secs(15 + 15), "a silent ssh peer held the run for {took:?}: {said}");
+    assert!(code == Some(2) && said.contains(&format!("generator host ssh://root@{}:{port}", host.here)), "{said}");
+    assert!(said.to_lowercase().contains("timed out"), "{said}");
+    let (code, said, took) = (hung_code, hung_said, hung_took);
     assert!(took < Duration::from_secs(30 + 15), "a hung host-facts held the run for {took:?}: {said}");
     assert!(code == Some(2) && said.contains("host-facts` did not answer within 30 s"), "{said}");
     assert!(!said.contains("building"), "refused before any build: {said}");

@@ -48,13 +48,16 @@ fn quota_store() -> &'static Path {
         let dbp = work_dir().join("quota.db");
         let _ = std::fs::remove_file(&dbp);
         let steady = fixture("steady");
+        // Two steps, both past where 0.1 CPU binds: the peak is what is compared.
+        let prof = work_dir().join("two-steps.toml");
+        std::fs::write(&prof, "name = \"two\"\n[[step]]\nconnections = [4, 16]\nduration = \"1s\"\n").unwrap();
         for (label, cpus) in [("full", "0.1"), ("half", "0.05")] {
             let out = svcbench(
                 &[
                     "run",
                     steady.to_str().unwrap(),
                     "--profile",
-                    "quick",
+                    prof.to_str().unwrap(),
                     "--runs",
                     "5",
                     "--cpus",

@@ -171,19 +171,19 @@ fn locations_quick_run_with_opensearch() {
     // Run from the outside folder: the bundled scenario and profile are found through SVCBENCH_HOME.
     let out = run_in(
         &outside,
-        &["locations/kotlin-ktor", "locations/kotlin-http4k", outside.to_str().unwrap()],
+        &["locations/kotlin-ktor", outside.to_str().unwrap()],
         &["--profile", "quick", "--db", dbp.to_str().unwrap()],
     );
     assert!(out.status.success());
     let s = stored(&dbp);
     // Every service passed the 60 conformance checks, listening only where it was told (tests/checks.rs
-    // leaves the Locations services to this test and the seed-000 study's).
+    // leaves the Locations services to this test and to the runs against the shared store below).
     for r in s.runs() {
         assert_eq!(r.status, "completed", "{}", r.service);
         assert!(r.checks_passed.unwrap_or(0) >= 60 && r.checks_failed == Some(0), "{}: checks", r.service);
         assert!(r.listen_addrs.is_some() && r.listen_warning.is_none(), "{}: {:?}", r.service, r.listen_warning);
     }
-    assert_eq!(s.runs().count(), 3);
+    assert_eq!(s.runs().count(), 2);
     assert!(s.service("locations-fast").artifact_bytes.unwrap_or(0) > 1_000_000);
     assert!(s.steps().all(|st| st.success_rps > 0.0));
     assert!(min_present(s.steps().map(|st| st.dep_cpu_s)) > 0.0, "the store's CPU is measured beside the service's");
@@ -197,7 +197,7 @@ fn locations_quick_run_with_opensearch() {
     // The store was warmed through the first service before any run, and that is on record.
     let warmup = s.session().warmup.clone().unwrap_or_default();
     assert!(warmup.contains("\"windows\":["), "{warmup}");
-    assert_eq!(s.services().filter(|sv| sv.refuses_bad_dependency == Some(true)).count(), 3);
+    assert_eq!(s.services().filter(|sv| sv.refuses_bad_dependency == Some(true)).count(), 2);
     assert_no_leftovers("opensearch");
     assert_no_leftovers("services/locations/");
     assert_no_leftovers("locations-server");
@@ -258,25 +258,26 @@ fn blocking_server_with_keepalive_starves_connections_beyond_its_workers() {
 }
 
 /// Against one store svcbench did not start for the run (`--dep opensearch=URL`), kept up by `svcbench up`
-/// as a user's own node would be (starting and loading a store takes about a minute): a run, and
-/// `svcbench check` of every Locations service the suite builds.
+/// as a user's own node would be (starting and loading a store takes about a minute, so every test that
+/// only needs a store shares this one): a run, `svcbench check` of the http4k service, and seed 000's
+/// engine and backend rounds in their `--quick` form.
 #[test]
 fn locations_against_a_running_store() {
     use std::time::Duration;
     let tmp = tempfile::tempdir().unwrap();
     let (mut up, url) = opensearch_up(tmp.path());
     a_running_opensearch_given_by_url_is_checked_completed_and_measured(tmp.path(), &url);
-    for service in ["locations/kotlin-ktor", "locations/kotlin-http4k"] {
-        let path = repo().join("services").join(service);
-        let work = tmp.path().join("check");
-        let dep = format!("opensearch={url}");
-        let args = ["check", path.to_str().unwrap(), "--work-dir", work.to_str().unwrap(), "--dep", &dep];
-        let out = svcbench(&args, &repo());
-        let (said, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        assert!(out.status.success() && !said.contains("FAIL"), "{service}: {said}{err}");
-        assert!(said.lines().last().unwrap_or("").contains("60 of 60"), "{service}: {said}");
-        assert!(!err.lines().any(|l| l.contains("WARNING") && l.contains("listens on")), "{service}: {err}");
-    }
+    // The Ktor service was run against the store above; `check` of the other one.
+    let path = repo().join("services/locations/kotlin-http4k");
+    let work = tmp.path().join("check");
+    let dep = format!("opensearch={url}");
+    let args = ["check", path.to_str().unwrap(), "--work-dir", work.to_str().unwrap(), "--dep", &dep];
+    let out = svcbench(&args, &repo());
+    let (said, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && !said.contains("FAIL"), "{said}{err}");
+    assert!(said.lines().last().unwrap_or("").contains("60 of 60"), "{said}");
+    assert!(!err.lines().any(|l| l.contains("WARNING") && l.contains("listens on")), "{err}");
+    seed_000_rounds_run_end_to_end_in_their_quick_form(&url);
     assert!(
         up.interrupt(Duration::from_secs(60)).is_some(),
         "svcbench up did not stop on Ctrl-C: {}",
@@ -284,6 +285,34 @@ fn locations_against_a_running_store() {
     );
     assert_no_leftovers("opensearch");
     assert_no_leftovers("services/locations/");
+}
+
+/// Seed 000's engine and backend rounds in their --quick form, against the given store: every variant
+/// built, started, checked and loaded, and each round's table naming every variant. (The Rust profiles'
+/// round is planned by tests/study.rs, not run: its quick form is a second full Actix build of every
+/// dependency, about 4 minutes here; variants built differently are checked there on a small crate.)
+fn seed_000_rounds_run_end_to_end_in_their_quick_form(url: &str) {
+    let dep = format!("opensearch={url}");
+    for (name, variants) in [
+        ("seed-000-ktor-engines", vec!["(base)", "cio"]),
+        ("seed-000-http4k-backends", vec!["(base)", "apache4", "netty", "contractless"]),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path().join("q.db");
+        let file = repo().join("studies").join(format!("{name}.toml"));
+        let args = ["study", file.to_str().unwrap(), "--quick", "--db", db.to_str().unwrap(), "--dep", &dep];
+        let out = svcbench_locked(&args, tmp.path());
+        assert!(out.status.success(), "{name}");
+        let s = stored(&db);
+        let n = variants.len();
+        assert_eq!(s.runs().filter(|r| r.status == "completed" && r.checks_failed == Some(0)).count(), n, "{name}");
+        assert_eq!(s.services().filter(|sv| sv.refuses_bad_dependency == Some(true)).count(), n, "{name}");
+        let md = std::fs::read_to_string(tmp.path().join(format!("{name}-quick.md"))).unwrap();
+        let round = md.split("#### The round").nth(1).expect("a round table");
+        for v in &variants {
+            assert!(round.contains(&format!("| {v} |")), "{name}: {v} missing from\n{round}");
+        }
+    }
 }
 
 /// The run loads what is missing from the given store, measures the node's CPU through its statistics API,

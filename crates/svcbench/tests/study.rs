@@ -251,41 +251,6 @@ fn every_bundled_study_plans() {
     assert!(n >= 14, "{n} bundled studies");
 }
 
-/// Seed 000's engine and backend rounds in their --quick form, against one real OpenSearch: every variant
-/// built, started, checked and loaded, and each round's table naming every variant.
-#[test]
-fn seed_000_rounds_run_end_to_end_in_their_quick_form() {
-    // The Rust profiles' round is planned (every_bundled_study_plans), not run: its quick form is a second
-    // full Actix build of every dependency (about 4 minutes here), and variants built differently are
-    // checked on a small crate (variants_built_differently_get_their_own_artifacts_and_environment).
-    // One store for both rounds, given by URL as a user would share theirs: starting and loading
-    // OpenSearch takes about a minute, and `run` starting it is checked elsewhere.
-    let store_tmp = tempfile::tempdir().unwrap();
-    let (mut up, url) = opensearch_up(store_tmp.path());
-    let dep = format!("opensearch={url}");
-    for (name, variants) in [
-        ("seed-000-ktor-engines", vec!["(base)", "cio"]),
-        ("seed-000-http4k-backends", vec!["(base)", "apache4", "netty", "contractless"]),
-    ] {
-        let tmp = tempfile::tempdir().unwrap();
-        let db = tmp.path().join("q.db");
-        let file = repo().join("studies").join(format!("{name}.toml"));
-        let out = study(tmp.path(), &[file.to_str().unwrap(), "--quick", "--db", db.to_str().unwrap(), "--dep", &dep]);
-        assert!(out.status.success(), "{name}");
-        let s = stored(&db);
-        let n = variants.len();
-        assert_eq!(s.runs().filter(|r| r.status == "completed" && r.checks_failed == Some(0)).count(), n, "{name}");
-        assert_eq!(s.services().filter(|sv| sv.refuses_bad_dependency == Some(true)).count(), n, "{name}");
-        let md = std::fs::read_to_string(tmp.path().join(format!("{name}-quick.md"))).unwrap();
-        let round = md.split("#### The round").nth(1).expect("a round table");
-        for v in &variants {
-            assert!(round.contains(&format!("| {v} |")), "{name}: {v} missing from\n{round}");
-        }
-    }
-    assert!(up.interrupt(Duration::from_secs(60)).is_some_and(|s| s.success()), "svcbench up did not end on Ctrl-C");
-    assert_no_leftovers("opensearch");
-}
-
 #[test]
 fn a_death_does_not_cost_the_fresh_start_levels_after_it_and_a_resume_keeps_the_answer() {
     // Seed 004's resource table: each level after a fresh start. The hog keeps 8 MiB per request, so under a
