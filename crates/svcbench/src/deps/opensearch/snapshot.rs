@@ -53,7 +53,8 @@ impl Snapshots {
             _ => {}
         }
         let own = nix::unistd::geteuid().as_raw();
-        check_folder(&folder, &[Some(own), node_user.map(|(uid, _)| uid)].into_iter().flatten().collect::<Vec<_>>())?;
+        let owners: Vec<u32> = std::iter::once(own).chain(node_user.map(|(uid, _)| uid)).collect();
+        check_folder(&folder, &owners)?;
         if node_user.is_some() {
             ensure_reachable(&folder, RUN_AS)?;
         }
