@@ -414,7 +414,40 @@ pub fn opensearch_up(tmp: &Path) -> (Background, String) {
         .find_map(|l| l.strip_prefix("dep.opensearch.url "))
         .unwrap_or_else(|| panic!("no store URL from svcbench up: {lines:?}"))
         .to_string();
+    assert_store_filled(&std::fs::read_to_string(tmp.join("up.err")).unwrap_or_default(), &url);
     (up, url)
+}
+
+/// The store svcbench started got the locations data from a bulk load (kept as a snapshot) or from the
+/// snapshot of an earlier start, and holds every document of the data files either way.
+fn assert_store_filled(said: &str, url: &str) {
+    let restored = |l: &str| l.starts_with("svcbench: restored region_v1, city_v1 from the snapshot ");
+    let loaded = |l: &str| {
+        l.starts_with("svcbench: loaded region_v1, city_v1 in ")
+            && (l.contains("; kept as snapshot ") || l.contains("; another svcbench kept snapshot "))
+    };
+    assert!(said.lines().any(|l| restored(l) || loaded(l)), "neither loaded and kept nor restored: {said}");
+    for (index, file) in [("region_v1", "region.ndjson"), ("city_v1", "city.ndjson")] {
+        let answer: serde_json::Value =
+            serde_json::from_reader(ureq::get(&format!("{url}/{index}/_count")).call().unwrap().into_reader()).unwrap();
+        assert_eq!(answer["count"].as_u64(), Some(locations_documents(file)), "{index}");
+    }
+}
+
+/// Documents in the locations bulk files named `file` that svcbench loads: the conformance sample's and
+/// the load dataset's.
+fn locations_documents(file: &str) -> u64 {
+    let sample = std::env::var_os("SVCBENCH_SAMPLE_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        let found = repo().ancestors().map(|d| d.join("shared/data/locations-sample")).find(|d| d.is_dir());
+        found.expect("the locations conformance sample beside the checkout")
+    });
+    [sample, repo().join("scenarios/locations/dataset/out")]
+        .iter()
+        .map(|dir| {
+            let text = std::fs::read_to_string(dir.join(file)).unwrap();
+            text.lines().filter(|l| !l.trim().is_empty()).count() as u64 / 2
+        })
+        .sum()
 }
 
 /// `svcbench up SERVICE EXTRA…` from `tmp` (its work folder under `tmp/results/work/up`, its stderr in

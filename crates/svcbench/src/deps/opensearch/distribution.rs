@@ -157,7 +157,8 @@ pub(super) fn ensure_distribution(version: &str, cache_dir: &Path, java_home: &P
 }
 
 /// Config folder copied from the distribution, with our node settings and heap; empty data/logs/tmp.
-pub(super) fn write_instance_config(home: &Path, dir: &Path, opts: &OpenSearchOptions) -> Result<()> {
+/// `snapshots` is the only folder the node may register snapshot repositories in (`path.repo`).
+pub(super) fn write_instance_config(home: &Path, dir: &Path, opts: &OpenSearchOptions, snapshots: &Path) -> Result<()> {
     for sub in ["data", "logs", "tmp"] {
         fs::create_dir_all(dir.join(sub)).with_context(|| format!("cannot create {}", dir.join(sub).display()))?;
     }
@@ -170,12 +171,17 @@ pub(super) fn write_instance_config(home: &Path, dir: &Path, opts: &OpenSearchOp
          http.port: {port}\n\
          path.data: {data}\n\
          path.logs: {logs}\n\
+         path.repo: [{repo}]\n\
+         # A restore of the store's data goes through the recovery throttle (40 MiB/s): 7 s instead of 2.\n\
+         indices.recovery.max_bytes_per_sec: 0\n\
          # A full disk on a dev machine must not turn the store read-only in the middle of a benchmark.\n\
          cluster.routing.allocation.disk.threshold_enabled: false\n",
         port = opts.port,
         bind = opts.bind,
         data = dir.join("data").display(),
         logs = dir.join("logs").display(),
+        // A JSON string is a YAML one: the folder's name cannot end the list or the line.
+        repo = serde_json::Value::from(snapshots.display().to_string()),
     );
     fs::write(dir.join("config/opensearch.yml"), yml)?;
     // bin/opensearch runs from the (read-only) distribution folder: point jvm.options' relative paths
@@ -290,6 +296,23 @@ mod tests {
             "-XX:HeapDumpPath=data\n-XX:ErrorFile=logs/hs_err_pid%p.log\n9-:-Xlog:gc*:file=logs/gc.log:utctime\n";
         let fixed = absolute_jvm_paths(text, Path::new("/tmp/i"));
         assert_eq!(fixed, "-XX:HeapDumpPath=/tmp/i/data\n-XX:ErrorFile=/tmp/i/logs/hs_err_pid%p.log\n9-:-Xlog:gc*:file=/tmp/i/logs/gc.log:utctime\n");
+    }
+
+    #[test]
+    fn the_node_may_keep_snapshots_only_in_the_snapshots_folder() {
+        let (home, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        fs::create_dir_all(home.path().join("config")).unwrap();
+        fs::write(home.path().join("config/jvm.options"), "-Xms1g\n").unwrap();
+        let opts = OpenSearchOptions {
+            version: "3.6.0".into(),
+            heap_mb: 512,
+            port: 9200,
+            bind: std::net::Ipv4Addr::LOCALHOST,
+            cache_dir: PathBuf::from("/var/cache/svcbench/opensearch"),
+        };
+        write_instance_config(home.path(), dir.path(), &opts, Path::new("/var/cache/a b/snapshots")).unwrap();
+        let yml = fs::read_to_string(dir.path().join("config/opensearch.yml")).unwrap();
+        assert!(yml.lines().any(|l| l == "path.repo: [\"/var/cache/a b/snapshots\"]"), "{yml}");
     }
 
     #[test]

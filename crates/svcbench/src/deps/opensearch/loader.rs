@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 /// Bulk requests are cut at about this size: big enough to be quick, small enough for a 512 MiB heap.
 const BULK_BYTES: usize = 4 << 20;
 /// Versioned indices and the files (in `<scenario>/store/`) that hold their settings, mappings and alias.
-const INDICES: [&str; 2] = ["region_v1", "city_v1"];
+pub(super) const INDICES: [&str; 2] = ["region_v1", "city_v1"];
 /// Bulk files in load order (regions first, as cities refer to them).
 const BULK_FILES: [&str; 2] = ["region.ndjson", "city.ndjson"];
 /// How long the node may take to say who it is: the first question, a node that cannot answer it is no store.
@@ -38,6 +38,21 @@ pub fn data_files(sample_dir: Option<&Path>, scenario_dir: &Path, load_dataset: 
 fn index_of(file: &Path) -> Option<&'static str> {
     let stem = file.file_stem()?.to_str()?;
     INDICES.into_iter().find(|i| i.strip_suffix("_v1") == Some(stem))
+}
+
+/// The file (`<scenario>/store/<index>.json`) that holds an index's settings, mappings and alias.
+pub(super) fn index_definition(store_dir: &Path, index: &str) -> PathBuf {
+    store_dir.join(format!("{index}.json"))
+}
+
+/// Documents the bulk files hold, by the index each fills.
+pub(super) fn expected_counts(files: &[PathBuf]) -> Result<std::collections::BTreeMap<&'static str, u64>> {
+    let mut expected = std::collections::BTreeMap::new();
+    for f in files {
+        let index = index_of(f).ok_or_else(|| anyhow!("{}: no index of the scenario takes it", f.display()))?;
+        *expected.entry(index).or_default() += documents_in(f)?;
+    }
+    Ok(expected)
 }
 
 /// Documents in a bulk file (an action line and a document line each).
@@ -77,11 +92,7 @@ impl Loader {
     /// ones are created and loaded (refused with `readonly`), and an index holding other data is refused,
     /// since svcbench changes no data it did not load. Returns what it did, for the log.
     pub fn ensure(&self, store_dir: &Path, files: &[PathBuf], readonly: bool) -> Result<String> {
-        let mut expected = std::collections::BTreeMap::<&str, u64>::new();
-        for f in files {
-            let index = index_of(f).ok_or_else(|| anyhow!("{}: no index of the scenario takes it", f.display()))?;
-            *expected.entry(index).or_default() += documents_in(f)?;
-        }
+        let expected = expected_counts(files)?;
         let mut missing = Vec::new();
         for index in INDICES {
             let want = expected.get(index).copied().unwrap_or(0);
@@ -129,7 +140,7 @@ impl Loader {
 
     fn create_indices(&self, store_dir: &Path, indices: &[&str]) -> Result<()> {
         for index in indices {
-            let path = store_dir.join(format!("{index}.json"));
+            let path = index_definition(store_dir, index);
             let body = fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
             let req = self.agent.put(&format!("{}/{index}", self.url)).set("Content-Type", "application/json");
             request(req, Some(&body), READ_TIMEOUT)
@@ -161,10 +172,15 @@ impl Loader {
         }
         self.set_refresh_interval(&indices, None)?;
         request(self.agent.post(&format!("{}/_refresh", self.url)), None, READ_TIMEOUT)?;
-        for (index, docs) in loaded {
+        self.check_counts(&loaded, "loading")
+    }
+
+    /// Each index holds exactly the documents `expected` gives it, after `how` ("loading", "restoring") them.
+    pub(super) fn check_counts(&self, expected: &std::collections::BTreeMap<&str, u64>, how: &str) -> Result<()> {
+        for (index, docs) in expected {
             let stored = self.count(index)?.unwrap_or(0);
-            if stored != docs {
-                bail!("OpenSearch holds {stored} documents in {index} after loading {docs}");
+            if stored != *docs {
+                bail!("OpenSearch holds {stored} documents in {index} after {how} {docs}");
             }
         }
         Ok(())

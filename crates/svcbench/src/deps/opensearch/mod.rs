@@ -2,11 +2,13 @@
 //! svcbench starts a node (distribution.rs, node.rs), placed in a sandbox of its own on the load
 //! generator's CPUs so that its CPU time per step is measured beside the service's, or the user gives one
 //! that already runs (`--dep opensearch=URL`, existing.rs). Either way loader.rs puts the scenario's data
-//! in it.
+//! in it; a node svcbench starts itself gets it from a snapshot of an earlier start when there is one
+//! (snapshot.rs: a few seconds instead of half a minute of bulk loading), and a given node never does.
 pub mod distribution;
 pub mod existing;
 pub mod loader;
 pub mod node;
+pub mod snapshot;
 
 use super::{opt_u64, reject_unknown, DepContext, Dependency};
 use crate::sandbox::{Limits, Probe, Sandbox};
@@ -60,7 +62,7 @@ impl OpenSearchDependency {
         let mut sandbox = Sandbox::new(&format!("{}-opensearch", ctx.session_tag), &limits, ctx.cgroup);
         sandbox.place_on(&ctx.host);
         let node = OpenSearch::start(&opts, sandbox).context("cannot start the OpenSearch store")?;
-        loader::Loader::new(&node.url()).load_fresh(store_dir, files)?;
+        node.snapshots().fill(&loader::Loader::new(&node.url()), &opts.version, store_dir, files)?;
         if let Some(set) = &ctx.cpuset {
             node.pin(set).context("cannot pin the OpenSearch store to the load generator's CPUs")?;
         }

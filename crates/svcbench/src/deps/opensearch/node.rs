@@ -6,6 +6,7 @@
 use super::distribution::{
     ensure_distribution, ensure_reachable, ensure_user, find_java, write_instance_config, RUN_AS,
 };
+use super::snapshot::Snapshots;
 use crate::sandbox::{process::shell_quote, Probe, Sandbox};
 use anyhow::{bail, Context, Result};
 use std::fs;
@@ -39,6 +40,8 @@ pub struct OpenSearch {
     /// Fresh per start: config/, data/, logs/, tmp/; removed on stop (and when dropped, whatever happens).
     instance_dir: PathBuf,
     _instance: tempfile::TempDir,
+    /// Its `path.repo`: where the scenario's data is kept between starts (snapshot.rs).
+    snapshots: Snapshots,
 }
 
 impl OpenSearch {
@@ -55,13 +58,14 @@ impl OpenSearch {
         } else {
             None
         };
+        let snapshots = Snapshots::prepare(&opts.cache_dir, owner)?;
         if std::net::TcpListener::bind(("127.0.0.1", opts.port)).is_err() {
             bail!("cannot start OpenSearch: port {} on 127.0.0.1 is already in use", opts.port);
         }
 
         let instance = instance_folder(opts.port)?;
         let instance_dir = instance.path().to_path_buf();
-        write_instance_config(&home, &instance_dir, opts)?;
+        write_instance_config(&home, &instance_dir, opts, snapshots.folder())?;
         if let Some((uid, gid)) = owner {
             hand_over(&instance_dir, uid, gid)?;
         }
@@ -87,7 +91,7 @@ impl OpenSearch {
         launched?;
         // From here on, dropping `node` stops the process and removes the instance folder.
         let url = format!("http://{}:{}", opts.bind, opts.port);
-        let mut node = OpenSearch { sandbox, url, instance_dir, _instance: instance };
+        let mut node = OpenSearch { sandbox, url, instance_dir, _instance: instance, snapshots };
         node.wait_ready(&log_path)?;
         eprintln!(
             "svcbench: OpenSearch {} ready on {} in {:.1} s",
@@ -100,6 +104,11 @@ impl OpenSearch {
 
     pub fn url(&self) -> String {
         self.url.clone()
+    }
+
+    /// Where the node keeps and finds the scenario's data between starts.
+    pub fn snapshots(&self) -> &Snapshots {
+        &self.snapshots
     }
 
     /// Moves the node to these CPUs (cpu list syntax).
@@ -188,7 +197,7 @@ fn instance_folder(port: u16) -> Result<tempfile::TempDir> {
 /// Gives the instance folder and everything in it to the unprivileged user, never following a symlink (a
 /// link is handed over itself, its target left as it is). The folder itself goes last: until then only
 /// root can enter it, so nothing is swapped in under the walk.
-fn hand_over(dir: &Path, uid: u32, gid: u32) -> Result<()> {
+pub(super) fn hand_over(dir: &Path, uid: u32, gid: u32) -> Result<()> {
     fn inside(dir: &Path, uid: u32, gid: u32) -> Result<()> {
         for entry in fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
             let entry = entry?;
