@@ -3,7 +3,7 @@
 //! the service itself: a run command that could not be executed (126, 127) refuses nothing, and a service
 //! that answers its readiness path before exiting did start.
 use crate::manifest::Service;
-use crate::readiness::{wait_ready, FirstAnswer, Readiness};
+use crate::readiness::{wait_ready, Readiness};
 use crate::service::instance::{Instance, StartSpec};
 use anyhow::Result;
 use std::sync::atomic::AtomicBool;
@@ -17,9 +17,7 @@ pub fn check_refusal(svc: &Service, spec: StartSpec, stop: &AtomicBool) -> Resul
         return Ok(None);
     }
     let mut inst = Instance::spawn(svc, &spec)?;
-    let addr = inst.addr();
-    let watch =
-        inst.first_answer.take().unwrap_or_else(|| FirstAnswer::watch(addr, &svc.manifest.readiness, REFUSE_WITHIN));
+    let watch = inst.take_first_answer(&svc.manifest.readiness, REFUSE_WITHIN);
     let sandbox = &mut inst.sandbox;
     let readiness = wait_ready(&watch, inst.spawned_at, REFUSE_WITHIN, || sandbox.try_exit().is_some(), stop);
     drop(watch);

@@ -147,9 +147,7 @@ impl Instance {
         let cap = self.sandbox.limits_held(&Limits::default()).0.memory_bytes.map(|b| b as f64 / 1048576.0);
         let probe = self.sandbox.probe();
         let (mut last_look, mut at_cap_since, mut stuck) = (Instant::now(), None::<Instant>, false);
-        let addr = self.addr();
-        let watch =
-            self.first_answer.take().unwrap_or_else(|| FirstAnswer::watch(addr, &svc.manifest.readiness, timeout));
+        let watch = self.take_first_answer(&svc.manifest.readiness, timeout);
         let sandbox = &mut self.sandbox;
         let gone = || {
             if sandbox.try_exit().is_some() {
@@ -213,6 +211,13 @@ impl Instance {
     pub fn watched(mut self, readiness: &str) -> Instance {
         self.first_answer = Some(FirstAnswer::watch(self.addr(), readiness, WATCHED_FOR));
         self
+    }
+
+    /// The watch of its first answer, for a readiness wait: the one started at the spawn, or (an instance
+    /// made without [`Instance::watched`]) one started now, watching for at most `timeout`.
+    pub fn take_first_answer(&mut self, readiness: &str, timeout: Duration) -> FirstAnswer {
+        let addr = self.addr();
+        self.first_answer.take().unwrap_or_else(|| FirstAnswer::watch(addr, readiness, timeout))
     }
 
     /// From the engine's "started" to the first answer, `startup` after the spawn (a container service; None
