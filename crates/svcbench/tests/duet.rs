@@ -10,20 +10,21 @@ fn go() -> String {
     repo().join("services/hello/go-nethttp").display().to_string()
 }
 
-/// One open-model step: both sides get 1,500 req/s for 5 s, far below what 0.45 CPU serves.
-fn profile(tmp: &Path) -> PathBuf {
+/// One open-model step: both sides get 1,500 req/s for `seconds`, far below what 0.45 CPU serves.
+fn profile(tmp: &Path, seconds: u32) -> PathBuf {
     let p = tmp.join("duet.toml");
-    std::fs::write(&p, "name = \"duet-test\"\n[[step]]\nrate = [1500]\nduration = \"5s\"\n").unwrap();
+    std::fs::write(&p, format!("name = \"duet-test\"\n[[step]]\nrate = [1500]\nduration = \"{seconds}s\"\n")).unwrap();
     p
 }
 
-fn duet(tmp: &Path, a: &str, b: &str, pairs: &str) -> (std::process::Output, PathBuf) {
+/// A duet of 5 s steps (4 s when alternating: each round takes two).
+fn duet(tmp: &Path, a: &str, b: &str, pairs: &str, extra: &[&str]) -> (std::process::Output, PathBuf) {
     let dbp = tmp.join("duet.db");
-    let prof = profile(tmp);
-    let out = svcbench_locked(
-        &["duet", a, b, "--profile", prof.to_str().unwrap(), "--pairs", pairs, "--db", dbp.to_str().unwrap()],
-        tmp,
-    );
+    let prof = profile(tmp, if extra.contains(&"--alternate") { 4 } else { 5 });
+    let mut args =
+        vec!["duet", a, b, "--profile", prof.to_str().unwrap(), "--pairs", pairs, "--db", dbp.to_str().unwrap()];
+    args.extend(extra);
+    let out = svcbench_locked(&args, tmp);
     eprintln!("{}", String::from_utf8_lossy(&out.stdout));
     (out, dbp)
 }
@@ -55,7 +56,7 @@ fn line(d: &StoredDuet, metric: &str) -> (f64, String) {
 #[test]
 fn a_duet_of_a_service_with_itself_stores_both_sides_slices_pairs_swapped_and_ratios_near_1() {
     let tmp = tempfile::tempdir().unwrap();
-    let (out, dbp) = duet(tmp.path(), &go(), &go(), "3");
+    let (out, dbp) = duet(tmp.path(), &go(), &go(), "3", &[]);
     assert!(out.status.success(), "svcbench duet failed");
     let d = stored_duet(&dbp);
     assert_eq!(d.status, "done");
@@ -95,13 +96,23 @@ fn a_duet_of_a_service_with_itself_stores_both_sides_slices_pairs_swapped_and_ra
     assert_eq!(d["service_a"], d["service_b"]);
     assert!(d["slices"].as_array().unwrap().len() >= 9);
     assert_eq!(d["lines"].as_array().unwrap().len(), 4);
+    // A store of duets alone has a report: the duet's table and its ratio-over-time chart, one line per pair.
+    let html = tmp.path().join("duet.html");
+    let out = svcbench(&["report", "--db", dbp.to_str().unwrap(), "-o", html.to_str().unwrap()], tmp.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("id=\"s-duets\"") && page.contains("id=\"chart-duet-1-step0-cpu\""), "no duet section");
+    for pair in 1..=3 {
+        assert!(page.contains(&format!("\"group\":\"pair {pair}, ")), "no line of pair {pair} in the chart");
+    }
+    assert!(page.contains("\"group\":\"95 % interval\""), "the interval is drawn across the chart");
     assert_nothing_left();
 }
 
 #[test]
 fn a_known_extra_cpu_cost_per_request_is_found_slower() {
     let tmp = tempfile::tempdir().unwrap();
-    let (out, dbp) = duet(tmp.path(), &go(), &format!("{}@extra60us", go()), "4");
+    let (out, dbp) = duet(tmp.path(), &go(), &format!("{}@extra60us", go()), "4", &[]);
     assert!(out.status.success(), "svcbench duet failed");
     let d = stored_duet(&dbp);
     let (cpu, verdict) = line(&d, "cpu_us_per_req");
@@ -113,13 +124,82 @@ fn a_known_extra_cpu_cost_per_request_is_found_slower() {
 }
 
 #[test]
+fn alternating_sides_that_could_not_fit_side_by_side_pairs_each_round_and_finds_the_known_cost() {
+    // 0.9 CPU each on one CPU: side by side this is refused; in turns each side has the CPU to itself.
+    let tmp = tempfile::tempdir().unwrap();
+    let b = format!("{}@extra60us", go());
+    let (out, dbp) = duet(tmp.path(), &go(), &b, "3", &["--alternate", "--cpus", "0.9", "--cpuset", "1"]);
+    assert!(out.status.success(), "svcbench duet --alternate failed");
+    let d = stored_duet(&dbp);
+    assert_eq!((d.mode.as_str(), d.status.as_str(), d.pairs_done), ("alternating", "done", 3));
+    // A 4 s step is 4 rounds per pair, each a slice of A's slot beside B's, both sides measured in it.
+    for pair in 0..3 {
+        let n = d.slices.iter().filter(|s| s.pair == pair && s.a.ok > 0 && s.b.ok > 0).count();
+        assert_eq!(n, 4, "pair {pair}: rounds with both sides measured");
+    }
+    // The rounds' order is drawn, not fixed: both orders occur.
+    let firsts: std::collections::BTreeSet<bool> = d.slices.iter().map(|s| s.a_first).collect();
+    assert_eq!(firsts.len(), 2, "A first in every round, or in none");
+    // Each side's CPU is its own slot's: B, 60 µs costlier per request, is found slower.
+    let (cpu, verdict) = line(&d, "cpu_us_per_req");
+    assert!(cpu > 1.3, "60 µs extra per request, in turns: CPU per request B/A {cpu}");
+    assert_eq!(verdict, "slower");
+    let (rps, _) = line(&d, "ok_rps");
+    assert!((0.95..1.05).contains(&rps), "the same rate in each slot: ok req/s B/A {rps}");
+    assert_nothing_left();
+}
+
+#[test]
+fn a_study_with_a_duet_runs_it_after_its_runs_reports_it_and_does_not_run_it_again_on_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prof = tmp.path().join("one.toml");
+    std::fs::write(&prof, "name = \"one\"\n[[step]]\nconnections = 4\nduration = \"1s\"\n").unwrap();
+    let duet_prof = profile(tmp.path(), 4);
+    let file = tmp.path().join("pair.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "title = \"Go against its costlier variant\"\nquestion = \"q\"\nservices = [\"{go}\", \"{go}@extra60us\"]\n\
+             profile = \"{}\"\nruns = 1\n[duet]\nprofile = \"{}\"\npairs = 3\n",
+            prof.display(),
+            duet_prof.display(),
+            go = go()
+        ),
+    )
+    .unwrap();
+    let dbp = tmp.path().join("study.db");
+    let args = ["study", file.to_str().unwrap(), "--db", dbp.to_str().unwrap(), "--probe-tolerance", "1000"];
+    let out = svcbench_locked(&args, tmp.path());
+    assert!(out.status.success(), "svcbench study failed");
+    let d = stored_duet(&dbp);
+    assert_eq!((d.label.as_deref(), d.status.as_str(), d.pairs_done), (Some("pair"), "done", 3));
+    assert_eq!(d.services[1], "hello-go-nethttp@extra60us");
+    let md = std::fs::read_to_string(tmp.path().join("pair.md")).unwrap();
+    let section = md
+        .split("### Duet 1: hello-go-nethttp@extra60us against hello-go-nethttp")
+        .nth(1)
+        .expect("the duet in the study's page");
+    let cpu = section.lines().find(|l| l.contains("CPU µs/req")).expect("a CPU per request line");
+    assert!(cpu.contains("slower"), "{cpu}");
+    assert!(std::fs::read_to_string(tmp.path().join("pair.html")).unwrap().contains("chart-duet-1-step0-cpu"));
+    // Resumed: the runs and the duet are done; nothing runs again.
+    let mut resumed = args.to_vec();
+    resumed.push("--resume");
+    let out = svcbench_locked(&resumed, tmp.path());
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the study's duet is done"));
+    assert_eq!(stored_duets(&dbp).len(), 1);
+    assert_nothing_left();
+}
+
+#[test]
 fn quotas_that_do_not_fit_side_by_side_are_refused_before_anything_starts() {
     let tmp = tempfile::tempdir().unwrap();
     let out = svcbench_locked(&["duet", &go(), &go(), "--cpus", "0.6", "--cpuset", "1", "--no-build"], tmp.path());
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("do not fit") && err.contains("at most 0.5"), "{err}");
+    assert!(err.contains("do not fit") && err.contains("at most 0.5") && err.contains("--alternate"), "{err}");
     assert!(!tmp.path().join("results").exists(), "nothing may be made before the refusal");
 }
 

@@ -112,6 +112,14 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         progress::fmt_duration(progress::estimate(todo.len(), profile.total_duration())),
         progress::RUN_OVERHEAD_GUESS.as_secs()
     );
+    if let Some(d) = &study.file.duet {
+        eprintln!(
+            "svcbench:   then a duet of the two services, {} pairs, profile `{}`{}",
+            if study.quick { d.quick_pairs.unwrap_or(3) } else { d.pairs },
+            d.profile,
+            if d.alternate { ", in turns" } else { "" }
+        );
+    }
     if a.plan {
         eprintln!(
             "svcbench:   builds come first; `svcbench build --study {}{}` does them ahead, two at a time",
@@ -151,7 +159,7 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             runtime: Default::default(),
         };
         let opts = crate::options::run_options(&a.session, plan)?;
-        let s = runner::run_session(opts, stop)?;
+        let s = runner::run_session(opts, stop.clone())?;
         // Recorded once the builds are done: a build may add files to the tree (node_modules, …) that the
         // next resume sees before building.
         let now = resume::fingerprint(&study, &profile, &services)?;
@@ -176,6 +184,56 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             code = 1;
         }
     }
+    if code == 0 {
+        code = duet(&a, &study, &db, stop)?;
+    }
     crate::report::study::write(&db, &study, &html)?;
     Ok(code)
+}
+
+/// The study's `[duet]`, once its runs are done: its two services as one duet labelled with the study's
+/// name, unless the store already holds that duet done (a resumed study does not run it again).
+fn duet(a: &StudyArgs, study: &Study, db: &std::path::Path, stop: Arc<AtomicBool>) -> Result<i32> {
+    let Some(plan) = &study.file.duet else { return Ok(0) };
+    if crate::store::Reader::open(db)?
+        .duets()?
+        .iter()
+        .any(|d| d.label.as_deref() == Some(&study.name) && d.status == "done")
+    {
+        eprintln!("svcbench: the study's duet is done; rendering its report");
+        return Ok(0);
+    }
+    let pairs = if study.quick { plan.quick_pairs.unwrap_or(3) } else { plan.pairs };
+    eprintln!("svcbench: study `{}`: its duet, {pairs} pairs of fresh instances (docs/duet.md)", study.name);
+    let args = crate::duet::command::DuetArgs {
+        a: study.services[0].clone(),
+        b: study.services[1].clone(),
+        scenario: study.file.scenario.clone(),
+        profile: plan.profile.clone(),
+        step_duration: study.step_duration,
+        pairs,
+        precision: plan
+            .precision
+            .as_deref()
+            .map(crate::duet::command::parse_precision)
+            .transpose()
+            .map_err(anyhow::Error::msg)?,
+        alternate: plan.alternate,
+        limits: crate::options::LimitsArgs {
+            cpus: plan.cpus,
+            memory: study.file.limits.memory.first().cloned().unwrap_or_else(|| "512M".into()),
+            cpuset: plan.cpuset.clone(),
+        },
+        loadgen_cpuset: None,
+        cgroup: a.session.cgroup,
+        db: db.to_path_buf(),
+        label: Some(study.name.clone()),
+        mix: study.file.mix.clone(),
+        seed: runner::SEED,
+        // The runs above built both (a resumed study whose runs were done builds them here).
+        no_build: a.session.no_build,
+        wait_lock: a.session.wait_lock,
+        work_dir: PathBuf::from("results/work/duet"),
+    };
+    crate::duet::command::run(args, stop)
 }

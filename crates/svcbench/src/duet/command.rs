@@ -16,6 +16,8 @@ use std::time::Instant;
 
 /// Each side's default CPU quota, per service CPU: two of them fit on the CPUs they share with room to spare.
 pub const DEFAULT_SHARE: f64 = 0.45;
+/// Alternating, only one side takes load at a time: each may have nearly all the service CPUs.
+pub const DEFAULT_SHARE_ALTERNATING: f64 = 0.9;
 /// The most pairs a duet runs.
 pub const MAX_PAIRS: u32 = 200;
 
@@ -36,6 +38,11 @@ pub struct DuetArgs {
     /// Fresh pairs of instances, sides swapped every other pair (at least 3 for a verdict).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=MAX_PAIRS as i64))]
     pub pairs: u32,
+    /// Drive the sides in turns, 1 s slots in a random order per round, instead of both at once: for quotas
+    /// that do not fit side by side (e.g. --cpus 1 --cpuset 1). Each side's default quota is then 0.9 per
+    /// service CPU.
+    #[arg(long)]
+    pub alternate: bool,
     /// Stop after the pair at which every interval lies within ± this of its ratio (e.g. 2%).
     #[arg(long, value_parser = parse_precision)]
     pub precision: Option<f64>,
@@ -133,14 +140,19 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     let mut limits = a.limits.limits()?;
     let gen = crate::cpus::cpu_split(&mut limits.cpuset, None, a.loadgen_cpuset.as_deref())?;
     let service_cpus = limits.cpuset.as_deref().map(crate::cpus::parse).transpose()?.map_or(1, |c| c.len());
-    let quota = *limits.cpus.get_or_insert(DEFAULT_SHARE * service_cpus as f64);
-    if 2.0 * quota > service_cpus as f64 + 1e-9 {
+    let share = if a.alternate { DEFAULT_SHARE_ALTERNATING } else { DEFAULT_SHARE };
+    let quota = *limits.cpus.get_or_insert(share * service_cpus as f64);
+    let sides_at_once = if a.alternate { 1.0 } else { 2.0 };
+    if sides_at_once * quota > service_cpus as f64 + 1e-9 {
         bail!(
-            "--cpus {quota}: two sides of {quota} CPUs do not fit on the {service_cpus} service CPU(s) ({}); give at most {} each, or a wider --cpuset",
+            "--cpus {quota}: {} not fit on the {service_cpus} service CPU(s) ({}); give at most {} each{}, or a wider --cpuset",
+            if a.alternate { format!("a side's quota of {quota} CPUs does") } else { format!("two sides of {quota} CPUs do") },
             limits.cpuset.as_deref().unwrap_or("?"),
-            service_cpus as f64 / 2.0
+            service_cpus as f64 / sides_at_once,
+            if a.alternate { "" } else { " (or --alternate, the sides in turns)" }
         );
     }
+    let mode = if a.alternate { "alternating" } else { "side_by_side" };
     std::fs::create_dir_all(&a.work_dir)?;
     let work_dir = std::path::absolute(&a.work_dir)?;
     let _machine = crate::guard::machine_lock::acquire("duet", a.wait_lock)?;
@@ -164,6 +176,7 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         cgroup_version: &format!("{cgroup:?}").to_lowercase(),
         pairs_asked: a.pairs,
         precision: a.precision,
+        mode,
     })?;
     let labels: Vec<String> = profile.steps.iter().map(|s| s.label()).collect();
     let setup = DuetSetup {
@@ -176,11 +189,13 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         work_dir: &work_dir,
         mix: a.mix.as_deref(),
         seed: a.seed,
+        alternate: a.alternate,
     };
     eprintln!(
-        "svcbench: duet {duet}: A = {}, B = {}, each --cpus {quota} on CPUs {}, generators on {}; up to {} pairs of {}",
+        "svcbench: duet {duet}: A = {}, B = {}, {}, each --cpus {quota} on CPUs {}, generators on {}; up to {} pairs of {}",
         names[0],
         names[1],
+        if a.alternate { "in turns (1 s slots, random order)" } else { "side by side" },
         limits.cpuset.as_deref().unwrap_or("any"),
         crate::cpus::format(&gen),
         a.pairs,
@@ -195,7 +210,7 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         }
         match run_pair(&setup, pair, &stop) {
             Ok(mut got) => {
-                store.add_duet_pair(duet, a_first(pair), &labels, &slice_rows(&got))?;
+                store.add_duet_pair(duet, &labels, &slice_rows(&got))?;
                 let invalid = got.iter().filter(|s| s.invalid.is_some()).count();
                 let lines = {
                     slices.append(&mut got);
@@ -253,6 +268,7 @@ fn slice_rows(slices: &[Slice]) -> Vec<DuetSliceRow<'_>> {
         .iter()
         .map(|s| DuetSliceRow {
             pair: s.pair,
+            a_first: s.a_first,
             step: s.step,
             second: s.second,
             seconds: s.seconds,
@@ -278,9 +294,9 @@ fn progress_line(
         .next_back()
         .unwrap_or_else(|| "not yet".into());
     format!(
-        "svcbench: pair {} done ({}, {} of its slices invalid); {} slices so far; CPU/req B/A at the last step {cpu}; {:.0} s",
+        "svcbench: pair {} done ({} started first, {} of its slices invalid); {} slices so far; CPU/req B/A at the last step {cpu}; {:.0} s",
         pair + 1,
-        if a_first(pair) { "A first" } else { "B first" },
+        if a_first(pair) { "A" } else { "B" },
         invalid,
         slices.len(),
         t0.elapsed().as_secs_f64()

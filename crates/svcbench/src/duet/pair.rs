@@ -26,6 +26,8 @@ pub struct DuetSetup<'a> {
     pub work_dir: &'a Path,
     pub mix: Option<&'a str>,
     pub seed: u64,
+    /// The load alternates between the sides in 1 s slots (alternate.rs) instead of driving both at once.
+    pub alternate: bool,
 }
 
 /// Whether A is started and driven first in this pair: every other pair swaps, so neither side's position
@@ -66,7 +68,11 @@ pub fn run_pair(setup: &DuetSetup, pair: u32, stop: &Arc<AtomicBool>) -> Result<
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let mut step_slices = drive_step(setup, [&*a, &*b], order, step, seq as u32, stop)?;
+        let mut step_slices = if setup.alternate {
+            super::alternate::drive_step(setup, [&*a, &*b], step, seq as u32, pair, stop)?
+        } else {
+            drive_step(setup, [&*a, &*b], order, step, seq as u32, stop)?
+        };
         for s in &mut step_slices {
             s.pair = pair;
             s.invalid = guard(s, setup.limits.cpus, open_rate(step));
@@ -93,7 +99,7 @@ fn open_rate(step: &Step) -> Option<f64> {
 }
 
 /// The generator's configuration for one side in a step, the same for both sides but their targets.
-fn load_config(
+pub(super) fn load_config(
     setup: &DuetSetup,
     inst: &Instance,
     step: &Step,
@@ -115,14 +121,14 @@ fn load_config(
 }
 
 /// Both sides' counters and this process's CPU time (the generators') at one instant.
-struct Reading {
-    at: Instant,
-    cpu_s: [f64; 2],
-    throttled_s: [f64; 2],
-    generator_cpu_s: f64,
+pub struct Reading {
+    pub at: Instant,
+    pub cpu_s: [f64; 2],
+    pub throttled_s: [f64; 2],
+    pub generator_cpu_s: f64,
 }
 
-fn read_now(probes: &[Arc<dyn Probe>; 2]) -> Reading {
+pub(super) fn read_now(probes: &[Arc<dyn Probe>; 2]) -> Reading {
     let (sa, sb) = (probes[0].sample(), probes[1].sample());
     Reading {
         at: Instant::now(),
@@ -179,7 +185,11 @@ fn drive_step(
     });
     let [Some(ra), Some(rb)] = reports else { unreachable!("both generators joined") };
     let (ra, rb) = (ra?, rb?);
-    Ok(slices_of(&readings, [&ra.timeline, &rb.timeline], setup.gen_cpus.len(), seq))
+    let mut slices = slices_of(&readings, [&ra.timeline, &rb.timeline], setup.gen_cpus.len(), seq);
+    for s in &mut slices {
+        s.a_first = order[0] == 0;
+    }
+    Ok(slices)
 }
 
 /// Whole seconds read at both ends and completed by both generators.
@@ -201,6 +211,7 @@ fn slices_of(readings: &[Reading], timelines: [&[loadgen::SecondStats]; 2], gen_
             };
             Some(Slice {
                 pair: 0,
+                a_first: true,
                 step,
                 second: k as u32,
                 seconds,

@@ -11,6 +11,8 @@ pub use crate::store::DuetSideRow as SideSlice;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Slice {
     pub pair: u32,
+    /// A was started and driven first (side by side: the pair's order; alternating: the round's).
+    pub a_first: bool,
     pub step: u32,
     pub second: u32,
     /// Length of the slice as read (the counters are read at its boundaries).
@@ -130,7 +132,7 @@ mod tests {
     }
 
     fn slice(pair: u32, second: u32, a: SideSlice, b: SideSlice) -> Slice {
-        Slice { pair, step: 0, second, seconds: 1.0, a, b, generator_busy: 0.5, invalid: None }
+        Slice { pair, a_first: true, step: 0, second, seconds: 1.0, a, b, generator_busy: 0.5, invalid: None }
     }
 
     #[test]

@@ -65,7 +65,7 @@ pub struct Axis {
 }
 
 impl Axis {
-    fn new(name: &str, scale: &'static str, unit: &str) -> Axis {
+    pub(super) fn new(name: &str, scale: &'static str, unit: &str) -> Axis {
         Axis { name: name.into(), scale, unit: unit.into(), categories: Vec::new() }
     }
 }

@@ -81,6 +81,17 @@ impl Filter {
         session_ok && label_ok && scenario_ok && profile_ok
     }
 
+    /// A duet is shown when its label, scenario and profile match and either of its services does; a filter
+    /// naming sessions picks sessions only (a duet is not one).
+    pub fn duet_matches(&self, d: &crate::store::StoredDuet) -> bool {
+        let label_ok =
+            self.labels.is_empty() || self.labels.iter().any(|g| d.label.as_deref().is_some_and(|l| glob(g, l)));
+        let scenario_ok = self.scenarios.is_empty() || self.scenarios.iter().any(|g| glob(g, &d.scenario));
+        let profile_ok = self.profiles.is_empty() || self.profiles.iter().any(|g| glob(g, &d.profile));
+        let service_ok = d.services.iter().any(|s| self.service_matches(s));
+        self.sessions.is_empty() && label_ok && scenario_ok && profile_ok && service_ok
+    }
+
     pub fn service_matches(&self, name: &str) -> bool {
         self.services.is_empty() || self.services.iter().any(|g| glob(g, name))
     }

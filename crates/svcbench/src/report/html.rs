@@ -90,12 +90,12 @@ fn script_json(v: &serde_json::Value) -> String {
 
 pub fn render(r: &Report) -> String {
     let d = &r.data;
-    let scen = d.scenarios().join(", ");
+    let scen = if d.runs.is_empty() { "duets".to_string() } else { d.scenarios().join(", ") };
     let mut body = String::new();
     let _ = write!(
         body,
         "<header><h1>svcbench report: {}</h1><p class=\"sub\">{} service(s), {} run(s) from <code>{}</code> · filter: {} · generated {} by svcbench {}</p>\
-         <nav><a href=\"#s-setup\">Setup</a><a href=\"#s-summary\">Summary</a><a href=\"#s-validity\">Validity</a><a href=\"#s-charts\">Charts</a>{}<a href=\"#s-conformance\">Conformance</a><a href=\"#s-runs\">Runs</a></nav></header>",
+         <nav>{}</nav></header>",
         escape(&scen),
         d.groups.len(),
         d.runs.len(),
@@ -103,8 +103,13 @@ pub fn render(r: &Report) -> String {
         escape(&d.filter),
         escape(&r.generated_at),
         env!("CARGO_PKG_VERSION"),
-        if r.levels.is_empty() { "" } else { "<a href=\"#s-scenario\">Per step level</a>" },
+        nav(r),
     );
+    if d.runs.is_empty() {
+        // A store of duets alone.
+        body.push_str(&duets(r, d));
+        return page(r, &scen, body);
+    }
     if let Some(st) = &r.study {
         let _ = write!(body, "<section id=\"s-study\"><h2>Study: {}</h2>", escape(&st.title));
         for p in &st.paragraphs {
@@ -173,8 +178,56 @@ pub fn render(r: &Report) -> String {
         }
         body.push_str("</section>");
     }
+    body.push_str(&duets(r, d));
     let _ = write!(body, "<section id=\"s-conformance\"><h2>Conformance</h2>{}</section>", table(&r.conformance, d));
     let _ = write!(body, "<section id=\"s-runs\"><h2>Runs</h2>{}</section>", table(&r.runs, d));
+    page(r, &scen, body)
+}
+
+fn nav(r: &Report) -> String {
+    let mut links: Vec<(&str, &str)> = Vec::new();
+    if !r.data.runs.is_empty() {
+        links.extend([
+            ("s-setup", "Setup"),
+            ("s-summary", "Summary"),
+            ("s-validity", "Validity"),
+            ("s-charts", "Charts"),
+        ]);
+        if !r.levels.is_empty() {
+            links.push(("s-scenario", "Per step level"));
+        }
+    }
+    if !r.duets.is_empty() {
+        links.push(("s-duets", "Duets"));
+    }
+    if !r.data.runs.is_empty() {
+        links.extend([("s-conformance", "Conformance"), ("s-runs", "Runs")]);
+    }
+    links.iter().map(|(id, text)| format!("<a href=\"#{id}\">{text}</a>")).collect()
+}
+
+/// The duets' section: per duet what was measured, its verdict table and its charts.
+fn duets(r: &Report, d: &Dataset) -> String {
+    if r.duets.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "<section id=\"s-duets\"><h2>Duets</h2><p class=\"note\">Two services measured at the same moment \
+         (svcbench duet), compared slice by slice: every ratio is B over A (docs/duet.md).</p>",
+    );
+    for du in &r.duets {
+        let _ = write!(s, "<h3>{}</h3><p>{}</p>{}", escape(&du.title), escape(&du.about), table(&du.table, d));
+        let boxes: Vec<String> = du.charts.iter().map(chart_box).collect();
+        if !boxes.is_empty() {
+            let _ = write!(s, "<div class=\"charts\">{}</div>", boxes.join(""));
+        }
+    }
+    s.push_str("</section>");
+    s
+}
+
+/// The whole page: the body, the footer, and every chart's specification for assets/report.js.
+fn page(r: &Report, scen: &str, mut body: String) -> String {
     let _ = write!(
         body,
         "<footer>Made by svcbench {} from the store; charts drawn by Apache ECharts {} (Apache License 2.0), embedded in \
@@ -184,14 +237,16 @@ pub fn render(r: &Report) -> String {
     );
 
     let study_charts = r.study.iter().flat_map(|s| &s.charts);
-    let json = serde_json::json!({ "charts": r.charts.iter().chain(study_charts).collect::<Vec<_>>() });
+    let duet_charts = r.duets.iter().flat_map(|d| &d.charts);
+    let json =
+        serde_json::json!({ "charts": r.charts.iter().chain(study_charts).chain(duet_charts).collect::<Vec<_>>() });
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>svcbench report: {}</title><style>{}</style></head><body>{}\
          <script type=\"application/json\" id=\"svcbench-data\">{}</script>\
          <script>{}</script><script>{}</script></body></html>\n",
-        escape(&scen),
+        escape(scen),
         REPORT_CSS,
         body,
         script_json(&json),

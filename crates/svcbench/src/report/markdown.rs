@@ -44,7 +44,8 @@ pub fn table(t: &Table) -> String {
 pub fn render(r: &Report) -> String {
     let d = &r.data;
     let mut s = String::new();
-    let _ = writeln!(s, "## svcbench report: {}\n", d.scenarios().join(", "));
+    let scen = if d.runs.is_empty() { "duets".to_string() } else { d.scenarios().join(", ") };
+    let _ = writeln!(s, "## svcbench report: {scen}\n");
     let _ = writeln!(
         s,
         "{} service(s), {} run(s) from `{}`; filter: {}; generated {} by svcbench {}.\n",
@@ -55,6 +56,11 @@ pub fn render(r: &Report) -> String {
         r.generated_at,
         env!("CARGO_PKG_VERSION")
     );
+    if d.runs.is_empty() {
+        // A store of duets alone.
+        s.push_str(&duets(r));
+        return s;
+    }
     if let Some(st) = &r.study {
         let _ = writeln!(s, "### Study: {}\n", st.title);
         for p in &st.paragraphs {
@@ -79,8 +85,18 @@ pub fn render(r: &Report) -> String {
     for t in &r.levels {
         let _ = writeln!(s, "### {}\n\n{}", t.caption, table(t));
     }
+    s.push_str(&duets(r));
     let _ = writeln!(s, "### Conformance\n\n{}", table(&r.conformance));
     let _ = writeln!(s, "### Runs\n\n{}", table(&r.runs));
     let _ = writeln!(s, "_Charts: render the HTML report (`svcbench report -o report.html`) with the same filter._");
+    s
+}
+
+/// Per duet what was measured and its verdict table (the ratio-over-time charts are in the HTML report).
+fn duets(r: &Report) -> String {
+    let mut s = String::new();
+    for du in &r.duets {
+        let _ = writeln!(s, "### {}\n\n{}\n\n{}", du.title, du.about, table(&du.table));
+    }
     s
 }

@@ -6,6 +6,7 @@
 mod charts;
 mod compare;
 mod data;
+mod duets;
 mod filter;
 mod html;
 mod levels;
@@ -110,6 +111,8 @@ pub struct Report {
     pub charts: Vec<charts::Chart>,
     /// A study's own section (its question, round tables, sizing), above the rest.
     pub study: Option<study::StudySection>,
+    /// The store's duets the filter selects (`svcbench duet`), after the runs' charts.
+    pub duets: Vec<duets::DuetSection>,
 }
 
 fn build(d: data::Dataset, vcpu_hour_price: f64) -> Report {
@@ -128,7 +131,33 @@ fn build(d: data::Dataset, vcpu_hour_price: f64) -> Report {
         levels: levels::tables(&d),
         charts: charts::charts(&d),
         study: None,
+        duets: Vec::new(),
         data: d,
+    }
+}
+
+/// A report of duets alone: the store holds duets and no session of runs.
+fn duets_only(source: &str, filter: &filter::Filter, duets: Vec<duets::DuetSection>) -> Report {
+    Report {
+        data: data::Dataset {
+            source: source.to_string(),
+            filter: filter.describe(),
+            sessions: Vec::new(),
+            groups: Vec::new(),
+            runs: Vec::new(),
+            include_invalid: false,
+        },
+        generated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        setup: Default::default(),
+        summary: Default::default(),
+        services: Default::default(),
+        conformance: Default::default(),
+        quality: Vec::new(),
+        runs: Default::default(),
+        levels: Vec::new(),
+        charts: Vec::new(),
+        study: None,
+        duets,
     }
 }
 
@@ -149,14 +178,21 @@ pub fn run_report(a: &ReportArgs) -> Result<i32> {
     }
     let f = filter::Filter::parse(&a.filter)?;
     let conn = data::open(&a.db)?;
-    let mut d = data::load(&conn, &a.db.display().to_string(), &f, false)?;
-    d.include_invalid = a.include_invalid;
+    let source = a.db.display().to_string();
+    let duets = duets::sections(&conn, &f)?;
+    let only_duets = !duets.is_empty() && conn.sessions()?.is_empty();
     let format = a.format.unwrap_or(match a.output.extension().and_then(|e| e.to_str()) {
         Some("md" | "markdown") => ReportFormat::Markdown,
         Some("json") => ReportFormat::Json,
         _ => ReportFormat::Html,
     });
-    let r = build(d, a.vcpu_hour_price);
+    let r = if only_duets {
+        duets_only(&source, &f, duets)
+    } else {
+        let mut d = data::load(&conn, &source, &f, false)?;
+        d.include_invalid = a.include_invalid;
+        Report { duets, ..build(d, a.vcpu_hour_price) }
+    };
     let text = match format {
         ReportFormat::Html => html::render(&r),
         ReportFormat::Markdown => markdown::render(&r),
@@ -173,9 +209,10 @@ pub fn run_report(a: &ReportArgs) -> Result<i32> {
     write_output(&a.output, &text)?;
     if a.output.as_os_str() != "-" {
         eprintln!(
-            "svcbench: report of {} service(s), {} run(s) written to {}",
+            "svcbench: report of {} service(s), {} run(s){} written to {}",
             r.data.groups.len(),
             r.data.runs.len(),
+            if r.duets.is_empty() { String::new() } else { format!(", {} duet(s)", r.duets.len()) },
             a.output.display()
         );
     }

@@ -38,6 +38,7 @@ pub fn write(db: &Path, study: &Study, html_path: &Path) -> Result<()> {
     let section = section(&d, study);
     let mut report = super::build(d, 0.0275);
     report.study = Some(section);
+    report.duets = super::duets::sections(&reader, &filter)?;
     super::write_output(html_path, &super::html::render(&report))?;
     let md = html_path.with_extension("md");
     super::write_output(&md, &super::markdown::render(&report))?;

@@ -19,6 +19,8 @@ pub struct DuetRecord<'a> {
     pub cgroup_version: &'a str,
     pub pairs_asked: u32,
     pub precision: Option<f64>,
+    /// `side_by_side` or `alternating`.
+    pub mode: &'a str,
 }
 
 /// One side's figures in one slice (the duet's own type too: duet/slices.rs).
@@ -38,6 +40,7 @@ pub struct DuetSideRow {
 /// One slice as stored: `a` is the duet's first service whatever its place in the pair.
 pub struct DuetSliceRow<'a> {
     pub pair: u32,
+    pub a_first: bool,
     pub step: u32,
     pub second: u32,
     pub seconds: f64,
@@ -78,8 +81,8 @@ impl Store {
         self.conn.execute(
             "INSERT INTO duet (started_at, status, label, command, svcbench_version, scenario, profile, service_a,
                service_b, limit_cpus, limit_memory_mib, service_cpuset, loadgen_cpuset, cgroup_version, pairs_asked,
-               precision)
-             VALUES (?1,'running',?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)",
+               precision, mode)
+             VALUES (?1,'running',?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)",
             params![
                 now(),
                 d.label,
@@ -95,14 +98,15 @@ impl Store {
                 d.loadgen_cpuset,
                 d.cgroup_version,
                 d.pairs_asked,
-                d.precision
+                d.precision,
+                d.mode
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
     }
 
     /// A pair's slices, in one transaction, as soon as the pair ends.
-    pub fn add_duet_pair(&self, duet: i64, a_first: bool, labels: &[String], slices: &[DuetSliceRow]) -> Result<()> {
+    pub fn add_duet_pair(&self, duet: i64, labels: &[String], slices: &[DuetSliceRow]) -> Result<()> {
         let tx = self.conn.unchecked_transaction()?;
         for s in slices {
             tx.execute(
@@ -113,7 +117,7 @@ impl Store {
                 params![
                     duet,
                     s.pair,
-                    a_first,
+                    s.a_first,
                     s.step,
                     labels.get(s.step as usize).map(String::as_str).unwrap_or(""),
                     s.second,
@@ -205,6 +209,8 @@ pub struct StoredDuet {
     pub cgroup_version: String,
     pub pairs_asked: u32,
     pub pairs_done: u32,
+    /// `side_by_side` or `alternating` (stores before version 13: side by side).
+    pub mode: String,
     pub precision: Option<f64>,
     pub machine_s: Option<f64>,
     pub error: Option<String>,
@@ -218,7 +224,7 @@ pub struct StoredDuet {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredDuetSlice {
     pub pair: u32,
-    /// A was started and driven first in this pair.
+    /// A was started and driven first (side by side: in this pair; alternating: in this round).
     pub a_first: bool,
     pub step: u32,
     pub step_label: String,
@@ -263,6 +269,7 @@ fn duet_of(r: &Row) -> rusqlite::Result<StoredDuet> {
         cgroup_version: r.get("cgroup_version")?,
         pairs_asked: r.get("pairs_asked")?,
         pairs_done: r.get("pairs_done")?,
+        mode: r.get::<_, Option<String>>("mode")?.unwrap_or_else(|| "side_by_side".into()),
         precision: r.get("precision")?,
         machine_s: r.get("machine_s")?,
         error: r.get("error")?,
@@ -375,12 +382,14 @@ mod tests {
                 cgroup_version: "v1",
                 pairs_asked: 3,
                 precision: None,
+                mode: "alternating",
             })
             .unwrap();
         let side =
             |ok: u64, cpu_s: f64| DuetSideRow { ok, errors: 1, cpu_s, throttled_s: 0.0, p50_ms: 0.5, p99_ms: 2.0 };
         let slice = |pair: u32, second: u32, invalid: Option<&'static str>| DuetSliceRow {
             pair,
+            a_first: pair == 0,
             step: 0,
             second,
             seconds: 1.0,
@@ -390,8 +399,8 @@ mod tests {
             invalid,
         };
         let labels = ["r=1500".to_string()];
-        s.add_duet_pair(id, true, &labels, &[slice(0, 1, None), slice(0, 0, Some("late reading"))]).unwrap();
-        s.add_duet_pair(id, false, &labels, &[slice(1, 0, None)]).unwrap();
+        s.add_duet_pair(id, &labels, &[slice(0, 1, None), slice(0, 0, Some("late reading"))]).unwrap();
+        s.add_duet_pair(id, &labels, &[slice(1, 0, None)]).unwrap();
         let interval =
             DuetInterval { ratio: 1.2, ci: [1.1, 1.3], p: 0.01, pairs: 2, slices: 3, pair_min: 1.15, pair_max: 1.25 };
         let lines = [
@@ -414,6 +423,7 @@ mod tests {
         assert_eq!(d.services, ["a".to_string(), "a@extra".to_string()]);
         assert_eq!((d.limit_cpus, d.limit_memory_mib, d.service_cpuset.as_deref()), (Some(0.45), None, Some("1")));
         assert_eq!((d.pairs_asked, d.pairs_done, d.machine_s, d.error.as_deref()), (3, 2, Some(12.5), None));
+        assert_eq!(d.mode, "alternating");
         assert!(d.ended_at.is_some());
         // Slices by pair, step and second, each side as written.
         let order: Vec<(u32, u32, bool)> = d.slices.iter().map(|s| (s.pair, s.second, s.a_first)).collect();

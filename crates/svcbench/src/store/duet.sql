@@ -23,14 +23,15 @@ CREATE TABLE IF NOT EXISTS duet (
   pairs_done INTEGER NOT NULL DEFAULT 0,
   precision REAL,                     -- stop early when every interval is within ± this share
   machine_s REAL,                     -- wall-clock seconds the duet took, starts and stops included
-  error TEXT
+  error TEXT,
+  mode TEXT                           -- side_by_side, alternating (version 13; NULL before: side by side)
 );
 
 -- One second of one step of one pair: both sides' figures, read at the same instants.
 CREATE TABLE IF NOT EXISTS duet_slice (
   duet_id INTEGER NOT NULL REFERENCES duet(id),
   pair INTEGER NOT NULL,
-  a_first INTEGER NOT NULL,           -- 1: A was started and driven first in this pair
+  a_first INTEGER NOT NULL,           -- 1: A went first (side by side: in this pair; alternating: in this round)
   step INTEGER NOT NULL, step_label TEXT NOT NULL,
   second INTEGER NOT NULL,
   seconds REAL NOT NULL,              -- the slice's length as read

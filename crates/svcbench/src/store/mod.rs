@@ -35,7 +35,7 @@ fn prepare(conn: &Connection, path: &Path) -> Result<()> {
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
     conn.execute_batch(include_str!("schema.sql"))
         .with_context(|| format!("cannot create the schema in {}", path.display()))?;
-    // Tables added after version 1, whole (no column of theirs was ever added later).
+    // Tables added after version 1, whole; a column added to them later is in duet.sql and upgrade.rs both.
     conn.execute_batch(include_str!("duet.sql"))
         .with_context(|| format!("cannot create the duet tables in {}", path.display()))?;
     // A new store starts as version 1 (schema.sql) and is brought up like any older one.

@@ -34,6 +34,63 @@ pub struct StudyFile {
     pub slo: Option<Slo>,
     #[serde(default)]
     pub quick: Quick,
+    /// After the runs, the study's two services measured side by side by `svcbench duet` (docs/duet.md).
+    #[serde(default)]
+    pub duet: Option<DuetPlan>,
+}
+
+/// `[duet]`: the two services of the study as one duet, labelled with the study's name, after its runs.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DuetPlan {
+    /// Fresh pairs of instances (the quick form runs `quick_pairs`, default 3).
+    #[serde(default = "six")]
+    pub pairs: u32,
+    #[serde(default)]
+    pub quick_pairs: Option<u32>,
+    /// The duet's profile: steps below what each side's quota serves (a side at its quota is not compared).
+    #[serde(default = "duet_profile")]
+    pub profile: String,
+    /// Each side's quota (default: the duet's own).
+    #[serde(default)]
+    pub cpus: Option<f64>,
+    #[serde(default)]
+    pub cpuset: Option<String>,
+    /// The sides in turns instead of at once (`svcbench duet --alternate`).
+    #[serde(default)]
+    pub alternate: bool,
+    /// Stop early once every interval is within ± this (e.g. "2%").
+    #[serde(default)]
+    pub precision: Option<String>,
+}
+
+fn six() -> u32 {
+    6
+}
+
+fn duet_profile() -> String {
+    "duet".into()
+}
+
+impl DuetPlan {
+    fn check(&self, at: &str, services: &[String]) -> Result<()> {
+        if services.len() != 2 || services.iter().any(|s| s.ends_with("@*")) {
+            bail!("{at}: [duet] compares two services; list exactly two in `services` (dir or dir@variant), not {services:?}");
+        }
+        let max = crate::duet::command::MAX_PAIRS;
+        for (key, n) in [("pairs", Some(self.pairs)), ("quick_pairs", self.quick_pairs)] {
+            if let Some(n) = n.filter(|n| *n == 0 || *n > max) {
+                bail!("{at}: duet.{key} = {n}: must be between 1 and {max} (3 is the fewest a verdict needs)");
+            }
+        }
+        if let Some(c) = self.cpus.filter(|c| !(c.is_finite() && *c > 0.0)) {
+            bail!("{at}: duet.cpus {c}: a quota in CPUs above zero, e.g. 0.45");
+        }
+        if let Some(p) = &self.precision {
+            crate::duet::command::parse_precision(p).map_err(|e| anyhow::anyhow!("{at}: duet.precision: {e}"))?;
+        }
+        Ok(())
+    }
 }
 
 /// Most runs per cell: `svcbench run`'s own bound.
@@ -236,6 +293,9 @@ impl Study {
                 }
             })
             .collect();
+        if let Some(d) = &file.duet {
+            d.check(&at.to_string(), &listed)?;
+        }
         let profile =
             if quick { file.quick.profile.clone().unwrap_or(file.profile.clone()) } else { file.profile.clone() };
         Ok(Study {
@@ -295,6 +355,30 @@ mod tests {
         };
         assert_eq!(keys(false), ["cpus=0.25 memory=512M"]);
         assert_eq!(keys(true), ["cpus=none memory=1G"]);
+    }
+
+    #[test]
+    fn a_duet_needs_two_services_and_bounded_pairs() {
+        let two = |body: &str| {
+            let dir = tempfile::tempdir().unwrap();
+            let f = dir.path().join("s.toml");
+            std::fs::write(
+                &f,
+                format!("title = \"t\"\nquestion = \"q\"\nservices = [\"a\", \"b\"]\nprofile = \"quick\"\n{body}"),
+            )
+            .unwrap();
+            Study::load(&f, false).map(|s| s.file.duet.unwrap())
+        };
+        let d = two("[duet]\n").unwrap();
+        assert_eq!((d.pairs, d.profile.as_str(), d.alternate), (6, "duet", false));
+        let e = format!("{:#}", load("[duet]\n").unwrap_err());
+        assert!(e.contains("exactly two"), "{e}");
+        let e = format!("{:#}", two("[duet]\npairs = 0\n").unwrap_err());
+        assert!(e.contains("duet.pairs = 0"), "{e}");
+        let e = format!("{:#}", two("[duet]\nprecision = \"200%\"\n").unwrap_err());
+        assert!(e.contains("duet.precision"), "{e}");
+        let e = format!("{:#}", two("[duet]\npairz = 3\n").unwrap_err());
+        assert!(e.contains("pairz"), "{e}");
     }
 
     #[test]

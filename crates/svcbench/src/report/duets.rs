@@ -1,0 +1,177 @@
+//! The report's duets (`svcbench duet`): per duet its verdict table (B/A per step and metric, the interval
+//! over pairs, the verdict) and, per step, a chart of CPU per request B/A slice by slice over the duet's time,
+//! one line per pair, with the answer and its interval across it. The figures are the ones the duet stored;
+//! nothing is recomputed here but each valid slice's own ratio.
+use super::charts::{color, Axis, Chart, Point, Series};
+use super::filter::Filter;
+use super::table::{Cell, Row, Table};
+use crate::duet::command::metric_key;
+use crate::duet::slices::Metric;
+use crate::store::{Reader, StoredDuet};
+use anyhow::Result;
+
+pub struct DuetSection {
+    pub title: String,
+    /// What was measured, how, and how long it took.
+    pub about: String,
+    pub table: Table,
+    pub charts: Vec<Chart>,
+}
+
+/// The store's duets that the filter's label and service terms select, oldest first.
+pub fn sections(store: &Reader, filter: &Filter) -> Result<Vec<DuetSection>> {
+    Ok(store.duets()?.iter().filter(|d| filter.duet_matches(d)).map(section).collect())
+}
+
+fn metric_of(key: &str) -> Option<Metric> {
+    Metric::ALL.into_iter().find(|m| metric_key(*m) == key)
+}
+
+fn verdict_text(key: &str) -> String {
+    key.replace('_', " ")
+}
+
+fn section(d: &StoredDuet) -> DuetSection {
+    let [a, b] = &d.services;
+    let mode = if d.mode == "alternating" { "in turns (1 s slots in random order)" } else { "side by side" };
+    let limits = [
+        d.limit_cpus.map(|c| format!("--cpus {c}")),
+        d.limit_memory_mib.map(|m| format!("--memory {m:.0}M")),
+        d.service_cpuset.as_ref().map(|c| format!("CPUs {c}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(", ");
+    let invalid = d.slices.iter().filter(|s| s.invalid.is_some()).count();
+    let about = format!(
+        "B = {b}, A = {a}, {mode}, each {limits}; {} of {} pairs, {} slices ({invalid} not valid); profile {}; \
+         {}; machine time {}; started {}.",
+        d.pairs_done,
+        d.pairs_asked,
+        d.slices.len(),
+        d.profile,
+        d.status,
+        d.machine_s.map_or("–".into(), |s| format!("{s:.0} s")),
+        d.started_at
+    );
+    let mut table = Table {
+        id: format!("duet-{}", d.id),
+        caption: format!("Duet {}: B/A per step and metric", d.id),
+        note: "B/A: the mean over pairs of each pair's median slice ratio; its 95 % interval from the pairs \
+               (Student's t); verdicts Holm-corrected over the duet's lines; pairs ranged: the lowest and highest \
+               pair's own ratio (docs/duet.md)."
+            .into(),
+        head: ["step", "metric", "B/A", "95 % interval", "verdict", "pairs", "slices", "pairs ranged"]
+            .map(String::from)
+            .to_vec(),
+        rows: Vec::new(),
+    };
+    for l in &d.lines {
+        let name = metric_of(&l.metric).map_or(l.metric.clone(), |m| m.name().to_string());
+        let cells = match &l.result {
+            Some(r) => vec![
+                Cell::text(&l.step_label),
+                Cell::text(name),
+                Cell { text: format!("{:.3}", r.ratio), class: "num", ..Cell::default() },
+                Cell { text: format!("{:.3}–{:.3}", r.ci[0], r.ci[1]), class: "num", ..Cell::default() },
+                verdict_cell(&l.verdict),
+                Cell::num(Some(r.pairs as f64)),
+                Cell::num(Some(r.slices as f64)),
+                Cell { text: format!("{:.3}–{:.3}", r.pair_min, r.pair_max), class: "num", ..Cell::default() },
+            ],
+            None => vec![
+                Cell::text(&l.step_label),
+                Cell::text(name),
+                Cell::num(None),
+                Cell::num(None),
+                verdict_cell(&l.verdict),
+                Cell::num(None),
+                Cell::num(None),
+                Cell::num(None),
+            ],
+        };
+        table.rows.push(Row { cells, data: Vec::new() });
+    }
+    let steps: std::collections::BTreeSet<u32> = d.slices.iter().map(|s| s.step).collect();
+    let charts = steps.into_iter().filter_map(|step| cpu_chart(d, step)).collect();
+    DuetSection { title: format!("Duet {}: {b} against {a}", d.id), about, table, charts }
+}
+
+fn verdict_cell(key: &str) -> Cell {
+    let class = match key {
+        "faster" => "ok",
+        "slower" => "fail",
+        _ => "",
+    };
+    Cell { text: verdict_text(key), class, ..Cell::default() }
+}
+
+/// CPU per request B/A of every valid slice of a step, in the order they were measured (x: the slice's
+/// place in the duet), one series per pair; the duet's answer and its interval as flat lines across.
+fn cpu_chart(d: &StoredDuet, step: u32) -> Option<Chart> {
+    let metric = Metric::CpuUsPerReq;
+    let label = d.slices.iter().find(|s| s.step == step).map(|s| s.step_label.clone()).unwrap_or_default();
+    let mut series: Vec<Series> = Vec::new();
+    let mut x = 0.0;
+    for pair in 0..d.pairs_done {
+        let mut points = Vec::new();
+        for s in d.slices.iter().filter(|s| s.pair == pair && s.step == step) {
+            x += 1.0;
+            let (Some(va), Some(vb)) = (metric.of(&s.a, s.seconds), metric.of(&s.b, s.seconds)) else { continue };
+            if s.invalid.is_none() {
+                points.push(Point { x, y: vb / va, step: label.clone(), flag: None });
+            }
+        }
+        if !points.is_empty() {
+            let first = d.slices.iter().find(|s| s.pair == pair).is_some_and(|s| s.a_first);
+            let order = if d.mode == "alternating" {
+                ""
+            } else if first {
+                ", A first"
+            } else {
+                ", B first"
+            };
+            series.push(Series {
+                group: format!("pair {}{order}", pair + 1),
+                run: format!("pair {}", pair + 1),
+                color: color(pair as usize),
+                points,
+            });
+        }
+    }
+    if series.is_empty() {
+        return None;
+    }
+    let line = d.lines.iter().find(|l| l.step == step && l.metric == metric_key(metric));
+    if let Some(r) = line.and_then(|l| l.result.as_ref()) {
+        let flat = |y: f64| {
+            vec![Point { x: 1.0, y, step: label.clone(), flag: None }, Point { x, y, step: label.clone(), flag: None }]
+        };
+        series.push(Series {
+            group: "B/A over pairs".into(),
+            run: "B/A".into(),
+            color: "#1f2328".into(),
+            points: flat(r.ratio),
+        });
+        for (name, y) in [("95 % low", r.ci[0]), ("95 % high", r.ci[1])] {
+            series.push(Series {
+                group: "95 % interval".into(),
+                run: name.into(),
+                color: "#8c959f".into(),
+                points: flat(y),
+            });
+        }
+    }
+    Some(Chart {
+        id: format!("duet-{}-step{step}-cpu", d.id),
+        title: format!("Duet {}, step {label}: CPU per request, B/A slice by slice", d.id),
+        note: "Each point one valid slice (B's figure over A's in the same second, or the same round of turns); \
+               one line per fresh pair of instances; the flat lines are the duet's answer and its 95 % interval."
+            .into(),
+        kind: "line",
+        x: Axis::new("slice", "linear", "slices"),
+        y: Axis::new("B/A", "linear", "× A"),
+        series,
+    })
+}
