@@ -215,7 +215,7 @@ fn duet(a: &StudyArgs, study: &Study, db: &std::path::Path, stop: Arc<AtomicBool
         precision: plan
             .precision
             .as_deref()
-            .map(crate::duet::command::parse_precision)
+            .map(crate::options::parse_precision)
             .transpose()
             .map_err(anyhow::Error::msg)?,
         alternate: plan.alternate,

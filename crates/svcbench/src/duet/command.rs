@@ -4,7 +4,7 @@ use super::pair::{a_first, run_pair, DuetSetup};
 use super::slices::{log_ratios_by_pair, Metric, Slice};
 use super::verdict::{verdicts, Line, PairedRatio, Verdict};
 use crate::manifest::Service;
-use crate::options::LimitsArgs;
+use crate::options::{parse_precision, LimitsArgs, MAX_PAIRS};
 use crate::profile::Profile;
 use crate::sandbox::CgroupChoice;
 use crate::store::{DuetLineRow, DuetRecord, DuetSliceRow, Store};
@@ -18,8 +18,6 @@ use std::time::Instant;
 pub const DEFAULT_SHARE: f64 = 0.45;
 /// Alternating, only one side takes load at a time: each may have nearly all the service CPUs.
 pub const DEFAULT_SHARE_ALTERNATING: f64 = 0.9;
-/// The most pairs a duet runs.
-pub const MAX_PAIRS: u32 = 200;
 
 #[derive(clap::Args, Debug)]
 pub struct DuetArgs {
@@ -74,19 +72,6 @@ pub struct DuetArgs {
     /// Where logs go.
     #[arg(long, default_value = "results/work/duet")]
     pub work_dir: PathBuf,
-}
-
-/// `2%` or `0.02` → 0.02.
-pub fn parse_precision(s: &str) -> Result<f64, String> {
-    let v = match s.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
-        None => s.trim().parse::<f64>(),
-    }
-    .map_err(|_| format!("`{s}` is not a share: give e.g. 2% or 0.02"))?;
-    if !(v > 0.0 && v < 1.0) {
-        return Err(format!("`{s}`: give a share between 0 and 100 %, e.g. 2%"));
-    }
-    Ok(v)
 }
 
 /// One service of a duet: exactly one variant.
@@ -240,7 +225,7 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         .map(|(s, m, r, v)| DuetLineRow {
             step: *s,
             step_label: &labels[*s as usize],
-            metric: metric_key(*m),
+            metric: m.key(),
             result: r.clone(),
             verdict: verdict_key(*v),
         })
@@ -301,15 +286,6 @@ fn progress_line(
         slices.len(),
         t0.elapsed().as_secs_f64()
     )
-}
-
-pub fn metric_key(m: Metric) -> &'static str {
-    match m {
-        Metric::OkRps => "ok_rps",
-        Metric::CpuUsPerReq => "cpu_us_per_req",
-        Metric::P50Ms => "p50_ms",
-        Metric::P99Ms => "p99_ms",
-    }
 }
 
 pub fn verdict_key(v: Verdict) -> &'static str {

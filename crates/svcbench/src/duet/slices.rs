@@ -67,43 +67,11 @@ pub fn guard(s: &Slice, quota: Option<f64>, rate: Option<f64>) -> Option<String>
     None
 }
 
-/// The figures a duet compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Metric {
-    OkRps,
-    CpuUsPerReq,
-    P50Ms,
-    P99Ms,
-}
+/// The figures a duet compares: the store's type (it owns the keys of `duet_line.metric`), so the two cannot
+/// drift apart.
+pub use crate::store::DuetMetric as Metric;
 
 impl Metric {
-    pub const ALL: [Metric; 4] = [Metric::OkRps, Metric::CpuUsPerReq, Metric::P50Ms, Metric::P99Ms];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::OkRps => "ok req/s",
-            Metric::CpuUsPerReq => "CPU µs/req",
-            Metric::P50Ms => "p50 ms",
-            Metric::P99Ms => "p99 ms",
-        }
-    }
-
-    pub fn higher_is_better(self) -> bool {
-        self == Metric::OkRps
-    }
-
-    /// The side's figure in a slice; None where it has none (no answer, no latency recorded).
-    pub fn of(self, side: &SideSlice, seconds: f64) -> Option<f64> {
-        let v = match self {
-            Metric::OkRps => side.ok as f64 / seconds,
-            Metric::CpuUsPerReq => side.cpu_s * 1e6 / side.ok as f64,
-            Metric::P50Ms => side.p50_ms,
-            Metric::P99Ms => side.p99_ms,
-        };
-        (v.is_finite() && v > 0.0).then_some(v)
-    }
-
     /// ln(B/A) of a slice, None when either side has no figure.
     pub fn log_ratio(self, s: &Slice) -> Option<f64> {
         Some((self.of(&s.b, s.seconds)? / self.of(&s.a, s.seconds)?).ln())

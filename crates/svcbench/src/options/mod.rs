@@ -128,6 +128,23 @@ fn parse_link(s: &str) -> Result<crate::network::Link, String> {
 /// Most runs per service (or per study cell): a hundred fresh starts already tell the spread; more is a
 /// typo that would keep the machine busy for days.
 pub const MAX_RUNS: u32 = 100;
+
+/// The most pairs a duet runs (`svcbench duet --pairs`, a study's `[duet]`).
+pub const MAX_PAIRS: u32 = 200;
+
+/// A duet's `--precision` (and a study's `duet.precision`): `2%` or `0.02` → 0.02.
+pub fn parse_precision(s: &str) -> Result<f64, String> {
+    let v = match s.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => s.trim().parse::<f64>(),
+    }
+    .map_err(|_| format!("`{s}` is not a share: give e.g. 2% or 0.02"))?;
+    if !(v > 0.0 && v < 1.0) {
+        return Err(format!("`{s}`: give a share between 0 and 100 %, e.g. 2%"));
+    }
+    Ok(v)
+}
+
 /// Longest wait for a service to answer its readiness path: an hour (the slowest cold JVM start seen
 /// was under a minute).
 pub const MAX_STARTUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3_600);

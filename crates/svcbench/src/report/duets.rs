@@ -5,9 +5,7 @@
 use super::charts::{color, Axis, Chart, Point, Series};
 use super::filter::Filter;
 use super::table::{Cell, Row, Table};
-use crate::duet::command::metric_key;
-use crate::duet::slices::Metric;
-use crate::store::{Reader, StoredDuet};
+use crate::store::{DuetMetric as Metric, Reader, StoredDuet};
 use anyhow::Result;
 
 pub struct DuetSection {
@@ -24,7 +22,7 @@ pub fn sections(store: &Reader, filter: &Filter) -> Result<Vec<DuetSection>> {
 }
 
 fn metric_of(key: &str) -> Option<Metric> {
-    Metric::ALL.into_iter().find(|m| metric_key(*m) == key)
+    Metric::ALL.into_iter().find(|m| m.key() == key)
 }
 
 fn verdict_text(key: &str) -> String {
@@ -143,7 +141,7 @@ fn cpu_chart(d: &StoredDuet, step: u32) -> Option<Chart> {
     if series.is_empty() {
         return None;
     }
-    let line = d.lines.iter().find(|l| l.step == step && l.metric == metric_key(metric));
+    let line = d.lines.iter().find(|l| l.step == step && l.metric == metric.key());
     if let Some(r) = line.and_then(|l| l.result.as_ref()) {
         let flat = |y: f64| {
             vec![Point { x: 1.0, y, step: label.clone(), flag: None }, Point { x, y, step: label.clone(), flag: None }]

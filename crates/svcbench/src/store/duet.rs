@@ -37,6 +37,54 @@ pub struct DuetSideRow {
     pub p99_ms: f64,
 }
 
+/// The figures a duet compares (duet/slices.rs calls it `Metric`), and their keys in `duet_line.metric`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DuetMetric {
+    OkRps,
+    CpuUsPerReq,
+    P50Ms,
+    P99Ms,
+}
+
+impl DuetMetric {
+    pub const ALL: [DuetMetric; 4] = [DuetMetric::OkRps, DuetMetric::CpuUsPerReq, DuetMetric::P50Ms, DuetMetric::P99Ms];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DuetMetric::OkRps => "ok req/s",
+            DuetMetric::CpuUsPerReq => "CPU µs/req",
+            DuetMetric::P50Ms => "p50 ms",
+            DuetMetric::P99Ms => "p99 ms",
+        }
+    }
+
+    /// The metric's key in `duet_line.metric`.
+    pub fn key(self) -> &'static str {
+        match self {
+            DuetMetric::OkRps => "ok_rps",
+            DuetMetric::CpuUsPerReq => "cpu_us_per_req",
+            DuetMetric::P50Ms => "p50_ms",
+            DuetMetric::P99Ms => "p99_ms",
+        }
+    }
+
+    pub fn higher_is_better(self) -> bool {
+        self == DuetMetric::OkRps
+    }
+
+    /// The side's figure in a slice; None where it has none (no answer, no latency recorded).
+    pub fn of(self, side: &DuetSideRow, seconds: f64) -> Option<f64> {
+        let v = match self {
+            DuetMetric::OkRps => side.ok as f64 / seconds,
+            DuetMetric::CpuUsPerReq => side.cpu_s * 1e6 / side.ok as f64,
+            DuetMetric::P50Ms => side.p50_ms,
+            DuetMetric::P99Ms => side.p99_ms,
+        };
+        (v.is_finite() && v > 0.0).then_some(v)
+    }
+}
+
 /// One slice as stored: `a` is the duet's first service whatever its place in the pair.
 pub struct DuetSliceRow<'a> {
     pub pair: u32,

@@ -15,7 +15,8 @@ use rusqlite::{params, Connection};
 use std::path::Path;
 
 pub use duet::{
-    DuetInterval, DuetLineRow, DuetRecord, DuetSideRow, DuetSliceRow, StoredDuet, StoredDuetLine, StoredDuetSlice,
+    DuetInterval, DuetLineRow, DuetMetric, DuetRecord, DuetSideRow, DuetSliceRow, StoredDuet, StoredDuetLine,
+    StoredDuetSlice,
 };
 pub use read::Reader;
 pub use records::{DeathCause, RunCell, RunDeath, RunEnd, RunLimits, RunStartup, SessionRecord, StepRow};

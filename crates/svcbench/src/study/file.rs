@@ -77,7 +77,7 @@ impl DuetPlan {
         if services.len() != 2 || services.iter().any(|s| s.ends_with("@*")) {
             bail!("{at}: [duet] compares two services; list exactly two in `services` (dir or dir@variant), not {services:?}");
         }
-        let max = crate::duet::command::MAX_PAIRS;
+        let max = crate::options::MAX_PAIRS;
         for (key, n) in [("pairs", Some(self.pairs)), ("quick_pairs", self.quick_pairs)] {
             if let Some(n) = n.filter(|n| *n == 0 || *n > max) {
                 bail!("{at}: duet.{key} = {n}: must be between 1 and {max} (3 is the fewest a verdict needs)");
@@ -87,7 +87,7 @@ impl DuetPlan {
             bail!("{at}: duet.cpus {c}: a quota in CPUs above zero, e.g. 0.45");
         }
         if let Some(p) = &self.precision {
-            crate::duet::command::parse_precision(p).map_err(|e| anyhow::anyhow!("{at}: duet.precision: {e}"))?;
+            crate::options::parse_precision(p).map_err(|e| anyhow::anyhow!("{at}: duet.precision: {e}"))?;
         }
         Ok(())
     }
