@@ -118,7 +118,7 @@ fn alternating_sides_that_could_not_fit_side_by_side_pairs_each_round_and_finds_
     let (out, dbp) = duet(tmp.path(), &go(), &b, "3", &["--alternate", "--cpus", "0.9", "--cpuset", "1"]);
     assert!(out.status.success(), "svcbench duet --alternate failed");
     let d = stored_duet(&dbp);
-    assert_eq!((d.mode.as_str(), d.status.as_str(), d.pairs_done), ("alternating", "done", 3));
+    assert_eq!((d.mode.key(), d.status.as_str(), d.pairs_done), ("alternating", "done", 3));
     // A 4 s step is 4 rounds per pair, each a slice of A's slot beside B's, both sides measured in it.
     for pair in 0..3 {
         let n = d.slices.iter().filter(|s| s.pair == pair && s.a.ok > 0 && s.b.ok > 0).count();

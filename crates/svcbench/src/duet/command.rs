@@ -7,17 +7,31 @@ use crate::manifest::Service;
 use crate::options::{parse_precision, LimitsArgs, MAX_PAIRS};
 use crate::profile::Profile;
 use crate::sandbox::CgroupChoice;
-use crate::store::{DuetLineRow, DuetRecord, DuetSliceRow, Store};
+use crate::store::{DuetLineRow, DuetMode, DuetRecord, DuetSliceRow, Store};
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Each side's default CPU quota, per service CPU: two of them fit on the CPUs they share with room to spare.
-pub const DEFAULT_SHARE: f64 = 0.45;
-/// Alternating, only one side takes load at a time: each may have nearly all the service CPUs.
-pub const DEFAULT_SHARE_ALTERNATING: f64 = 0.9;
+impl DuetMode {
+    /// Each side's default CPU quota, per service CPU: side by side, two of them fit on the CPUs they share
+    /// with room to spare; in turns, only one side takes load at a time and may have nearly all of them.
+    pub fn default_share(self) -> f64 {
+        match self {
+            DuetMode::SideBySide => 0.45,
+            DuetMode::Alternating => 0.9,
+        }
+    }
+
+    /// How many sides' quotas must fit on the service CPUs at once.
+    fn sides_at_once(self) -> f64 {
+        match self {
+            DuetMode::SideBySide => 2.0,
+            DuetMode::Alternating => 1.0,
+        }
+    }
+}
 
 #[derive(clap::Args, Debug)]
 pub struct DuetArgs {
@@ -125,19 +139,20 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     let mut limits = a.limits.limits()?;
     let gen = crate::cpus::cpu_split(&mut limits.cpuset, None, a.loadgen_cpuset.as_deref())?;
     let service_cpus = limits.cpuset.as_deref().map(crate::cpus::parse).transpose()?.map_or(1, |c| c.len());
-    let share = if a.alternate { DEFAULT_SHARE_ALTERNATING } else { DEFAULT_SHARE };
-    let quota = *limits.cpus.get_or_insert(share * service_cpus as f64);
-    let sides_at_once = if a.alternate { 1.0 } else { 2.0 };
-    if sides_at_once * quota > service_cpus as f64 + 1e-9 {
+    let mode = if a.alternate { DuetMode::Alternating } else { DuetMode::SideBySide };
+    let quota = *limits.cpus.get_or_insert(mode.default_share() * service_cpus as f64);
+    if mode.sides_at_once() * quota > service_cpus as f64 + 1e-9 {
         bail!(
             "--cpus {quota}: {} not fit on the {service_cpus} service CPU(s) ({}); give at most {} each{}, or a wider --cpuset",
-            if a.alternate { format!("a side's quota of {quota} CPUs does") } else { format!("two sides of {quota} CPUs do") },
+            match mode {
+                DuetMode::Alternating => format!("a side's quota of {quota} CPUs does"),
+                DuetMode::SideBySide => format!("two sides of {quota} CPUs do"),
+            },
             limits.cpuset.as_deref().unwrap_or("?"),
-            service_cpus as f64 / sides_at_once,
-            if a.alternate { "" } else { " (or --alternate, the sides in turns)" }
+            service_cpus as f64 / mode.sides_at_once(),
+            if mode == DuetMode::SideBySide { " (or --alternate, the sides in turns)" } else { "" }
         );
     }
-    let mode = if a.alternate { "alternating" } else { "side_by_side" };
     std::fs::create_dir_all(&a.work_dir)?;
     let work_dir = std::path::absolute(&a.work_dir)?;
     let _machine = crate::guard::machine_lock::acquire("duet", a.wait_lock)?;
@@ -174,13 +189,13 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         work_dir: &work_dir,
         mix: a.mix.as_deref(),
         seed: a.seed,
-        alternate: a.alternate,
+        mode,
     };
     eprintln!(
         "svcbench: duet {duet}: A = {}, B = {}, {}, each --cpus {quota} on CPUs {}, generators on {}; up to {} pairs of {}",
         names[0],
         names[1],
-        if a.alternate { "in turns (1 s slots, random order)" } else { "side by side" },
+        mode.describe(),
         limits.cpuset.as_deref().unwrap_or("any"),
         crate::cpus::format(&gen),
         a.pairs,

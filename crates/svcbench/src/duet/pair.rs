@@ -7,6 +7,7 @@ use crate::profile::{Profile, Step};
 use crate::sandbox::{CgroupChoice, Limits, Probe};
 use crate::scenario::Scenario;
 use crate::service::instance::{Instance, StartSpec};
+use crate::store::DuetMode;
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -26,8 +27,8 @@ pub struct DuetSetup<'a> {
     pub work_dir: &'a Path,
     pub mix: Option<&'a str>,
     pub seed: u64,
-    /// The load alternates between the sides in 1 s slots (alternate.rs) instead of driving both at once.
-    pub alternate: bool,
+    /// Both sides at once, or in turns (alternate.rs).
+    pub mode: DuetMode,
 }
 
 /// Whether A is started and driven first in this pair: every other pair swaps, so neither side's position
@@ -68,10 +69,9 @@ pub fn run_pair(setup: &DuetSetup, pair: u32, stop: &Arc<AtomicBool>) -> Result<
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let mut step_slices = if setup.alternate {
-            super::alternate::drive_step(setup, [&*a, &*b], step, seq as u32, pair, stop)?
-        } else {
-            drive_step(setup, [&*a, &*b], order, step, seq as u32, stop)?
+        let mut step_slices = match setup.mode {
+            DuetMode::Alternating => super::alternate::drive_step(setup, [&*a, &*b], step, seq as u32, pair, stop)?,
+            DuetMode::SideBySide => drive_step(setup, [&*a, &*b], order, step, seq as u32, stop)?,
         };
         for s in &mut step_slices {
             s.pair = pair;

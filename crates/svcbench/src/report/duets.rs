@@ -5,7 +5,7 @@
 use super::charts::{color, Axis, Chart, Point, Series};
 use super::filter::Filter;
 use super::table::{Cell, Row, Table};
-use crate::store::{DuetMetric as Metric, Reader, StoredDuet};
+use crate::store::{DuetMetric as Metric, DuetMode, Reader, StoredDuet};
 use anyhow::Result;
 
 pub struct DuetSection {
@@ -31,7 +31,7 @@ fn verdict_text(key: &str) -> String {
 
 fn section(d: &StoredDuet) -> DuetSection {
     let [a, b] = &d.services;
-    let mode = if d.mode == "alternating" { "in turns (1 s slots in random order)" } else { "side by side" };
+    let mode = d.mode.describe();
     let limits = [
         d.limit_cpus.map(|c| format!("--cpus {c}")),
         d.limit_memory_mib.map(|m| format!("--memory {m:.0}M")),
@@ -123,7 +123,7 @@ fn cpu_chart(d: &StoredDuet, step: u32) -> Option<Chart> {
         }
         if !points.is_empty() {
             let first = d.slices.iter().find(|s| s.pair == pair).is_some_and(|s| s.a_first);
-            let order = if d.mode == "alternating" {
+            let order = if d.mode == DuetMode::Alternating {
                 ""
             } else if first {
                 ", A first"

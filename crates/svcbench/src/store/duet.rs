@@ -19,8 +19,42 @@ pub struct DuetRecord<'a> {
     pub cgroup_version: &'a str,
     pub pairs_asked: u32,
     pub precision: Option<f64>,
-    /// `side_by_side` or `alternating`.
-    pub mode: &'a str,
+    pub mode: DuetMode,
+}
+
+/// How a duet drives its two sides, and its key in `duet.mode` (NULL in a duet before version 13: side by side).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DuetMode {
+    /// Both at the same moment, each at its share of the service CPUs (duet/pair.rs).
+    SideBySide,
+    /// In turns, 1 s slots in a drawn order per round (duet/alternate.rs).
+    Alternating,
+}
+
+impl DuetMode {
+    pub fn key(self) -> &'static str {
+        match self {
+            DuetMode::SideBySide => "side_by_side",
+            DuetMode::Alternating => "alternating",
+        }
+    }
+
+    /// The mode in words, for progress lines and the report.
+    pub fn describe(self) -> &'static str {
+        match self {
+            DuetMode::SideBySide => "side by side",
+            DuetMode::Alternating => "in turns (1 s slots in random order)",
+        }
+    }
+
+    /// The mode of a stored key; NULL (or an unknown key) is side by side, the only mode before version 13.
+    pub fn of_key(key: Option<&str>) -> DuetMode {
+        if key == Some(DuetMode::Alternating.key()) {
+            DuetMode::Alternating
+        } else {
+            DuetMode::SideBySide
+        }
+    }
 }
 
 /// One side's figures in one slice (the duet's own type too: duet/slices.rs).
@@ -147,7 +181,7 @@ impl Store {
                 d.cgroup_version,
                 d.pairs_asked,
                 d.precision,
-                d.mode
+                d.mode.key()
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
@@ -257,8 +291,7 @@ pub struct StoredDuet {
     pub cgroup_version: String,
     pub pairs_asked: u32,
     pub pairs_done: u32,
-    /// `side_by_side` or `alternating` (stores before version 13: side by side).
-    pub mode: String,
+    pub mode: DuetMode,
     pub precision: Option<f64>,
     pub machine_s: Option<f64>,
     pub error: Option<String>,
@@ -317,7 +350,7 @@ fn duet_of(r: &Row) -> rusqlite::Result<StoredDuet> {
         cgroup_version: r.get("cgroup_version")?,
         pairs_asked: r.get("pairs_asked")?,
         pairs_done: r.get("pairs_done")?,
-        mode: r.get::<_, Option<String>>("mode")?.unwrap_or_else(|| "side_by_side".into()),
+        mode: DuetMode::of_key(r.get::<_, Option<String>>("mode")?.as_deref()),
         precision: r.get("precision")?,
         machine_s: r.get("machine_s")?,
         error: r.get("error")?,
@@ -430,7 +463,7 @@ mod tests {
                 cgroup_version: "v1",
                 pairs_asked: 3,
                 precision: None,
-                mode: "alternating",
+                mode: DuetMode::Alternating,
             })
             .unwrap();
         let side =
@@ -471,7 +504,7 @@ mod tests {
         assert_eq!(d.services, ["a".to_string(), "a@extra".to_string()]);
         assert_eq!((d.limit_cpus, d.limit_memory_mib, d.service_cpuset.as_deref()), (Some(0.45), None, Some("1")));
         assert_eq!((d.pairs_asked, d.pairs_done, d.machine_s, d.error.as_deref()), (3, 2, Some(12.5), None));
-        assert_eq!(d.mode, "alternating");
+        assert_eq!(d.mode.key(), "alternating");
         assert!(d.ended_at.is_some());
         // Slices by pair, step and second, each side as written.
         let order: Vec<(u32, u32, bool)> = d.slices.iter().map(|s| (s.pair, s.second, s.a_first)).collect();

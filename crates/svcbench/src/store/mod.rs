@@ -15,7 +15,7 @@ use rusqlite::{params, Connection};
 use std::path::Path;
 
 pub use duet::{
-    DuetInterval, DuetLineRow, DuetMetric, DuetRecord, DuetSideRow, DuetSliceRow, StoredDuet, StoredDuetLine,
+    DuetInterval, DuetLineRow, DuetMetric, DuetMode, DuetRecord, DuetSideRow, DuetSliceRow, StoredDuet, StoredDuetLine,
     StoredDuetSlice,
 };
 pub use read::Reader;
