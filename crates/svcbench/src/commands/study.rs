@@ -115,7 +115,7 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     if let Some(d) = &study.file.duet {
         eprintln!(
             "svcbench:   then a duet of the two services, {} pairs, profile `{}`{}",
-            if study.quick { d.quick_pairs.unwrap_or(3) } else { d.pairs },
+            d.pairs_for(study.quick),
             d.profile,
             if d.alternate { ", in turns" } else { "" }
         );
@@ -203,7 +203,7 @@ fn duet(a: &StudyArgs, study: &Study, db: &std::path::Path, stop: Arc<AtomicBool
         eprintln!("svcbench: the study's duet is done; rendering its report");
         return Ok(0);
     }
-    let pairs = if study.quick { plan.quick_pairs.unwrap_or(3) } else { plan.pairs };
+    let pairs = plan.pairs_for(study.quick);
     eprintln!("svcbench: study `{}`: its duet, {pairs} pairs of fresh instances (docs/duet.md)", study.name);
     let args = crate::duet::command::DuetArgs {
         a: study.services[0].clone(),
@@ -212,12 +212,7 @@ fn duet(a: &StudyArgs, study: &Study, db: &std::path::Path, stop: Arc<AtomicBool
         profile: plan.profile.clone(),
         step_duration: study.step_duration,
         pairs,
-        precision: plan
-            .precision
-            .as_deref()
-            .map(crate::options::parse_precision)
-            .transpose()
-            .map_err(anyhow::Error::msg)?,
+        precision: plan.precision_share().map_err(anyhow::Error::msg)?,
         alternate: plan.alternate,
         limits: crate::options::LimitsArgs {
             cpus: plan.cpus,
@@ -233,7 +228,7 @@ fn duet(a: &StudyArgs, study: &Study, db: &std::path::Path, stop: Arc<AtomicBool
         // The runs above built both (a resumed study whose runs were done builds them here).
         no_build: a.session.no_build,
         wait_lock: a.session.wait_lock,
-        work_dir: PathBuf::from("results/work/duet"),
+        work_dir: PathBuf::from(crate::duet::command::WORK_DIR),
     };
     crate::duet::command::run(args, stop)
 }

@@ -33,6 +33,9 @@ impl DuetMode {
     }
 }
 
+/// Where a duet's logs go by default (`--work-dir`; a study's duet too).
+pub const WORK_DIR: &str = "results/work/duet";
+
 #[derive(clap::Args, Debug)]
 pub struct DuetArgs {
     /// The first service, A (`dir` or `dir@variant`).
@@ -84,7 +87,7 @@ pub struct DuetArgs {
     #[arg(long)]
     pub wait_lock: bool,
     /// Where logs go.
-    #[arg(long, default_value = "results/work/duet")]
+    #[arg(long, default_value = WORK_DIR)]
     pub work_dir: PathBuf,
 }
 

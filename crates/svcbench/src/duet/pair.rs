@@ -185,15 +185,17 @@ fn drive_step(
     });
     let [Some(ra), Some(rb)] = reports else { unreachable!("both generators joined") };
     let (ra, rb) = (ra?, rb?);
-    let mut slices = slices_of(&readings, [&ra.timeline, &rb.timeline], setup.gen_cpus.len(), seq);
-    for s in &mut slices {
-        s.a_first = order[0] == 0;
-    }
-    Ok(slices)
+    Ok(slices_of(&readings, [&ra.timeline, &rb.timeline], setup.gen_cpus.len(), seq, order[0] == 0))
 }
 
 /// Whole seconds read at both ends and completed by both generators.
-fn slices_of(readings: &[Reading], timelines: [&[loadgen::SecondStats]; 2], gen_cpus: usize, step: u32) -> Vec<Slice> {
+fn slices_of(
+    readings: &[Reading],
+    timelines: [&[loadgen::SecondStats]; 2],
+    gen_cpus: usize,
+    step: u32,
+    a_first: bool,
+) -> Vec<Slice> {
     let second = |t: &[loadgen::SecondStats], k: u64| t.iter().find(|s| s.second == k).copied();
     readings
         .windows(2)
@@ -211,7 +213,7 @@ fn slices_of(readings: &[Reading], timelines: [&[loadgen::SecondStats]; 2], gen_
             };
             Some(Slice {
                 pair: 0,
-                a_first: true,
+                a_first,
                 step,
                 second: k as u32,
                 seconds,

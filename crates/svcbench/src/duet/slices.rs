@@ -74,7 +74,7 @@ pub use crate::store::DuetMetric as Metric;
 impl Metric {
     /// ln(B/A) of a slice, None when either side has no figure.
     pub fn log_ratio(self, s: &Slice) -> Option<f64> {
-        Some((self.of(&s.b, s.seconds)? / self.of(&s.a, s.seconds)?).ln())
+        Some(self.ratio(&s.a, &s.b, s.seconds)?.ln())
     }
 }
 

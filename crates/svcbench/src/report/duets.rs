@@ -116,9 +116,8 @@ fn cpu_chart(d: &StoredDuet, step: u32) -> Option<Chart> {
         let mut points = Vec::new();
         for s in d.slices.iter().filter(|s| s.pair == pair && s.step == step) {
             x += 1.0;
-            let (Some(va), Some(vb)) = (metric.of(&s.a, s.seconds), metric.of(&s.b, s.seconds)) else { continue };
-            if s.invalid.is_none() {
-                points.push(Point { x, y: vb / va, step: label.clone(), flag: None });
+            if let (None, Some(y)) = (&s.invalid, metric.ratio(&s.a, &s.b, s.seconds)) {
+                points.push(Point { x, y, step: label.clone(), flag: None });
             }
         }
         if !points.is_empty() {

@@ -117,6 +117,11 @@ impl DuetMetric {
         };
         (v.is_finite() && v > 0.0).then_some(v)
     }
+
+    /// B's figure over A's in one slice, None when either side has none.
+    pub fn ratio(self, a: &DuetSideRow, b: &DuetSideRow, seconds: f64) -> Option<f64> {
+        Some(self.of(b, seconds)? / self.of(a, seconds)?)
+    }
 }
 
 /// One slice as stored: `a` is the duet's first service whatever its place in the pair.

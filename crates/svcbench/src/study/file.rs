@@ -73,6 +73,20 @@ fn duet_profile() -> String {
 }
 
 impl DuetPlan {
+    /// The pairs of the study's form: `pairs`, or with --quick `quick_pairs` (default 3).
+    pub fn pairs_for(&self, quick: bool) -> u32 {
+        if quick {
+            self.quick_pairs.unwrap_or(3)
+        } else {
+            self.pairs
+        }
+    }
+
+    /// `precision` as a share (checked when the study is loaded).
+    pub fn precision_share(&self) -> Result<Option<f64>, String> {
+        self.precision.as_deref().map(crate::options::parse_precision).transpose()
+    }
+
     fn check(&self, at: &str, services: &[String]) -> Result<()> {
         if services.len() != 2 || services.iter().any(|s| s.ends_with("@*")) {
             bail!("{at}: [duet] compares two services; list exactly two in `services` (dir or dir@variant), not {services:?}");
@@ -86,9 +100,7 @@ impl DuetPlan {
         if let Some(c) = self.cpus.filter(|c| !(c.is_finite() && *c > 0.0)) {
             bail!("{at}: duet.cpus {c}: a quota in CPUs above zero, e.g. 0.45");
         }
-        if let Some(p) = &self.precision {
-            crate::options::parse_precision(p).map_err(|e| anyhow::anyhow!("{at}: duet.precision: {e}"))?;
-        }
+        self.precision_share().map_err(|e| anyhow::anyhow!("{at}: duet.precision: {e}"))?;
         Ok(())
     }
 }
