@@ -147,6 +147,7 @@ fn the_hello_image_under_limits_passes_its_checks_and_its_cgroup_gives_the_figur
     // The image's size is the artifact's: a static Go binary on nothing, a few MB.
     let bytes = st.services().next().and_then(|s| s.artifact_bytes).unwrap_or(0);
     assert!((1 << 20..40 << 20).contains(&bytes), "image size {bytes}");
+    assert_eq!(st.services().next().and_then(|s| s.runtime.clone()).as_deref(), Some("container (podman)"));
     assert_nothing_left();
 }
 
@@ -335,7 +336,9 @@ fn the_hello_pod_played_by_podman_passes_its_checks_under_the_limits_it_asks_and
     let tmp = tempfile::tempdir().unwrap();
     // The limits read back from the pod container's own cgroup (under Podman's /libpod_parent/<pod>); the
     // service's half of the CPUs, which a Pod cannot ask for, set on the played container.
-    hello_under_limits(tmp.path(), &["--runtime", "kube"], &[]);
+    let (st, _) = hello_under_limits(tmp.path(), &["--runtime", "kube"], &[]);
+    // Stored as a Pod, not as the engine's container of the same service.
+    assert_eq!(st.services().next().and_then(|s| s.runtime.clone()).as_deref(), Some("pod (podman kube play)"));
     // The spec played is the one `svcbench pod` writes: kept beside the run's log.
     let played: Vec<PathBuf> = std::fs::read_dir(tmp.path().join("work"))
         .unwrap()
@@ -393,8 +396,9 @@ fn the_docker_cli_runs_the_hello_image_under_its_limits() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let docker_host = format!("unix://{}", sock.display());
-    let (_, said) = hello_under_limits(tmp.path(), &["--cpuset", "1"], &[("DOCKER_HOST", docker_host)]);
+    let (st, said) = hello_under_limits(tmp.path(), &["--cpuset", "1"], &[("DOCKER_HOST", docker_host)]);
     assert!(said.contains("by `docker` (Docker)"), "the Docker CLI was not the engine: {said}");
+    assert_eq!(st.services().next().and_then(|s| s.runtime.clone()).as_deref(), Some("container (docker)"));
     assert_nothing_left();
 }
 

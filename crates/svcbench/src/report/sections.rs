@@ -92,13 +92,15 @@ pub fn session_title(s: &Session) -> String {
 }
 
 pub fn services(d: &Dataset) -> Table {
-    let mut t = Table {
-        id: "services".into(),
-        caption: "Services".into(),
-        note: String::new(),
-        head: ["service", "language", "framework", "model", "build", "artifact (MiB)"].map(String::from).to_vec(),
-        rows: Vec::new(),
-    };
+    // Where a service ran as an image or a Pod, how each ran (its artifact is then the image's size).
+    let contained = d.groups.iter().any(|g| g.service.ran_contained());
+    let mut head: Vec<String> =
+        ["service", "language", "framework", "model", "build", "artifact (MiB)"].map(String::from).to_vec();
+    if contained {
+        head.push("runs as".into());
+    }
+    let mut t =
+        Table { id: "services".into(), caption: "Services".into(), note: String::new(), head, rows: Vec::new() };
     for g in &d.groups {
         let s = &g.service;
         let build = if s.build_ok {
@@ -114,7 +116,10 @@ pub fn services(d: &Dataset) -> Table {
                 Cell::text(s.model.clone()),
                 build,
                 Cell::num(s.artifact_bytes.map(|b| b as f64 / (1u64 << 20) as f64)),
-            ],
+            ]
+            .into_iter()
+            .chain(contained.then(|| Cell::text(s.runtime.clone().unwrap_or_else(|| "process".into()))))
+            .collect(),
             data: vec![("service".into(), g.name.clone())],
         });
     }

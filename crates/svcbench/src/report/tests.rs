@@ -729,3 +729,23 @@ fn a_ramp_step_is_charted_per_second_against_its_offered_rate_with_its_knee_in_t
     let (summary, sums) = sections::summary(&d, 0.0275);
     assert!(sums[0].knee_rps.is_none() && !summary.head.iter().any(|h| h.contains("knee")));
 }
+
+#[test]
+fn the_services_table_says_how_each_ran_only_where_one_ran_as_an_image_or_a_pod() {
+    let f = store();
+    let s = f.session("hello", None);
+    for name in ["go", "go@container"] {
+        f.service(s, name);
+        f.run(s, name, 1, 1.0, 100);
+    }
+    let head = |d: &data::Dataset| sections::services(d).head;
+    // Processes only (and stores from before the column): no column.
+    assert_eq!(head(&f.load(&[], false)).last().map(String::as_str), Some("artifact (MiB)"));
+    f.store.set_runtime(s, "go", "process").unwrap();
+    f.store.set_runtime(s, "go@container", "pod (podman kube play)").unwrap();
+    let d = f.load(&[], false);
+    let t = sections::services(&d);
+    assert_eq!(t.head.last().map(String::as_str), Some("runs as"));
+    assert_eq!(cell_texts(&t, 0).last().map(String::as_str), Some("process"));
+    assert_eq!(cell_texts(&t, 1).last().map(String::as_str), Some("pod (podman kube play)"));
+}

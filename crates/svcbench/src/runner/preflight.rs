@@ -106,7 +106,8 @@ fn runtime_for(services: &mut [Service], opts: &RunOptions) -> Result<()> {
     }
     if opts.plan.net.is_some() {
         bail!(
-            "--runtime kube runs the Pod on the host's network: Podman 4.3's pods cannot join the run's namespace              (--net, --link); drop those or --runtime kube"
+            "--runtime kube runs the Pod on the host's network: Podman 4.3's pods cannot join the run's namespace \
+             (--net, --link); drop those or --runtime kube"
         );
     }
     for svc in services.iter_mut() {

@@ -189,6 +189,7 @@ pub fn build_services(
         match built {
             Ok((seconds, bytes)) => {
                 store.add_service(session_id, svc, true, Some(seconds), None, Some(bytes))?;
+                store.set_runtime(session_id, svc.name(), &crate::service::container_start::runtime_of(svc)?)?;
                 ready.push(svc.clone());
             }
             Err(e) => {

@@ -44,6 +44,16 @@ pub fn source(svc: &Service) -> Result<Source> {
     }
 }
 
+/// How a service runs, as the store keeps it (`service.runtime`): `process`, `container (<engine program>)`
+/// or `pod (podman kube play)`, so that runs of one service as a process, an image and a Pod stay told apart.
+pub fn runtime_of(svc: &Service) -> Result<String> {
+    let Some(c) = svc.manifest.container.as_ref() else { return Ok("process".into()) };
+    Ok(match c.runtime {
+        Runtime::Kube => "pod (podman kube play)".into(),
+        Runtime::Engine => format!("container ({})", engine(svc)?.program),
+    })
+}
+
 pub fn engine(svc: &Service) -> Result<Engine> {
     Engine::detect(section(svc)?.engine.as_deref())
 }

@@ -185,6 +185,15 @@ impl Store {
         Ok(())
     }
 
+    /// How the service ran in this session (`container_start::runtime_of`).
+    pub fn set_runtime(&self, session: i64, service: &str, runtime: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE service SET runtime = ?3 WHERE session_id = ?1 AND name = ?2",
+            params![session, service, runtime],
+        )?;
+        Ok(())
+    }
+
     pub fn set_refusal(&self, session: i64, service: &str, refused: bool, detail: &str) -> Result<()> {
         self.conn.execute(
             "UPDATE service SET refuses_bad_dependency = ?3, refuse_detail = ?4 WHERE session_id = ?1 AND name = ?2",

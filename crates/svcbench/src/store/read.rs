@@ -56,9 +56,16 @@ pub struct StoredService {
     /// The name without `@variant`, and the variant (None: the base).
     pub base_name: String,
     pub variant: Option<String>,
+    /// How it ran: `process`, `container (podman)`, `pod (podman kube play)`; None: a process.
+    pub runtime: Option<String>,
 }
 
 impl StoredService {
+    /// Whether it ran as a container or a Pod rather than a process.
+    pub fn ran_contained(&self) -> bool {
+        self.runtime.as_deref().is_some_and(|r| r != "process")
+    }
+
     /// A service known only from its runs (its row is missing or filtered out).
     pub fn placeholder(session_id: i64, name: &str) -> StoredService {
         StoredService {
@@ -76,6 +83,7 @@ impl StoredService {
             refuse_detail: None,
             base_name: name.split('@').next().unwrap_or(name).to_string(),
             variant: name.split_once('@').map(|(_, v)| v.to_string()),
+            runtime: None,
         }
     }
 }
@@ -231,6 +239,7 @@ fn service_of(r: &Row) -> rusqlite::Result<StoredService> {
         refuse_detail: r.get("refuse_detail")?,
         base_name: r.get::<_, Option<String>>("base_name")?.unwrap_or_else(|| r.get("name").unwrap_or_default()),
         variant: r.get("variant")?,
+        runtime: r.get("runtime")?,
     })
 }
 

@@ -75,12 +75,20 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
         "a container service: from the engine's \"started\" to the first answer (startup_ms: from the command)",
     ),
     ("duet", "mode", "TEXT", 13, "side_by_side or alternating; NULL: side by side (a duet before version 13)"),
+    (
+        "service",
+        "runtime",
+        "TEXT",
+        14,
+        "how it ran: `process`, `container (<engine program>)` or `pod (podman kube play)`; NULL: process",
+    ),
 ];
 
 /// 11: the duet tables (duet.sql), created in every store that lacks them when it is opened.
 /// 12: run.startup_engine_ms (a container's startup from the engine's start).
 /// 13: duet.mode (side by side or alternating).
-pub const SCHEMA_VERSION: u32 = 13;
+/// 14: service.runtime (a process, a container by its engine, or a played Pod).
+pub const SCHEMA_VERSION: u32 = 14;
 
 fn has_column(conn: &Connection, table: &str, col: &str) -> Result<bool> {
     let mut st = conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?;
