@@ -58,7 +58,10 @@ fun main() {
     val inFlightCalls = InFlightCalls()
     val server = engine.server(host, port) { module(repository, inFlightCalls, engine) }
     server.start(wait = false)
-    log.info("locations-ktor listening on {}:{} (engine={}), store {}", host, port, engine.id, elasticUrl)
+    log.info(
+        "locations-ktor listening on {}:{} (engine={}, Ktor {}), store {}",
+        host, port, engine.id, KTOR_RELEASE, elasticUrl,
+    )
 
     stopRequested.await()
 

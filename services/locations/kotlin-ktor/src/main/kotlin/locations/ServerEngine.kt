@@ -4,26 +4,26 @@ import io.ktor.server.application.Application
 import io.ktor.server.application.createApplicationPlugin
 import io.ktor.server.application.hooks.CallSetup
 import io.ktor.server.engine.EmbeddedServer
-import io.ktor.server.engine.embeddedServer
-import io.ktor.server.netty.Netty
-import io.ktor.server.cio.CIO as CioServer
+
+/** Builds (does not start) one engine's embedded server on host:port, running the application setup. */
+typealias EngineFactory = (host: String, port: Int, setup: Application.() -> Unit) -> EmbeddedServer<*, *>
 
 /**
- * The Ktor server engines this one jar can run on, chosen at start by `KTOR_ENGINE` (unset: Netty).
+ * The Ktor server engines the service knows, chosen at start by `KTOR_ENGINE` (unset: Netty).
  *
- * Jetty is not among them: neither of Ktor's Jetty engine artifacts (`ktor-server-jetty-jakarta-jvm`,
- * `ktor-server-jetty-jvm`) can be had in version 3.5.2 from the Maven repository this project builds
- * from (see README.md), so `KTOR_ENGINE=jetty` is refused with that reason.
+ * Which of them a jar carries is up to its build: each Ktor release the pom builds has its own source
+ * folder with [builtEngines] and [KTOR_RELEASE] (`src/ktor-3.5`: Netty and CIO, the default build;
+ * `src/ktor-3.0`: Netty, CIO and Jetty, the `ktor-3.0` profile), because no Ktor 3.5.2 Jetty engine
+ * resolves from the registry (README.md). An engine the jar lacks is refused at start with that reason.
  */
-enum class ServerEngine(val id: String) {
-    NETTY("netty"),
-    CIO("cio");
+enum class ServerEngine(val id: String, val title: String) {
+    NETTY("netty", "Netty"),
+    CIO("cio", "CIO"),
+    JETTY("jetty", "Jetty");
 
     /** Builds (does not start) this engine's embedded server on [host]:[port], running [setup]. */
-    fun server(host: String, port: Int, setup: Application.() -> Unit): EmbeddedServer<*, *> = when (this) {
-        NETTY -> embeddedServer(Netty, port = port, host = host) { setup() }
-        CIO -> embeddedServer(CioServer, port = port, host = host) { setup() }
-    }
+    fun server(host: String, port: Int, setup: Application.() -> Unit): EmbeddedServer<*, *> =
+        builtEngines.getValue(this)(host, port, setup)
 
     companion object {
         const val VARIABLE = "KTOR_ENGINE"
@@ -33,14 +33,14 @@ enum class ServerEngine(val id: String) {
         fun parse(value: String?): Result<ServerEngine> {
             val wanted = value?.trim()?.lowercase()
             if (wanted.isNullOrEmpty()) return Result.success(DEFAULT)
-            entries.firstOrNull { it.id == wanted }?.let { return Result.success(it) }
-            val valid = entries.joinToString(", ") { it.id }
-            val reason = if (wanted == "jetty") {
-                "$VARIABLE=jetty: the Jetty engine is not in this build (no Ktor 3.5.2 Jetty engine artifact " +
-                    "could be resolved); valid values: $valid"
-            } else {
-                "$VARIABLE='$value' is not a known engine; valid values: $valid"
-            }
+            val valid = entries.filter { it in builtEngines }.joinToString(", ") { it.id }
+            val known = entries.firstOrNull { it.id == wanted }
+                ?: return Result.failure(
+                    IllegalArgumentException("$VARIABLE='$value' is not a known engine; valid values: $valid"),
+                )
+            if (known in builtEngines) return Result.success(known)
+            val reason = "$VARIABLE=$wanted: this jar (Ktor $KTOR_RELEASE) has no ${known.title} engine " +
+                "(README.md, \"Server engines\"); valid values: $valid"
             return Result.failure(IllegalArgumentException(reason))
         }
     }
