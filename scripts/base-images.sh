@@ -3,18 +3,18 @@
 # (no registry is needed, nor reachable on this project's machines) and imported into the container engine:
 #   localhost/svcbench-debian   Debian's minbase of this machine's release: libc, a shell (the Rust services)
 #   localhost/svcbench-jre17    the same with Debian's OpenJDK 17 JRE (the JVM services)
-#   localhost/svcbench-node     the same with Debian's Node.js 18 (on request: no bundled service uses it yet)
+# (The Node service's image adds to the minbase the Node.js its process runs on: its Containerfile.)
 # An image already there is kept; --force makes them again. Needs root, mmdebstrap and Podman or Docker
 # (scripts/setup.sh installs them). About a minute each here; the JRE image is about 400 MB.
-# Usage: scripts/base-images.sh [--force] [debian|jre17|node ...]   (default: debian jre17)
+# Usage: scripts/base-images.sh [--force] [debian|jre17 ...]   (default: both)
 set -euo pipefail
 force=""
 wanted=()
 for arg in "$@"; do
   case "$arg" in
     --force) force=1 ;;
-    debian | jre17 | node) wanted+=("$arg") ;;
-    *) echo "base-images: unknown argument $arg; give --force and/or debian, jre17, node" >&2; exit 2 ;;
+    debian | jre17) wanted+=("$arg") ;;
+    *) echo "base-images: unknown argument $arg; give --force and/or debian, jre17" >&2; exit 2 ;;
   esac
 done
 [ ${#wanted[@]} -gt 0 ] || wanted=(debian jre17)
@@ -33,7 +33,6 @@ for name in "${wanted[@]}"; do
   case "$name" in
     debian) include="ca-certificates" ;;
     jre17) include="ca-certificates,openjdk-17-jre-headless" ;;
-    node) include="ca-certificates,nodejs" ;;
   esac
   tag="localhost/svcbench-$name"
   if [ -z "$force" ] && $engine image inspect "$tag" >/dev/null 2>&1; then
