@@ -1,5 +1,6 @@
 //! Locations service on Actix Web: cities from an OpenSearch/Elasticsearch store.
 
+mod client;
 mod error;
 mod handlers;
 mod model;
@@ -13,9 +14,11 @@ use actix_web::{
     web, App, HttpServer,
 };
 use log::{error, info};
-use opensearch::http::Url;
 
-use crate::store::{RegionCache, Store};
+use crate::{
+    client::Url,
+    store::{RegionCache, Store},
+};
 
 #[actix_web::main]
 async fn main() -> ExitCode {
@@ -41,8 +44,8 @@ async fn run() -> Result<(), String> {
     let url = Url::parse(&url).map_err(|e| format!("ELASTIC_URL {url:?} is invalid: {e}"))?;
 
     // Never serve without a store: one round trip before binding.
-    let client = store::client(&url).map_err(|e| format!("cannot build store client: {e}"))?;
-    timeout(Duration::from_secs(5), store::ping(&client))
+    let client = client::new(&url).map_err(|e| format!("cannot build store client: {e}"))?;
+    timeout(Duration::from_secs(5), client::ping(&client))
         .await
         .map_err(|_| format!("store at {url} did not answer within 5 s"))?
         .map_err(|e| format!("store at {url} is unreachable: {e}"))?;
@@ -53,7 +56,7 @@ async fn run() -> Result<(), String> {
     let server = HttpServer::new(move || {
         // One client (and connection pool) per worker: each worker runs its own single-threaded
         // runtime, so connections stay on the thread that uses them.
-        let client = store::client(&url).expect("store client was built once already");
+        let client = client::new(&url).expect("store client was built once already");
         App::new()
             .app_data(web::Data::new(Store::new(client, Arc::clone(&regions))))
             .app_data(openapi.clone())

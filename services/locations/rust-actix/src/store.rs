@@ -1,24 +1,19 @@
-//! Access to the document store (OpenSearch / Elasticsearch) holding cities and regions.
+//! Access to the document store (OpenSearch / Elasticsearch) holding cities and regions: the documents,
+//! the queries and the region cache; the calls themselves are `client`'s.
 
 use std::{
     collections::HashMap,
     sync::{Arc, RwLock},
-    time::Duration,
 };
 
-use opensearch::{
-    http::{
-        headers::{HeaderValue, ACCEPT_ENCODING},
-        response::Response,
-        transport::{SingleNodeConnectionPool, TransportBuilder},
-        StatusCode, Url,
-    },
-    GetSourceParts, OpenSearch, SearchParts,
-};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::{error::ApiError, model::Language};
+use crate::{
+    client::{self, Client},
+    error::ApiError,
+    model::Language,
+};
 
 const CITY_INDEX: &str = "city";
 const REGION_INDEX: &str = "region";
@@ -118,34 +113,12 @@ pub type RegionCache = Arc<RwLock<HashMap<u64, Arc<Region>>>>;
 
 /// Store client of one worker, plus the region cache shared by all workers.
 pub struct Store {
-    client: OpenSearch,
+    client: Client,
     regions: RegionCache,
 }
 
-/// Builds a client for the store at `url`.
-pub fn client(url: &Url) -> Result<OpenSearch, opensearch::http::transport::BuildError> {
-    let transport = TransportBuilder::new(SingleNodeConnectionPool::new(url.clone()))
-        .disable_proxy()
-        // Responses are small and the store is close: compressing them only burns CPU on both sides.
-        .header(ACCEPT_ENCODING, HeaderValue::from_static("identity"))
-        .timeout(Duration::from_secs(10))
-        .build()?;
-    Ok(OpenSearch::new(transport))
-}
-
-/// One round trip to the store; fails unless it answers with success.
-pub async fn ping(client: &OpenSearch) -> Result<(), String> {
-    let response = client.ping().send().await.map_err(|e| e.to_string())?;
-    let status = response.status_code();
-    if status.is_success() {
-        Ok(())
-    } else {
-        Err(format!("store answered ping with {status}"))
-    }
-}
-
 impl Store {
-    pub fn new(client: OpenSearch, regions: RegionCache) -> Self {
+    pub fn new(client: Client, regions: RegionCache) -> Self {
         Store { client, regions }
     }
 
@@ -272,46 +245,12 @@ impl Store {
         id: u64,
         excludes: &[&str],
     ) -> Result<Option<T>, ApiError> {
-        let id = id.to_string();
-        let response = self
-            .client
-            .get_source(GetSourceParts::IndexId(index, &id))
-            ._source_excludes(excludes)
-            .send()
-            .await
-            .map_err(store_error)?;
-        if response.status_code() == StatusCode::NOT_FOUND {
-            return Ok(None);
-        }
-        let response = ensure_success(response).await?;
-        response.json().await.map(Some).map_err(store_error)
+        client::get_source(&self.client, index, &id.to_string(), excludes).await
     }
 
     async fn search_cities(&self, body: Value) -> Result<Vec<City>, ApiError> {
-        let response = self
-            .client
-            .search(SearchParts::Index(&[CITY_INDEX]))
-            ._source_excludes(CITY_EXCLUDES)
-            .filter_path(&["hits.hits._source"])
-            .body(body)
-            .send()
-            .await
-            .map_err(store_error)?;
-        let response = ensure_success(response).await?;
-        let parsed: SearchResponse<City> = response.json().await.map_err(store_error)?;
+        let parsed: SearchResponse<City> =
+            client::search(&self.client, CITY_INDEX, CITY_EXCLUDES, &["hits.hits._source"], body).await?;
         Ok(parsed.hits.hits.into_iter().map(|hit| hit._source).collect())
     }
-}
-
-fn store_error(error: opensearch::Error) -> ApiError {
-    ApiError::Internal(format!("store request failed: {error}"))
-}
-
-async fn ensure_success(response: Response) -> Result<Response, ApiError> {
-    let status = response.status_code();
-    if status.is_success() {
-        return Ok(response);
-    }
-    let body = response.text().await.unwrap_or_default();
-    Err(ApiError::Internal(format!("store answered {status}: {body}")))
 }

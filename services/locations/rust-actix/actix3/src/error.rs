@@ -1,0 +1,86 @@
+//! Errors as JSON answers `{"message": …}`, on Actix Web 3's error types (the base's `src/error.rs` is
+//! Actix 4's: its bodies and error handlers changed between the two).
+
+use std::fmt;
+
+use actix_web::{
+    body::{Body, ResponseBody},
+    dev::ServiceResponse,
+    http::{header, HeaderValue, StatusCode},
+    middleware::errhandlers::{ErrorHandlerResponse, ErrorHandlers},
+    HttpRequest, HttpResponse, ResponseError,
+};
+use log::error;
+
+use crate::model::ErrorResponse;
+
+#[derive(Debug)]
+pub enum ApiError {
+    BadRequest(String),
+    NotFound(String),
+    /// The store failed or holds inconsistent data.
+    Internal(String),
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ApiError::BadRequest(m) | ApiError::NotFound(m) | ApiError::Internal(m) => f.write_str(m),
+        }
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        if let ApiError::Internal(message) = self {
+            error!("{message}");
+        }
+        HttpResponse::build(self.status_code()).json(ErrorResponse { message: self.to_string() })
+    }
+}
+
+/// Query string that does not deserialize (missing or malformed parameter): 400 with serde's reason.
+pub fn query_error(err: actix_web::error::QueryPayloadError, _req: &HttpRequest) -> actix_web::Error {
+    ApiError::BadRequest(err.to_string()).into()
+}
+
+/// Default service: no route matches the method and path.
+pub async fn no_route(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    Err(ApiError::NotFound(format!("no endpoint {} {}", req.method(), req.path())))
+}
+
+/// Actix 3's `ErrorHandlers` has no default handler (Actix 4's `default_handler`): `ensure_json` is
+/// registered for every client and server error status instead, one map look-up per answer either way.
+pub fn json_errors<B: 'static>() -> ErrorHandlers<B> {
+    (400..600)
+        .filter_map(|code| StatusCode::from_u16(code).ok())
+        .fold(ErrorHandlers::new(), |handlers, status| handlers.handler(status, ensure_json))
+}
+
+/// Last line of defence: an error answer that some framework layer produced without a JSON body
+/// gets one, with the status' reason as message.
+fn ensure_json<B>(res: ServiceResponse<B>) -> actix_web::Result<ErrorHandlerResponse<B>> {
+    let is_json =
+        res.headers().get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if is_json {
+        return Ok(ErrorHandlerResponse::Response(res));
+    }
+    let status = res.status();
+    let message = match res.response().error() {
+        Some(err) => err.to_string(),
+        None => status.canonical_reason().unwrap_or("error").to_owned(),
+    };
+    let body = serde_json::to_vec(&ErrorResponse { message })?;
+    // Actix 3 keeps the body type and lets a handler swap in a body of its own (`ResponseBody::Other`).
+    let mut res = res.map_body(|_, _| ResponseBody::Other(Body::from(body)));
+    res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Ok(ErrorHandlerResponse::Response(res))
+}
