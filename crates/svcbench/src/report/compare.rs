@@ -232,11 +232,28 @@ fn figures(d: &Dataset, g: usize, vcpu_hour_price: f64) -> Vec<RunFigures> {
 }
 
 /// Who is compared with whom: services of the same name; or, when each side selects exactly one service
-/// and their names differ (`--base service=scala-spray --new service=scala-akka-http`), those two.
+/// and their names differ (`--base service=scala-spray --new service=scala-akka-http`, or two variants of
+/// one service), those two, cell by cell where a study's limits axis gives several.
 fn pairs(base: &Dataset, new: &Dataset) -> Vec<(String, Option<usize>, Option<usize>)> {
-    if let ([b], [n]) = (base.groups.as_slice(), new.groups.as_slice()) {
-        if b.name != n.name {
-            return vec![(format!("{} → {}", b.name, n.name), Some(0), Some(0))];
+    let only_service = |d: &Dataset| {
+        let name = &d.groups.first()?.service.name;
+        d.groups.iter().all(|g| &g.service.name == name).then(|| name.clone())
+    };
+    if let (Some(b), Some(n)) = (only_service(base), only_service(new)) {
+        if b != n {
+            let title = |cell: &Option<String>| match cell {
+                Some(c) => format!("{b} → {n} [{c}]"),
+                None => format!("{b} → {n}"),
+            };
+            let mut out: Vec<_> = (base.groups.iter().enumerate())
+                .map(|(i, g)| (title(&g.cell), Some(i), new.groups.iter().position(|h| h.cell == g.cell)))
+                .collect();
+            for (j, h) in new.groups.iter().enumerate() {
+                if !base.groups.iter().any(|g| g.cell == h.cell) {
+                    out.push((title(&h.cell), None, Some(j)));
+                }
+            }
+            return out;
         }
     }
     let mut names: Vec<&str> = base.groups.iter().map(|g| g.name.as_str()).collect();

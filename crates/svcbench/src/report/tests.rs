@@ -749,3 +749,30 @@ fn the_services_table_says_how_each_ran_only_where_one_ran_as_an_image_or_a_pod(
     assert_eq!(cell_texts(&t, 0).last().map(String::as_str), Some("process"));
     assert_eq!(cell_texts(&t, 1).last().map(String::as_str), Some("pod (podman kube play)"));
 }
+
+#[test]
+fn compare_pairs_two_variants_of_one_service_cell_by_cell() {
+    // Seed 002's JVM runs: two variants of one service under two memory caps, set against each other.
+    let f = store();
+    let s = f.session("users", None);
+    for (svc, rps) in [("k@xmx", 1000.0), ("k@default", 2000.0)] {
+        f.service(s, svc);
+        for cell in ["memory=512M", "memory=none"] {
+            for (i, noise) in [0.95, 1.0, 1.05].into_iter().enumerate() {
+                let r = f.run(s, svc, i as i64 + 1, 1.0, 1000);
+                f.store.raw().execute("UPDATE run SET cell = ?1 WHERE id = ?2", params![cell, r]).unwrap();
+                f.step(r, 1, "closed", Some(100), None, "default", None, rps * noise, 100, None, 1.0);
+            }
+        }
+    }
+    let c = compare::compare(&f.load(&["service=k@xmx"], true), &f.load(&["service=k@default"], true), 0.05, &[]);
+    for cell in ["memory=512M", "memory=none"] {
+        let name = format!("k@xmx → k@default [{cell}]");
+        let peak = c.lines.iter().find(|l| l.metric == "peak_rps" && l.service == name);
+        let peak = peak
+            .unwrap_or_else(|| panic!("no line {name}: {:?}", c.lines.iter().map(|l| &l.service).collect::<Vec<_>>()));
+        assert_eq!(peak.verdict, "faster", "{name}");
+        assert!((peak.ratio.unwrap() - 2.0).abs() < 0.05, "{name}: {:?}", peak.ratio);
+    }
+    assert!(c.lines.iter().all(|l| l.service.starts_with("k@xmx → k@default [")), "nothing left unpaired");
+}
