@@ -245,7 +245,7 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             step_label: &labels[*s as usize],
             metric: m.key(),
             result: r.clone(),
-            verdict: verdict_key(*v),
+            verdict: v.key(),
         })
         .collect();
     let interrupted = stop.load(Ordering::Relaxed);
@@ -304,14 +304,4 @@ fn progress_line(
         slices.len(),
         t0.elapsed().as_secs_f64()
     )
-}
-
-pub fn verdict_key(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Faster => "faster",
-        Verdict::Slower => "slower",
-        Verdict::NoSignificantDifference => "no_significant_difference",
-        Verdict::TooFewPairs => "too_few_pairs",
-        Verdict::NoSpread => "no_spread",
-    }
 }

@@ -80,29 +80,8 @@ pub fn paired_ratio(pairs: &[Vec<f64>], level: f64) -> Result<PairedRatio, Untes
     Ok(PairedRatio { ci: [(mean - q * se).exp(), (mean + q * se).exp()], p, ..base })
 }
 
-/// What a line of a duet says about B against A.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// B is better than A beyond noise (more req/s, less CPU per request, lower latency).
-    Faster,
-    Slower,
-    NoSignificantDifference,
-    TooFewPairs,
-    NoSpread,
-}
-
-impl Verdict {
-    pub fn text(self) -> &'static str {
-        match self {
-            Verdict::Faster => "faster",
-            Verdict::Slower => "slower",
-            Verdict::NoSignificantDifference => "no significant difference",
-            Verdict::TooFewPairs => "too few pairs",
-            Verdict::NoSpread => "no spread",
-        }
-    }
-}
+/// What a line of a duet says about B against A: the store's type, as it keeps the line.
+pub use crate::store::DuetVerdict as Verdict;
 
 /// One line's input: its pairs' slice log-ratios, and whether a higher value of the figure is better.
 pub struct Line<'a> {

@@ -5,7 +5,7 @@
 use super::charts::{color, Axis, Chart, Point, Series};
 use super::filter::Filter;
 use super::table::{Cell, Row, Table};
-use crate::store::{DuetMetric as Metric, DuetMode, Reader, StoredDuet};
+use crate::store::{DuetMetric as Metric, DuetMode, DuetVerdict, Reader, StoredDuet};
 use anyhow::Result;
 
 pub struct DuetSection {
@@ -25,8 +25,9 @@ fn metric_of(key: &str) -> Option<Metric> {
     Metric::ALL.into_iter().find(|m| m.key() == key)
 }
 
+/// A stored verdict in words; a key this svcbench does not know, as it is.
 fn verdict_text(key: &str) -> String {
-    key.replace('_', " ")
+    DuetVerdict::of_key(key).map_or_else(|| key.to_string(), |v| v.text().to_string())
 }
 
 fn section(d: &StoredDuet) -> DuetSection {

@@ -57,6 +57,53 @@ impl DuetMode {
     }
 }
 
+/// What a line of a duet says about B against A, and its key in `duet_line.verdict`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DuetVerdict {
+    /// B is better than A beyond noise (more req/s, less CPU per request, lower latency).
+    Faster,
+    Slower,
+    NoSignificantDifference,
+    TooFewPairs,
+    NoSpread,
+}
+
+impl DuetVerdict {
+    const ALL: [DuetVerdict; 5] = [
+        DuetVerdict::Faster,
+        DuetVerdict::Slower,
+        DuetVerdict::NoSignificantDifference,
+        DuetVerdict::TooFewPairs,
+        DuetVerdict::NoSpread,
+    ];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            DuetVerdict::Faster => "faster",
+            DuetVerdict::Slower => "slower",
+            DuetVerdict::NoSignificantDifference => "no_significant_difference",
+            DuetVerdict::TooFewPairs => "too_few_pairs",
+            DuetVerdict::NoSpread => "no_spread",
+        }
+    }
+
+    pub fn text(self) -> &'static str {
+        match self {
+            DuetVerdict::Faster => "faster",
+            DuetVerdict::Slower => "slower",
+            DuetVerdict::NoSignificantDifference => "no significant difference",
+            DuetVerdict::TooFewPairs => "too few pairs",
+            DuetVerdict::NoSpread => "no spread",
+        }
+    }
+
+    /// The verdict of a stored key (None: a key this svcbench does not know).
+    pub fn of_key(key: &str) -> Option<DuetVerdict> {
+        DuetVerdict::ALL.into_iter().find(|v| v.key() == key)
+    }
+}
+
 /// One side's figures in one slice (the duet's own type too: duet/slices.rs).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct DuetSideRow {
@@ -448,6 +495,14 @@ impl Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_verdict_reads_back_from_its_key_and_an_unknown_key_is_none() {
+        for v in DuetVerdict::ALL {
+            assert_eq!(DuetVerdict::of_key(v.key()), Some(v));
+        }
+        assert_eq!(DuetVerdict::of_key("no significant difference"), None, "words are not keys");
+    }
 
     #[test]
     fn a_duet_written_is_the_duet_read() {

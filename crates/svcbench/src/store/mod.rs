@@ -15,8 +15,8 @@ use rusqlite::{params, Connection};
 use std::path::Path;
 
 pub use duet::{
-    DuetInterval, DuetLineRow, DuetMetric, DuetMode, DuetRecord, DuetSideRow, DuetSliceRow, StoredDuet, StoredDuetLine,
-    StoredDuetSlice,
+    DuetInterval, DuetLineRow, DuetMetric, DuetMode, DuetRecord, DuetSideRow, DuetSliceRow, DuetVerdict, StoredDuet,
+    StoredDuetLine, StoredDuetSlice,
 };
 pub use read::Reader;
 pub use records::{DeathCause, RunCell, RunDeath, RunEnd, RunLimits, RunStartup, SessionRecord, StepRow};
