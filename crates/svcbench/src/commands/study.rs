@@ -216,7 +216,9 @@ fn duet(a: &StudyArgs, study: &Study, db: &std::path::Path, stop: Arc<AtomicBool
         alternate: plan.alternate,
         limits: crate::options::LimitsArgs {
             cpus: plan.cpus,
-            memory: study.file.limits.memory.first().cloned().unwrap_or_else(|| "512M".into()),
+            memory: (study.file.limits.memory.first().map(String::as_str))
+                .unwrap_or(crate::options::DEFAULT_MEMORY)
+                .to_string(),
             cpuset: plan.cpuset.clone(),
         },
         loadgen_cpuset: None,

@@ -7,13 +7,16 @@ pub use session::{run_options, SessionArgs, SessionPlan};
 use std::path::PathBuf;
 
 /// The limits a service runs under.
+/// The service's memory cap when none is given (`--memory`, a study's `limits.memory`, a study's duet).
+pub const DEFAULT_MEMORY: &str = "512M";
+
 #[derive(clap::Args, Debug, Clone)]
 pub struct LimitsArgs {
     /// CPU quota of the service, in CPUs (as Docker's --cpus).
     #[arg(long)]
     pub cpus: Option<f64>,
     /// Memory cap of the service, no swap (e.g. 512M, 1G; "none" for no cap).
-    #[arg(long, default_value = "512M")]
+    #[arg(long, default_value = DEFAULT_MEMORY)]
     pub memory: String,
     /// CPUs the service may run on (default: the upper half of this machine's CPUs).
     #[arg(long)]

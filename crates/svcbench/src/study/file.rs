@@ -233,7 +233,7 @@ impl Study {
             memories.push(crate::options::parse_memory(m).with_context(|| format!("{at}: limits.memory"))?);
         }
         if memories.is_empty() {
-            memories.push(crate::options::parse_memory("512M")?);
+            memories.push(crate::options::parse_memory(crate::options::DEFAULT_MEMORY)?);
         }
         if let Some(slo) = &file.slo {
             if !(slo.at_rps.is_finite() && slo.at_rps > 0.0) {
