@@ -192,7 +192,8 @@ fn write(path: &Path, text: &str) {
 }
 
 /// A session context over a temporary store, scenario and profile (two closed steps of 0.3 s).
-fn session(dir: &Path, runs: u32, starter: Arc<FakeStarter>) -> (SessionCtx, Vec<crate::manifest::Service>) {
+/// The fixture's files: a scenario answering `GET /`, a two-step profile and two services `a` and `b`.
+fn write_fixture(dir: &Path) -> Vec<crate::manifest::Service> {
     write(
         &dir.join("scenario/scenario.toml"),
         "name = \"fake\"\ndescription = \"a loopback server\"\n[[check]]\nname = \"GET / answers\"\nmethod = \"GET\"\n\
@@ -215,11 +216,12 @@ fn session(dir: &Path, runs: u32, starter: Arc<FakeStarter>) -> (SessionCtx, Vec
         services
             .extend(crate::manifest::Service::load_spec(dir.join(format!("svc-{name}")).to_str().unwrap()).unwrap());
     }
-    let scenario = crate::scenario::Scenario::load(&dir.join("scenario")).unwrap();
-    let profile = Profile::load(&dir.join("profile.toml")).unwrap();
-    let db = dir.join("store.db");
-    let store = Store::open(&db).unwrap();
-    let opts = RunOptions {
+    services
+}
+
+/// A session's options as `run` would give them for the fixture: no limits, no cgroup, nothing to build.
+fn options(db: PathBuf, runs: u32) -> RunOptions {
+    RunOptions {
         plan: SessionPlan {
             services: Vec::new(),
             scenario: None,
@@ -250,7 +252,11 @@ fn session(dir: &Path, runs: u32, starter: Arc<FakeStarter>) -> (SessionCtx, Vec
         generators: 1,
         given_deps: Default::default(),
         hosts_plan: None,
-    };
+    }
+}
+
+/// The fixture's session row, with both services added to it.
+fn stored_session(store: &Store, runs: u32, services: &[crate::manifest::Service]) -> i64 {
     let record = crate::store::SessionRecord {
         label: None,
         command: "test".into(),
@@ -267,9 +273,20 @@ fn session(dir: &Path, runs: u32, starter: Arc<FakeStarter>) -> (SessionCtx, Vec
         probe_tolerance: 0.1,
     };
     let session_id = store.create_session(&record).unwrap();
-    for s in &services {
+    for s in services {
         store.add_service(session_id, s, true, Some(0.0), None, Some(0)).unwrap();
     }
+    session_id
+}
+
+/// A session of the two fixture services whose instances the fake starter gives.
+fn session(dir: &Path, runs: u32, starter: Arc<FakeStarter>) -> (SessionCtx, Vec<crate::manifest::Service>) {
+    let services = write_fixture(dir);
+    let scenario = crate::scenario::Scenario::load(&dir.join("scenario")).unwrap();
+    let profile = Profile::load(&dir.join("profile.toml")).unwrap();
+    let db = dir.join("store.db");
+    let store = Store::open(&db).unwrap();
+    let session_id = stored_session(&store, runs, &services);
     let work_dir = dir.join("work");
     std::fs::create_dir_all(&work_dir).unwrap();
     let deps = Dependencies::start(
@@ -288,7 +305,7 @@ fn session(dir: &Path, runs: u32, starter: Arc<FakeStarter>) -> (SessionCtx, Vec
     .unwrap();
     let cpus = crate::sandbox::procfs::allowed_cpus();
     let ctx = SessionCtx {
-        opts,
+        opts: options(db, runs),
         scenario,
         profile,
         store,

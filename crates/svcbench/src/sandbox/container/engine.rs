@@ -2,6 +2,7 @@
 //! one a manifest names. Every call is one CLI command, bounded in time, so a hung engine cannot hang a run.
 use anyhow::{bail, Context, Result};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// How long an ordinary engine command (inspect, stop, rm, ps) may take.
@@ -46,8 +47,20 @@ fn is_podman(program: &str) -> bool {
 
 impl Engine {
     /// The engine to use: `wanted` ("docker" or "podman") when given, else Docker where its daemon answers,
-    /// else Podman. None answering is one line saying how to get one.
+    /// else Podman. None answering is one line saying how to get one. An engine found is kept for the rest of
+    /// this svcbench (the build, the store's runtime, every run's start), so each choice costs one `info`.
     pub fn detect(wanted: Option<&str>) -> Result<Engine> {
+        static FOUND: Mutex<Vec<(Option<String>, Engine)>> = Mutex::new(Vec::new());
+        let key = wanted.map(str::to_string);
+        if let Some((_, e)) = FOUND.lock().unwrap().iter().find(|(k, _)| *k == key) {
+            return Ok(e.clone());
+        }
+        let engine = Self::find(wanted)?;
+        FOUND.lock().unwrap().push((key, engine.clone()));
+        Ok(engine)
+    }
+
+    fn find(wanted: Option<&str>) -> Result<Engine> {
         let candidates: Vec<&str> = match wanted {
             Some(w @ ("docker" | "podman")) => vec![w],
             Some(other) => {
