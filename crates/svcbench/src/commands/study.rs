@@ -6,40 +6,16 @@ use crate::sandbox::Limits;
 use crate::study::file::Study;
 use crate::study::resume;
 use anyhow::{bail, Context, Result};
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     a.session.check()?;
     let mut study = Study::load(&a.file, a.quick)?;
-    // A link axis runs on svcbench's own emulated network; the links then come from the study alone.
-    let net = if study.has_link_axis() {
-        if !a.session.network.links.is_empty() {
-            bail!(
-                "{}: the study's [network] links are its link axis; leave out --link, or put those links in every \
-                 entry of the axis",
-                a.file.display()
-            );
-        }
-        if a.session.generators.hosts.is_some() {
-            bail!("{}: a study's link axis runs on svcbench's own namespaces; leave out --hosts", a.file.display());
-        }
-        if !a.plan && !a.report_only {
-            crate::network::check_available(true)?;
-        }
-        Some(Vec::new())
-    } else if a.plan || a.report_only {
-        None
-    } else {
-        a.session.network.links()?
-    };
-    let stem = a.file.file_stem().and_then(|s| s.to_str()).unwrap_or("study");
-    let db = a.db.clone().unwrap_or_else(|| PathBuf::from("results/studies").join(format!("{stem}.db")));
-    let html = a.output.clone().unwrap_or_else(|| {
-        let name = if study.quick { format!("{stem}-quick.html") } else { format!("{stem}.html") };
-        db.parent().unwrap_or(std::path::Path::new(".")).join(name)
-    });
+    let net = network(&a, &study)?;
+    let (db, html) = paths(&a, &study);
     if a.report_only {
         // The latest generation's report (the earlier ones: `svcbench report --filter label=NAME`).
         if db.exists() {
@@ -56,22 +32,95 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         profile =
             profile.with_step_duration(d).with_context(|| format!("{}: quick.step_duration", a.file.display()))?;
     }
-    // The generation of the study this store continues (refused after a change unless --new-cell).
-    let base = study.name.clone();
-    if db.exists() {
-        let recorded = crate::store::Reader::open(&db)?.latest_study(&base)?;
-        if recorded.is_some() {
-            let now = resume::fingerprint(&study, &profile, &services)?;
-            study.name = resume::generation(&db, &base, recorded.as_ref(), &now, a.resume, a.new_cell)?;
-        }
+    let loaded = Loaded { services, profile };
+    let completed = resumed(&a, &mut study, &loaded, &db)?;
+    let names: Vec<String> = loaded.services.iter().map(|s| s.name().to_string()).collect();
+    let keys: Vec<String> = study.cells.iter().map(crate::cell::AxisCell::key).collect();
+    let todo = runner::plan(&names, &keys, study.runs, &completed).len();
+    print_plan(&a, &study, &loaded.profile, &db, &Planned { names, keys, completed: &completed, todo });
+    if a.plan {
+        return Ok(0);
     }
-    let (completed, earlier) = if db.exists() {
-        let r = crate::store::Reader::open(&db)?;
-        let restarts = profile.steps.iter().skip(1).any(|s| s.fresh_start);
-        (r.completed_cells(&study.name, restarts.then_some(profile.steps.len()))?, r.study_sessions(&study.name)?)
+    let mut code = 0;
+    if todo == 0 {
+        eprintln!("svcbench: every run of the study is done; rendering its report");
     } else {
-        Default::default()
-    };
+        code = run_cells(&a, &study, &loaded, &db, completed, net, stop.clone())?;
+    }
+    if code == 0 {
+        code = duet(&a, &study, &db, stop)?;
+    }
+    crate::report::study::write(&db, &study, &html)?;
+    Ok(code)
+}
+
+/// The study's network: a link axis runs on svcbench's own emulated network (its links come from the study
+/// alone); otherwise the session's `--link`s, if any.
+fn network(a: &StudyArgs, study: &Study) -> Result<Option<Vec<crate::network::Link>>> {
+    if study.has_link_axis() {
+        if !a.session.network.links.is_empty() {
+            bail!(
+                "{}: the study's [network] links are its link axis; leave out --link, or put those links in every \
+                 entry of the axis",
+                a.file.display()
+            );
+        }
+        if a.session.generators.hosts.is_some() {
+            bail!("{}: a study's link axis runs on svcbench's own namespaces; leave out --hosts", a.file.display());
+        }
+        if !a.plan && !a.report_only {
+            crate::network::check_available(true)?;
+        }
+        Ok(Some(Vec::new()))
+    } else if a.plan || a.report_only {
+        Ok(None)
+    } else {
+        a.session.network.links()
+    }
+}
+
+/// The study's store and its report's path: `results/studies/<file stem>.db` and `.html` beside it by default.
+fn paths(a: &StudyArgs, study: &Study) -> (PathBuf, PathBuf) {
+    let stem = a.file.file_stem().and_then(|s| s.to_str()).unwrap_or("study");
+    let db = a.db.clone().unwrap_or_else(|| PathBuf::from("results/studies").join(format!("{stem}.db")));
+    let html = a.output.clone().unwrap_or_else(|| {
+        let name = if study.quick { format!("{stem}-quick.html") } else { format!("{stem}.html") };
+        db.parent().unwrap_or(std::path::Path::new(".")).join(name)
+    });
+    (db, html)
+}
+
+/// What the study names, loaded and checked before anything is built or started.
+struct Loaded {
+    services: Vec<crate::manifest::Service>,
+    profile: crate::profile::Profile,
+}
+
+/// The study's cells and how many of their runs are left to do.
+struct Planned<'a> {
+    names: Vec<String>,
+    keys: Vec<String>,
+    completed: &'a BTreeMap<(String, String), u32>,
+    todo: usize,
+}
+
+/// The runs the store already holds for this study, per (service, cell). Sets the study's generation (a
+/// resume after a change is refused unless --new-cell) and refuses a store holding the study without --resume.
+fn resumed(a: &StudyArgs, study: &mut Study, loaded: &Loaded, db: &Path) -> Result<BTreeMap<(String, String), u32>> {
+    let profile = &loaded.profile;
+    if !db.exists() {
+        return Ok(Default::default());
+    }
+    let base = study.name.clone();
+    let recorded = crate::store::Reader::open(db)?.latest_study(&base)?;
+    if recorded.is_some() {
+        let now = resume::fingerprint(study, profile, &loaded.services)?;
+        study.name = resume::generation(db, &base, recorded.as_ref(), &now, a.resume, a.new_cell)?;
+    }
+    let r = crate::store::Reader::open(db)?;
+    let restarts = profile.steps.iter().skip(1).any(|s| s.fresh_start);
+    let completed = r.completed_cells(&study.name, restarts.then_some(profile.steps.len()))?;
+    let earlier = r.study_sessions(&study.name)?;
     if earlier > 0 && !a.resume && !a.plan {
         bail!(
             "{} already holds {earlier} session(s) of study `{}`: pass --resume to continue it (completed runs are not \
@@ -80,10 +129,13 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             study.name
         );
     }
-    let names: Vec<String> = services.iter().map(|s| s.name().to_string()).collect();
-    let keys: Vec<String> = study.cells.iter().map(crate::cell::AxisCell::key).collect();
-    let todo = runner::plan(&names, &keys, study.runs, &completed);
-    let all = names.len() * keys.len() * study.runs as usize;
+    Ok(completed)
+}
+
+/// What the study will do: its question, its cells (with `--plan`, each cell's runs done), the runs left and
+/// their time, its duet.
+fn print_plan(a: &StudyArgs, study: &Study, profile: &crate::profile::Profile, db: &Path, cells: &Planned) {
+    let Planned { names, keys, completed, todo } = cells;
     eprintln!("svcbench: study `{}`: {}", study.name, study.file.title);
     eprintln!("svcbench:   question: {}", study.file.question);
     eprintln!(
@@ -96,8 +148,8 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         db.display()
     );
     if a.plan {
-        for k in &keys {
-            for n in &names {
+        for k in keys {
+            for n in names {
                 let done = completed.get(&(n.clone(), k.clone())).copied().unwrap_or(0).min(study.runs);
                 eprintln!("svcbench:   cell {n:<48} {k:<28} {done}/{} runs done", study.runs);
             }
@@ -105,11 +157,11 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     }
     eprintln!(
         "svcbench:   {} of {} runs to do, {} {} (the profile plus ~{} s per run; builds not counted)",
-        todo.len(),
-        all,
+        todo,
+        names.len() * keys.len() * study.runs as usize,
         // A stop rule may end runs early: the whole profile is the most a run takes.
         if profile.stop_below_success.is_some() { "at most" } else { "about" },
-        progress::fmt_duration(progress::estimate(todo.len(), profile.total_duration())),
+        progress::fmt_duration(progress::estimate(*todo, profile.total_duration())),
         progress::RUN_OVERHEAD_GUESS.as_secs()
     );
     if let Some(d) = &study.file.duet {
@@ -126,74 +178,75 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             study.path.display(),
             if study.quick { " --quick" } else { "" }
         );
-        return Ok(0);
     }
-    let mut code = 0;
-    if todo.is_empty() {
-        eprintln!("svcbench: every run of the study is done; rendering its report");
-    } else {
-        let first = &study.cells[0];
-        let plan = crate::options::SessionPlan {
-            services: study.services.clone(),
-            scenario: study.file.scenario.clone(),
-            profile: study.profile.clone(),
-            runs: study.runs,
-            limits: Limits {
-                cpus: None,
-                memory_bytes: first.limits.memory_bytes,
-                cpuset: study.file.limits.cpuset.clone(),
-            },
-            loadgen_cpuset: study.file.limits.loadgen_cpuset.clone(),
-            db: db.clone(),
-            label: Some(study.name.clone()),
-            step_duration: study.step_duration,
-            mix: study.file.mix.clone(),
-            startup_timeout: runner::STARTUP_TIMEOUT,
-            seed: runner::SEED,
-            metrics_listen: None,
-            cells: study.cells.clone(),
-            study: Some(study.name.clone()),
-            completed,
-            net,
-            // A study runs containers as `<engine> run`: `--runtime kube` is `svcbench run`'s.
-            runtime: Default::default(),
-        };
-        let opts = crate::options::run_options(&a.session, plan)?;
-        let s = runner::run_session(opts, stop.clone())?;
-        // Recorded once the builds are done: a build may add files to the tree (node_modules, …) that the
-        // next resume sees before building.
-        let now = resume::fingerprint(&study, &profile, &services)?;
-        crate::store::Store::open(&db)?.record_study_fingerprint(s.session_id, &now)?;
+}
+
+/// One session of the runs the study still lacks, every cell interleaved; its exit code (130 interrupted,
+/// 1 a run failed).
+fn run_cells(
+    a: &StudyArgs,
+    study: &Study,
+    loaded: &Loaded,
+    db: &Path,
+    completed: BTreeMap<(String, String), u32>,
+    net: Option<Vec<crate::network::Link>>,
+    stop: Arc<AtomicBool>,
+) -> Result<i32> {
+    let first = &study.cells[0];
+    let plan = crate::options::SessionPlan {
+        services: study.services.clone(),
+        scenario: study.file.scenario.clone(),
+        profile: study.profile.clone(),
+        runs: study.runs,
+        limits: Limits {
+            cpus: None,
+            memory_bytes: first.limits.memory_bytes,
+            cpuset: study.file.limits.cpuset.clone(),
+        },
+        loadgen_cpuset: study.file.limits.loadgen_cpuset.clone(),
+        db: db.to_path_buf(),
+        label: Some(study.name.clone()),
+        step_duration: study.step_duration,
+        mix: study.file.mix.clone(),
+        startup_timeout: runner::STARTUP_TIMEOUT,
+        seed: runner::SEED,
+        metrics_listen: None,
+        cells: study.cells.clone(),
+        study: Some(study.name.clone()),
+        completed,
+        net,
+        // A study runs containers as `<engine> run`: `--runtime kube` is `svcbench run`'s.
+        runtime: Default::default(),
+    };
+    let opts = crate::options::run_options(&a.session, plan)?;
+    let s = runner::run_session(opts, stop)?;
+    // Recorded once the builds are done: a build may add files to the tree (node_modules, …) that the
+    // next resume sees before building.
+    let now = resume::fingerprint(study, &loaded.profile, &loaded.services)?;
+    crate::store::Store::open(db)?.record_study_fingerprint(s.session_id, &now)?;
+    eprintln!(
+        "svcbench: study `{}` session {} {}: {} run(s) completed, {} interrupted, {} failed",
+        study.name,
+        s.session_id,
+        if s.interrupted { "interrupted" } else { "done" },
+        s.runs_ok,
+        s.runs_interrupted,
+        s.runs_failed
+    );
+    if s.interrupted {
         eprintln!(
-            "svcbench: study `{}` session {} {}: {} run(s) completed, {} interrupted, {} failed",
-            study.name,
-            s.session_id,
-            if s.interrupted { "interrupted" } else { "done" },
-            s.runs_ok,
-            s.runs_interrupted,
-            s.runs_failed
+            "svcbench: continue it with: svcbench study {} --resume{}",
+            a.file.display(),
+            if a.quick { " --quick" } else { "" }
         );
-        if s.interrupted {
-            eprintln!(
-                "svcbench: continue it with: svcbench study {} --resume{}",
-                a.file.display(),
-                if a.quick { " --quick" } else { "" }
-            );
-            code = 130;
-        } else if s.runs_failed > 0 {
-            code = 1;
-        }
+        return Ok(130);
     }
-    if code == 0 {
-        code = duet(&a, &study, &db, stop)?;
-    }
-    crate::report::study::write(&db, &study, &html)?;
-    Ok(code)
+    Ok(if s.runs_failed > 0 { 1 } else { 0 })
 }
 
 /// The study's `[duet]`, once its runs are done: its two services as one duet labelled with the study's
 /// name, unless the store already holds that duet done (a resumed study does not run it again).
-fn duet(a: &StudyArgs, study: &Study, db: &std::path::Path, stop: Arc<AtomicBool>) -> Result<i32> {
+fn duet(a: &StudyArgs, study: &Study, db: &Path, stop: Arc<AtomicBool>) -> Result<i32> {
     let Some(plan) = &study.file.duet else { return Ok(0) };
     if crate::store::Reader::open(db)?
         .duets()?
