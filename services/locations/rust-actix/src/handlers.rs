@@ -6,7 +6,7 @@ use serde::Deserialize;
 use utoipa::{IntoParams, OpenApi};
 
 use crate::{
-    error::ApiError,
+    api_error::ApiError,
     model::{CityResponse, ErrorResponse, Language, MultiCityResponse},
     store::{City, GeoPoint, Store},
 };

@@ -1,6 +1,7 @@
 //! Locations service on Actix Web: cities from an OpenSearch/Elasticsearch store.
 
 mod client;
+mod api_error;
 mod error;
 mod handlers;
 mod model;
@@ -60,7 +61,7 @@ async fn run() -> Result<(), String> {
         App::new()
             .app_data(web::Data::new(Store::new(client, Arc::clone(&regions))))
             .app_data(openapi.clone())
-            .app_data(web::QueryConfig::default().error_handler(error::query_error))
+            .app_data(web::QueryConfig::default().error_handler(api_error::query_error))
             .wrap(ErrorHandlers::new().default_handler(error::ensure_json))
             .wrap(Logger::new("%r %s %Dms"))
             .service(handlers::get_city)
@@ -70,7 +71,7 @@ async fn run() -> Result<(), String> {
             .service(handlers::associated_featured)
             .service(handlers::api_docs)
             .service(handlers::index)
-            .default_service(web::to(error::no_route))
+            .default_service(web::to(api_error::no_route))
     })
     .bind((host.as_str(), port))
     .map_err(|e| format!("cannot listen on {host}:{port}: {e}"))?

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::{
     client::{self, Client},
-    error::ApiError,
+    api_error::ApiError,
     model::Language,
 };
 

@@ -1,61 +1,14 @@
-//! Errors as JSON answers `{"message": …}`, on Actix Web 3's error types (the base's `src/error.rs` is
-//! Actix 4's: its bodies and error handlers changed between the two).
-
-use std::fmt;
+//! Errors as JSON answers on Actix Web 3's error types (the base's `src/error.rs` is Actix 4's: its bodies
+//! and error handlers changed between the two; the API's own errors are the base's `src/api_error.rs`).
 
 use actix_web::{
     body::{Body, ResponseBody},
     dev::ServiceResponse,
     http::{header, HeaderValue, StatusCode},
     middleware::errhandlers::{ErrorHandlerResponse, ErrorHandlers},
-    HttpRequest, HttpResponse, ResponseError,
 };
-use log::error;
 
 use crate::model::ErrorResponse;
-
-#[derive(Debug)]
-pub enum ApiError {
-    BadRequest(String),
-    NotFound(String),
-    /// The store failed or holds inconsistent data.
-    Internal(String),
-}
-
-impl fmt::Display for ApiError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ApiError::BadRequest(m) | ApiError::NotFound(m) | ApiError::Internal(m) => f.write_str(m),
-        }
-    }
-}
-
-impl ResponseError for ApiError {
-    fn status_code(&self) -> StatusCode {
-        match self {
-            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
-
-    fn error_response(&self) -> HttpResponse {
-        if let ApiError::Internal(message) = self {
-            error!("{message}");
-        }
-        HttpResponse::build(self.status_code()).json(ErrorResponse { message: self.to_string() })
-    }
-}
-
-/// Query string that does not deserialize (missing or malformed parameter): 400 with serde's reason.
-pub fn query_error(err: actix_web::error::QueryPayloadError, _req: &HttpRequest) -> actix_web::Error {
-    ApiError::BadRequest(err.to_string()).into()
-}
-
-/// Default service: no route matches the method and path.
-pub async fn no_route(req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    Err(ApiError::NotFound(format!("no endpoint {} {}", req.method(), req.path())))
-}
 
 /// Actix 3's `ErrorHandlers` has no default handler (Actix 4's `default_handler`): `ensure_json` is
 /// registered for every client and server error status instead, one map look-up per answer either way.

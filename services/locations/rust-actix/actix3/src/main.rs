@@ -1,6 +1,8 @@
 //! Locations service on Actix Web 3 (the version seeds 000 and 001 measured): the base service's
 //! handlers, documents, queries and API types, on Actix 3's server and a store client of its Tokio 0.2.
 
+#[path = "../../src/api_error.rs"]
+mod api_error;
 mod client;
 mod error;
 #[path = "../../src/handlers.rs"]
@@ -61,7 +63,7 @@ async fn run() -> Result<(), String> {
         App::new()
             .app_data(web::Data::new(Store::new(client, Arc::clone(&regions))))
             .app_data(openapi.clone())
-            .app_data(web::QueryConfig::default().error_handler(error::query_error))
+            .app_data(web::QueryConfig::default().error_handler(api_error::query_error))
             .wrap(error::json_errors())
             .wrap(Logger::new("%r %s %Dms"))
             .service(handlers::get_city)
@@ -71,7 +73,7 @@ async fn run() -> Result<(), String> {
             .service(handlers::associated_featured)
             .service(handlers::api_docs)
             .service(handlers::index)
-            .default_service(web::to(error::no_route))
+            .default_service(web::to(api_error::no_route))
     })
     .bind((host.as_str(), port))
     .map_err(|e| format!("cannot listen on {host}:{port}: {e}"))?
