@@ -17,7 +17,7 @@ use elasticsearch::{
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::error::ApiError;
+use crate::api_error::ApiError;
 
 pub type Client = Elasticsearch;
 
