@@ -111,13 +111,13 @@ fn resumed(a: &StudyArgs, study: &mut Study, loaded: &Loaded, db: &Path) -> Resu
     if !db.exists() {
         return Ok(Default::default());
     }
+    let r = crate::store::Reader::open(db)?;
     let base = study.name.clone();
-    let recorded = crate::store::Reader::open(db)?.latest_study(&base)?;
+    let recorded = r.latest_study(&base)?;
     if recorded.is_some() {
         let now = resume::fingerprint(study, profile, &loaded.services)?;
         study.name = resume::generation(db, &base, recorded.as_ref(), &now, a.resume, a.new_cell)?;
     }
-    let r = crate::store::Reader::open(db)?;
     let restarts = profile.steps.iter().skip(1).any(|s| s.fresh_start);
     let completed = r.completed_cells(&study.name, restarts.then_some(profile.steps.len()))?;
     let earlier = r.study_sessions(&study.name)?;
