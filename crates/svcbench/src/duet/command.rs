@@ -6,7 +6,8 @@ use super::verdict::{verdicts, Line, PairedRatio, Verdict};
 use crate::manifest::Service;
 use crate::options::{parse_precision, LimitsArgs, MAX_PAIRS};
 use crate::profile::Profile;
-use crate::sandbox::CgroupChoice;
+use crate::sandbox::{CgroupChoice, Limits};
+use crate::scenario::Scenario;
 use crate::store::{DuetLineRow, DuetMode, DuetRecord, DuetSliceRow, Store};
 use anyhow::{bail, Result};
 use std::path::PathBuf;
@@ -110,8 +111,20 @@ pub fn lines_of(slices: &[Slice], steps: usize) -> Vec<(u32, Metric, Option<Pair
     keys.into_iter().zip(verdicts(&lines)).map(|((s, m), (r, v))| (s, m, r, v)).collect()
 }
 
-pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
-    // Every input is checked before anything is built or started.
+/// A duet's inputs as they resolve, every one checked before anything is built or started.
+struct Checked {
+    services: [Service; 2],
+    scenario: Scenario,
+    profile: Profile,
+    limits: Limits,
+    /// The generators' CPUs.
+    gen: Vec<usize>,
+    mode: DuetMode,
+    /// Each side's CPU quota.
+    quota: f64,
+}
+
+fn check(a: &DuetArgs) -> Result<Checked> {
     let services = [one_service(&a.a)?, one_service(&a.b)?];
     let (_, scenario) = crate::runner::load_services(std::slice::from_ref(&a.a), a.scenario.as_deref())?;
     if services[1].manifest.scenario != services[0].manifest.scenario && a.scenario.is_none() {
@@ -141,8 +154,15 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     }
     let mut limits = a.limits.limits()?;
     let gen = crate::cpus::cpu_split(&mut limits.cpuset, None, a.loadgen_cpuset.as_deref())?;
-    let service_cpus = limits.cpuset.as_deref().map(crate::cpus::parse).transpose()?.map_or(1, |c| c.len());
     let mode = if a.alternate { DuetMode::Alternating } else { DuetMode::SideBySide };
+    let quota = fitting_quota(&mut limits, mode)?;
+    Ok(Checked { services, scenario, profile, limits, gen, mode, quota })
+}
+
+/// Each side's quota (the mode's default share when none is given), refused when the sides that take load
+/// at once do not fit on the service CPUs together.
+fn fitting_quota(limits: &mut Limits, mode: DuetMode) -> Result<f64> {
+    let service_cpus = limits.cpuset.as_deref().map(crate::cpus::parse).transpose()?.map_or(1, |c| c.len());
     let quota = *limits.cpus.get_or_insert(mode.default_share() * service_cpus as f64);
     if mode.sides_at_once() * quota > service_cpus as f64 + 1e-9 {
         bail!(
@@ -156,86 +176,62 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             if mode == DuetMode::SideBySide { " (or --alternate, the sides in turns)" } else { "" }
         );
     }
+    Ok(quota)
+}
+
+pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
+    let c = check(&a)?;
     std::fs::create_dir_all(&a.work_dir)?;
     let work_dir = std::path::absolute(&a.work_dir)?;
     let _machine = crate::guard::machine_lock::acquire("duet", a.wait_lock)?;
-    for svc in services.iter() {
+    for svc in c.services.iter() {
         crate::service::build::build(svc, &work_dir, a.no_build)?;
     }
     let store = Store::open(&a.db)?;
     let cgroup = if a.cgroup == CgroupChoice::Auto { crate::sandbox::cgroup::detect() } else { a.cgroup };
     let command = std::env::args().collect::<Vec<_>>().join(" ");
-    let names = [services[0].name(), services[1].name()];
+    let names = [c.services[0].name(), c.services[1].name()];
     let duet = store.create_duet(&DuetRecord {
         label: a.label.as_deref(),
         command: &command,
-        scenario: scenario.name(),
-        profile: &profile.name,
+        scenario: c.scenario.name(),
+        profile: &c.profile.name,
         services: names,
-        limit_cpus: Some(quota),
-        limit_memory_mib: limits.memory_bytes.map(|b| b as f64 / 1048576.0),
-        service_cpuset: limits.cpuset.as_deref(),
-        loadgen_cpuset: &crate::cpus::format(&gen),
+        limit_cpus: Some(c.quota),
+        limit_memory_mib: c.limits.memory_bytes.map(|b| b as f64 / 1048576.0),
+        service_cpuset: c.limits.cpuset.as_deref(),
+        loadgen_cpuset: &crate::cpus::format(&c.gen),
         cgroup_version: &format!("{cgroup:?}").to_lowercase(),
         pairs_asked: a.pairs,
         precision: a.precision,
-        mode,
+        mode: c.mode,
     })?;
-    let labels: Vec<String> = profile.steps.iter().map(|s| s.label()).collect();
+    let labels: Vec<String> = c.profile.steps.iter().map(|s| s.label()).collect();
     let setup = DuetSetup {
-        services: [&services[0], &services[1]],
-        scenario: &scenario,
-        profile: &profile,
-        limits: &limits,
+        services: [&c.services[0], &c.services[1]],
+        scenario: &c.scenario,
+        profile: &c.profile,
+        limits: &c.limits,
         cgroup,
-        gen_cpus: &gen,
+        gen_cpus: &c.gen,
         work_dir: &work_dir,
         mix: a.mix.as_deref(),
         seed: a.seed,
-        mode,
+        mode: c.mode,
     };
     eprintln!(
-        "svcbench: duet {duet}: A = {}, B = {}, {}, each --cpus {quota} on CPUs {}, generators on {}; up to {} pairs of {}",
+        "svcbench: duet {duet}: A = {}, B = {}, {}, each --cpus {} on CPUs {}, generators on {}; up to {} pairs of {}",
         names[0],
         names[1],
-        mode.describe(),
-        limits.cpuset.as_deref().unwrap_or("any"),
-        crate::cpus::format(&gen),
+        c.mode.describe(),
+        c.quota,
+        c.limits.cpuset.as_deref().unwrap_or("any"),
+        crate::cpus::format(&c.gen),
         a.pairs,
         labels.join(", ")
     );
     let t0 = Instant::now();
-    let mut slices: Vec<Slice> = Vec::new();
-    let mut failure = None;
-    for pair in 0..a.pairs {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        match run_pair(&setup, pair, &stop) {
-            Ok(mut got) => {
-                store.add_duet_pair(duet, &labels, &slice_rows(&got))?;
-                let invalid = got.iter().filter(|s| s.invalid.is_some()).count();
-                let lines = {
-                    slices.append(&mut got);
-                    lines_of(&slices, labels.len())
-                };
-                eprintln!("{}", progress_line(pair, &slices, invalid, &lines, t0));
-                let precise = a
-                    .precision
-                    .is_some_and(|p| lines.iter().all(|(_, _, r, _)| r.as_ref().is_some_and(|r| r.precise_to(p))));
-                if precise {
-                    eprintln!("svcbench: every interval within ±{:.1} %: stopping early", a.precision.unwrap() * 100.0);
-                    break;
-                }
-            }
-            // A Ctrl-C during a start ends that start with an error: the duet was interrupted, not failed.
-            Err(_) if stop.load(Ordering::Relaxed) => break,
-            Err(e) => {
-                failure = Some(format!("pair {}: {e:#}", pair + 1));
-                break;
-            }
-        }
-    }
+    let (slices, failure) = run_pairs(&setup, &a, (&store, duet), &labels, &stop)?;
     let machine_s = t0.elapsed().as_secs_f64();
     let lines = lines_of(&slices, labels.len());
     let rows: Vec<DuetLineRow> = lines
@@ -249,12 +245,10 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         })
         .collect();
     let interrupted = stop.load(Ordering::Relaxed);
-    let status = if failure.is_some() {
-        "failed"
-    } else if interrupted {
-        "interrupted"
-    } else {
-        "done"
+    let status = match (&failure, interrupted) {
+        (Some(_), _) => "failed",
+        (None, true) => "interrupted",
+        (None, false) => "done",
     };
     store.end_duet(duet, status, machine_s, failure.as_deref(), &rows)?;
     print!("{}", super::table::render(names, &labels, &lines, machine_s));
@@ -263,6 +257,45 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         bail!("{f}");
     }
     Ok(if interrupted { 130 } else { 0 })
+}
+
+/// The pairs one after the other, each one's slices stored as it ends. Stops after the pair at which every
+/// interval is within `--precision`, at Ctrl-C, or at a pair that failed (returned as the duet's failure, so
+/// the slices measured before it are kept and judged).
+fn run_pairs(
+    setup: &DuetSetup,
+    a: &DuetArgs,
+    (store, duet): (&Store, i64),
+    labels: &[String],
+    stop: &Arc<AtomicBool>,
+) -> Result<(Vec<Slice>, Option<String>)> {
+    let t0 = Instant::now();
+    let mut slices: Vec<Slice> = Vec::new();
+    for pair in 0..a.pairs {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        match run_pair(setup, pair, stop) {
+            Ok(mut got) => {
+                store.add_duet_pair(duet, labels, &slice_rows(&got))?;
+                let invalid = got.iter().filter(|s| s.invalid.is_some()).count();
+                slices.append(&mut got);
+                let lines = lines_of(&slices, labels.len());
+                eprintln!("{}", progress_line(pair, &slices, invalid, &lines, t0));
+                if let Some(p) = a
+                    .precision
+                    .filter(|&p| lines.iter().all(|(_, _, r, _)| r.as_ref().is_some_and(|r| r.precise_to(p))))
+                {
+                    eprintln!("svcbench: every interval within ±{:.1} %: stopping early", p * 100.0);
+                    break;
+                }
+            }
+            // A Ctrl-C during a start ends that start with an error: the duet was interrupted, not failed.
+            Err(_) if stop.load(Ordering::Relaxed) => break,
+            Err(e) => return Ok((slices, Some(format!("pair {}: {e:#}", pair + 1)))),
+        }
+    }
+    Ok((slices, None))
 }
 
 /// The slices as the store takes them.

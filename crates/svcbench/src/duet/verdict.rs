@@ -175,9 +175,10 @@ mod tests {
 
     #[test]
     fn many_short_pairs_of_one_distribution_give_a_verdict_in_at_most_5_percent_of_seeds() {
-        // The shortest duet: 2 s steps, two slices per pair, many pairs, with the luck measured here. A pair's
-        // summary is then the mean of two normal log-ratios, so the t interval is exact: its false verdicts are
-        // 5 % in expectation, and the bound allows the sampling error of the share (two standard errors).
+        // The shortest duet: 2 s steps, two slices per pair, many pairs, instance luck as large as measured
+        // here. A pair's summary is then the mean of two normal log-ratios, so the t interval is exact: its
+        // false verdicts are 5 % in expectation, and the bound allows the share's sampling error (two
+        // standard errors).
         let (mut verdicts, seeds) = (0, 4000);
         for seed in 0..seeds {
             let mut rng = StdRng::seed_from_u64(seed);

@@ -106,6 +106,9 @@ fn verdict_cell(key: &str) -> Cell {
     Cell { text: verdict_text(key), class, ..Cell::default() }
 }
 
+/// Up to this many pairs, each pair has its own legend entry in a duet's chart.
+const MAX_PAIR_LEGENDS: u32 = 12;
+
 /// CPU per request B/A of every valid slice of a step, in the order they were measured (x: the slice's
 /// place in the duet), one series per pair; the duet's answer and its interval as flat lines across.
 fn cpu_chart(d: &StoredDuet, step: u32) -> Option<Chart> {
@@ -130,12 +133,14 @@ fn cpu_chart(d: &StoredDuet, step: u32) -> Option<Chart> {
             } else {
                 ", B first"
             };
-            series.push(Series {
-                group: format!("pair {}{order}", pair + 1),
-                run: format!("pair {}", pair + 1),
-                color: color(pair as usize),
-                points,
-            });
+            // Many short pairs (150 of 2 s decide a 5 % difference here) would make a legend of 150 entries:
+            // past a dozen, the pairs share two, by which side started first.
+            let (group, colour) = if d.pairs_done > MAX_PAIR_LEGENDS {
+                (format!("pairs{order}"), color(usize::from(!first)))
+            } else {
+                (format!("pair {}{order}", pair + 1), color(pair as usize))
+            };
+            series.push(Series { group, run: format!("pair {}", pair + 1), color: colour, points });
         }
     }
     if series.is_empty() {
@@ -172,4 +177,90 @@ fn cpu_chart(d: &StoredDuet, step: u32) -> Option<Chart> {
         y: Axis::new("B/A", "linear", "× A"),
         series,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{DuetInterval, DuetLineRow, DuetRecord, DuetSideRow, DuetSliceRow, Store};
+
+    /// A stored side-by-side duet of `pairs` pairs of two valid slices each, read back.
+    fn stored(pairs: u32) -> StoredDuet {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.db");
+        let s = Store::open(&path).unwrap();
+        let record = DuetRecord {
+            label: None,
+            command: "svcbench duet a b",
+            scenario: "hello",
+            profile: "duet",
+            services: ["a", "b"],
+            limit_cpus: Some(0.45),
+            limit_memory_mib: None,
+            service_cpuset: Some("1"),
+            loadgen_cpuset: "0",
+            cgroup_version: "v1",
+            pairs_asked: pairs,
+            precision: None,
+            mode: DuetMode::SideBySide,
+        };
+        let id = s.create_duet(&record).unwrap();
+        let side = |cpu_s: f64| DuetSideRow { ok: 1500, errors: 0, cpu_s, throttled_s: 0.0, p50_ms: 0.5, p99_ms: 2.0 };
+        let labels = ["r=1500".to_string()];
+        for pair in 0..pairs {
+            let slice = |second: u32| DuetSliceRow {
+                pair,
+                a_first: pair % 2 == 0,
+                step: 0,
+                second,
+                seconds: 1.0,
+                a: side(0.15),
+                b: side(0.16),
+                generator_busy: 0.3,
+                invalid: None,
+            };
+            s.add_duet_pair(id, &labels, &[slice(0), slice(1)]).unwrap();
+        }
+        let result = Some(DuetInterval {
+            ratio: 1.07,
+            ci: [1.05, 1.09],
+            p: 0.001,
+            pairs: pairs as usize,
+            slices: 2 * pairs as usize,
+            pair_min: 1.07,
+            pair_max: 1.07,
+        });
+        let line = DuetLineRow { step: 0, step_label: "r=1500", metric: "cpu_us_per_req", result, verdict: "slower" };
+        s.end_duet(id, "done", 10.0, None, &[line]).unwrap();
+        drop(s);
+        Reader::open(&path).unwrap().duets().unwrap().remove(0)
+    }
+
+    fn legend(chart: &Chart) -> Vec<String> {
+        let mut groups: Vec<String> = chart.series.iter().map(|s| s.group.clone()).collect();
+        groups.dedup();
+        groups
+    }
+
+    #[test]
+    fn a_few_pairs_have_a_legend_entry_each_and_many_share_two_by_start_order() {
+        let few = cpu_chart(&stored(4), 0).expect("a chart of valid slices");
+        assert_eq!(
+            legend(&few),
+            [
+                "pair 1, A first",
+                "pair 2, B first",
+                "pair 3, A first",
+                "pair 4, B first",
+                "B/A over pairs",
+                "95 % interval"
+            ]
+        );
+        let many = cpu_chart(&stored(150), 0).expect("a chart of valid slices");
+        assert_eq!(many.series.len(), 150 + 3, "still one line per pair, and the answer's three");
+        let mut groups = legend(&many);
+        groups.sort();
+        groups.dedup();
+        assert_eq!(groups, ["95 % interval", "B/A over pairs", "pairs, A first", "pairs, B first"]);
+    }
 }
