@@ -231,7 +231,7 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         labels.join(", ")
     );
     let t0 = Instant::now();
-    let (slices, failure) = run_pairs(&setup, &a, (&store, duet), &labels, &stop)?;
+    let (slices, failure) = run_pairs(&setup, &a, (&store, duet), &labels, t0, &stop)?;
     let machine_s = t0.elapsed().as_secs_f64();
     let lines = lines_of(&slices, labels.len());
     let rows: Vec<DuetLineRow> = lines
@@ -261,15 +261,15 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
 
 /// The pairs one after the other, each one's slices stored as it ends. Stops after the pair at which every
 /// interval is within `--precision`, at Ctrl-C, or at a pair that failed (returned as the duet's failure, so
-/// the slices measured before it are kept and judged).
+/// the slices measured before it are kept and judged). `t0`: the duet's start, which the progress counts from.
 fn run_pairs(
     setup: &DuetSetup,
     a: &DuetArgs,
     (store, duet): (&Store, i64),
     labels: &[String],
+    t0: Instant,
     stop: &Arc<AtomicBool>,
 ) -> Result<(Vec<Slice>, Option<String>)> {
-    let t0 = Instant::now();
     let mut slices: Vec<Slice> = Vec::new();
     for pair in 0..a.pairs {
         if stop.load(Ordering::Relaxed) {
