@@ -46,14 +46,7 @@ while [ $(( $(date +%s) - t0 )) -lt "$machine" ]; do
   runs=$((runs + 2))
 done
 spent=$(( $(date +%s) - t0 ))
-runs_width=$("$bin" compare --db "$DB" --base service=hello-go-nethttp,label=interleaved \
-  --new service=hello-go-nethttp@extra4us,label=interleaved --format json | python3 -c "
-import json, sys
-for l in json.load(sys.stdin)['lines']:
-    if l['metric'] == 'cpu_per_req' and l.get('ci'):
-        lo, hi = l['ci']
-        print(f\"{100 * (hi - lo):.1f} {l['ratio']:.4f} [{lo:.4f}, {hi:.4f}] {l['verdict']}\")
-" | head -1)
+runs_width=$(bench/cpu-per-req-interval.sh "$bin" "$DB" hello-go-nethttp hello-go-nethttp@extra4us interleaved)
 echo "interleaved: $runs runs a side in $spent s: CPU/req ${runs_width#* }, width ${runs_width%% *} %"
 # The figure the duet compares is the step's own CPU per request: its interval over the same runs (a Welch t
 # interval of the log ratio, as compare's; the t quantile by the Cornish–Fisher expansion).

@@ -68,11 +68,5 @@ echo "== interleaved runs: $RUNS runs each of $(basename $go) and @extra9us, pro
 t0=$(date +%s)
 "$bin" run "$go" "$go@extra9us" --profile "$PROFILE" --runs "$RUNS" --label interleaved --db "$DB" >/dev/null 2>&1 || true
 t1=$(date +%s)
-"$bin" compare --db "$DB" --base service=hello-go-nethttp,label=interleaved --new service=hello-go-nethttp@extra9us,label=interleaved \
-  --format json | python3 -c "
-import json, sys
-for l in json.load(sys.stdin)['lines']:
-    if l['metric'] == 'cpu_per_req' and l.get('ci'):
-        lo, hi = l['ci']
-        print(f\"interleaved CPU/req: {l['ratio']:.4f} [{lo:.4f}, {hi:.4f}] width {100 * (hi - lo):.1f} % {l['verdict']} in $((t1 - t0)) s\")
-"
+line=$(bench/cpu-per-req-interval.sh "$bin" "$DB" hello-go-nethttp hello-go-nethttp@extra9us interleaved)
+echo "interleaved CPU/req: ${line#* } width ${line%% *} % in $((t1 - t0)) s"

@@ -182,43 +182,19 @@ fn cpu_chart(d: &StoredDuet, step: u32) -> Option<Chart> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{DuetInterval, DuetLineRow, DuetRecord, DuetSideRow, DuetSliceRow, Store};
+    use crate::store::duet::fixture;
+    use crate::store::{DuetInterval, DuetLineRow, Store};
 
     /// A stored side-by-side duet of `pairs` pairs of two valid slices each, read back.
     fn stored(pairs: u32) -> StoredDuet {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("d.db");
         let s = Store::open(&path).unwrap();
-        let record = DuetRecord {
-            label: None,
-            command: "svcbench duet a b",
-            scenario: "hello",
-            profile: "duet",
-            services: ["a", "b"],
-            limit_cpus: Some(0.45),
-            limit_memory_mib: None,
-            service_cpuset: Some("1"),
-            loadgen_cpuset: "0",
-            cgroup_version: "v1",
-            pairs_asked: pairs,
-            precision: None,
-            mode: DuetMode::SideBySide,
-        };
-        let id = s.create_duet(&record).unwrap();
-        let side = |cpu_s: f64| DuetSideRow { ok: 1500, errors: 0, cpu_s, throttled_s: 0.0, p50_ms: 0.5, p99_ms: 2.0 };
+        let id = s.create_duet(&fixture::record(pairs, DuetMode::SideBySide)).unwrap();
+        let side = |cpu_s: f64| fixture::side(1500, 0, cpu_s);
         let labels = ["r=1500".to_string()];
         for pair in 0..pairs {
-            let slice = |second: u32| DuetSliceRow {
-                pair,
-                a_first: pair % 2 == 0,
-                step: 0,
-                second,
-                seconds: 1.0,
-                a: side(0.15),
-                b: side(0.16),
-                generator_busy: 0.3,
-                invalid: None,
-            };
+            let slice = |second: u32| fixture::slice(pair, pair % 2 == 0, second, [side(0.15), side(0.16)]);
             s.add_duet_pair(id, &labels, &[slice(0), slice(1)]).unwrap();
         }
         let result = Some(DuetInterval {

@@ -492,6 +492,42 @@ impl Reader {
     }
 }
 
+/// A duet's record, one side's figures and one slice as the tests write them (the store's round trip, the
+/// report's duet chart).
+#[cfg(test)]
+pub(crate) mod fixture {
+    use super::*;
+
+    /// A duet of services `a` and `b` on the hello scenario, under 0.45 CPU on CPU 1.
+    pub fn record(pairs_asked: u32, mode: DuetMode) -> DuetRecord<'static> {
+        DuetRecord {
+            label: None,
+            command: "svcbench duet a b",
+            scenario: "hello",
+            profile: "duet",
+            services: ["a", "b"],
+            limit_cpus: Some(0.45),
+            limit_memory_mib: None,
+            service_cpuset: Some("1"),
+            loadgen_cpuset: "0",
+            cgroup_version: "v1",
+            pairs_asked,
+            precision: None,
+            mode,
+        }
+    }
+
+    pub fn side(ok: u64, errors: u64, cpu_s: f64) -> DuetSideRow {
+        DuetSideRow { ok, errors, cpu_s, throttled_s: 0.0, p50_ms: 0.5, p99_ms: 2.0 }
+    }
+
+    /// A one-second slice of the first step (`r=1500`), the generator 30 % busy.
+    pub fn slice(pair: u32, a_first: bool, second: u32, sides: [DuetSideRow; 2]) -> DuetSliceRow<'static> {
+        let [a, b] = sides;
+        DuetSliceRow { pair, a_first, step: 0, second, seconds: 1.0, a, b, generator_busy: 0.3, invalid: None }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -509,35 +545,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("d.db");
         let s = Store::open(&path).unwrap();
-        let id = s
-            .create_duet(&DuetRecord {
-                label: Some("aa"),
-                command: "svcbench duet a b",
-                scenario: "hello",
-                profile: "quick",
-                services: ["a", "a@extra"],
-                limit_cpus: Some(0.45),
-                limit_memory_mib: None,
-                service_cpuset: Some("1"),
-                loadgen_cpuset: "0",
-                cgroup_version: "v1",
-                pairs_asked: 3,
-                precision: None,
-                mode: DuetMode::Alternating,
-            })
-            .unwrap();
-        let side =
-            |ok: u64, cpu_s: f64| DuetSideRow { ok, errors: 1, cpu_s, throttled_s: 0.0, p50_ms: 0.5, p99_ms: 2.0 };
+        let record = fixture::record(3, DuetMode::Alternating);
+        let id = s.create_duet(&DuetRecord { label: Some("aa"), services: ["a", "a@extra"], ..record }).unwrap();
+        let side = |ok: u64, cpu_s: f64| fixture::side(ok, 1, cpu_s);
         let slice = |pair: u32, second: u32, invalid: Option<&'static str>| DuetSliceRow {
-            pair,
-            a_first: pair == 0,
-            step: 0,
-            second,
-            seconds: 1.0,
-            a: side(1500, 0.1),
-            b: side(1490, 0.12),
-            generator_busy: 0.3,
             invalid,
+            ..fixture::slice(pair, pair == 0, second, [side(1500, 0.1), side(1490, 0.12)])
         };
         let labels = ["r=1500".to_string()];
         s.add_duet_pair(id, &labels, &[slice(0, 1, None), slice(0, 0, Some("late reading"))]).unwrap();
