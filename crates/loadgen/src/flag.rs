@@ -8,6 +8,11 @@ use serde::{Deserialize, Serialize};
 pub const SATURATED_CPU_SHARE: f64 = 0.9;
 /// A worker waiting for a CPU more than this share of its wall time is contended.
 pub const CONTENDED_WAIT_SHARE: f64 = 0.10;
+/// A worker inside connect() more than this share of its wall time was opening connections, not
+/// loading the service: the kernel's local-port search, not the service, set its pace. Healthy
+/// `Connection: close` load on loopback spends 17–25 % of it there; a generator whose closed ports
+/// are not reused, 65–70 % (tests/ports.rs, one connection, 3 tries each).
+pub const CONNECT_BOUND_SHARE: f64 = 0.40;
 /// The open model holds its rate when it sends at least this share of the intended rate.
 pub const RATE_HELD_SHARE: f64 = 0.95;
 /// Largest acceptable 99th percentile of the open model's send lag, in ms.
@@ -20,6 +25,7 @@ pub const SCHEDULE_LAG_P99_MS: f64 = 1.0;
 pub enum FlagCode {
     GeneratorSaturated,
     GeneratorContended,
+    GeneratorConnectBound,
     ClientResourceErrors,
     RateNotHeld,
     ScheduleLag,
@@ -37,9 +43,10 @@ pub enum FlagCode {
 }
 
 impl FlagCode {
-    pub const ALL: [FlagCode; 14] = [
+    pub const ALL: [FlagCode; 15] = [
         FlagCode::GeneratorSaturated,
         FlagCode::GeneratorContended,
+        FlagCode::GeneratorConnectBound,
         FlagCode::ClientResourceErrors,
         FlagCode::RateNotHeld,
         FlagCode::ScheduleLag,
@@ -59,6 +66,7 @@ impl FlagCode {
         match self {
             FlagCode::GeneratorSaturated => "generator_saturated",
             FlagCode::GeneratorContended => "generator_contended",
+            FlagCode::GeneratorConnectBound => "generator_connect_bound",
             FlagCode::ClientResourceErrors => "client_resource_errors",
             FlagCode::RateNotHeld => "rate_not_held",
             FlagCode::ScheduleLag => "schedule_lag",
@@ -85,6 +93,7 @@ impl FlagCode {
         match self {
             FlagCode::GeneratorSaturated => "load generator saturated",
             FlagCode::GeneratorContended => "load generator lost CPU to other processes",
+            FlagCode::GeneratorConnectBound => "load generator slowed inside connect()",
             FlagCode::ClientResourceErrors => "load generator ran out of sockets or files",
             FlagCode::RateNotHeld => "open-model rate not held",
             FlagCode::ScheduleLag => "open-model schedule lag above 1 ms",

@@ -140,6 +140,11 @@ pub struct WorkerUsage {
     /// generator busy with it still has room for more load.
     #[serde(default)]
     pub spin_s: f64,
+    /// Part of the wall time spent inside connect() calls. The kernel picks the local port there:
+    /// where closed connections' ports are not reused it searches a filling range, and the
+    /// generator, not the service, sets the pace of `Connection: close` load (docs/network.md).
+    #[serde(default)]
+    pub connect_s: f64,
 }
 
 /// Every figure of one run.

@@ -125,6 +125,7 @@ pub fn run(config: &LoadConfig, live: Option<Arc<LiveStats>>) -> Result<LoadRepo
                             wall_s: wall_before.elapsed().as_secs_f64(),
                             runqueue_wait_s: (limits::thread_runqueue_wait_seconds() - wait_before).max(0.0),
                             spin_s: stats.spin.as_secs_f64(),
+                            connect_s: stats.connecting.as_secs_f64(),
                         };
                         Ok(WorkerResult {
                             stats,

@@ -10,6 +10,10 @@
 //! - `generator_contended`: a worker waited for a CPU (run queue) more than
 //!   [`CONTENDED_WAIT_SHARE`] of its wall time: another process took the generator's CPU, so
 //!   sends and answer reads were delayed by the machine, not the service.
+//! - `generator_connect_bound`: a worker spent more than [`CONNECT_BOUND_SHARE`] of its wall
+//!   time inside connect(): with `Connection: close` each request opens a connection, and where
+//!   the kernel does not reuse the generator's closed ports it searches a filling range for a
+//!   free one; the generator's pace is then that search's, whatever its CPU share.
 //! - `client_resource_errors`: connections failed on the client's own limits (file
 //!   descriptors, local ports, memory).
 //! - `rate_not_held`: open model; requests were left unsent, or fewer than
@@ -20,9 +24,10 @@
 //!   requests sent a second or more after theirs were answered first (`ConnectionStats::starved`).
 
 pub use crate::flag::{
-    Flag, FlagCode, CONTENDED_WAIT_SHARE, RATE_HELD_SHARE, SATURATED_CPU_SHARE, SCHEDULE_LAG_P99_MS,
+    Flag, FlagCode, CONNECT_BOUND_SHARE, CONTENDED_WAIT_SHARE, RATE_HELD_SHARE, SATURATED_CPU_SHARE,
+    SCHEDULE_LAG_P99_MS,
 };
-use crate::report::LoadReport;
+use crate::report::{LoadReport, WorkerUsage};
 
 fn flag(code: FlagCode, detail: String) -> Flag {
     Flag::new(code, detail)
@@ -32,46 +37,28 @@ impl LoadReport {
     /// Every flag this run raises, in the order of the codes above (empty: nothing found).
     pub fn flags(&self) -> Vec<Flag> {
         let mut flags = Vec::new();
-        // The busiest worker names the problem; the count says whether it was one or all.
-        let share = |num: f64, wall: f64| if wall > 0.0 { num / wall } else { 0.0 };
-        let busy: Vec<(usize, f64)> = self
-            .workers
-            .iter()
-            .enumerate()
-            .map(|(i, w)| (i, share((w.cpu_s - w.spin_s).max(0.0), w.wall_s)))
-            .filter(|(_, s)| *s > SATURATED_CPU_SHARE)
-            .collect();
-        if let Some(&(i, s)) = busy.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
-            flags.push(flag(
-                FlagCode::GeneratorSaturated,
-                format!(
-                    "{} of {} generator workers were saturated (worker {i} on CPU {:.0}% of its time, above {:.0}%): the generator may have set the pace, not the service.",
-                    busy.len(),
-                    self.workers.len(),
-                    s * 100.0,
-                    SATURATED_CPU_SHARE * 100.0
-                ),
-            ));
-        }
-        let waiting: Vec<(usize, f64)> = self
-            .workers
-            .iter()
-            .enumerate()
-            .map(|(i, w)| (i, share(w.runqueue_wait_s, w.wall_s)))
-            .filter(|(_, s)| *s > CONTENDED_WAIT_SHARE)
-            .collect();
-        if let Some(&(i, s)) = waiting.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
-            flags.push(flag(
-                FlagCode::GeneratorContended,
-                format!(
-                    "{} of {} generator workers waited for a CPU (worker {i} for {:.0}% of its time, above {:.0}%): another thread or process took the generator's CPU.",
-                    waiting.len(),
-                    self.workers.len(),
-                    s * 100.0,
-                    CONTENDED_WAIT_SHARE * 100.0
-                ),
-            ));
-        }
+        flags.extend(self.worker_flag(
+            FlagCode::GeneratorSaturated,
+            SATURATED_CPU_SHARE,
+            |w| (w.cpu_s - w.spin_s).max(0.0),
+            ["were saturated", "on CPU", "the generator may have set the pace, not the service."],
+        ));
+        flags.extend(self.worker_flag(
+            FlagCode::GeneratorContended,
+            CONTENDED_WAIT_SHARE,
+            |w| w.runqueue_wait_s,
+            ["waited for a CPU", "for", "another thread or process took the generator's CPU."],
+        ));
+        flags.extend(self.worker_flag(
+            FlagCode::GeneratorConnectBound,
+            CONNECT_BOUND_SHARE,
+            |w| w.connect_s,
+            [
+                "spent their time opening connections",
+                "inside connect()",
+                "the kernel's search for a free local port, not the service, may have set the pace.",
+            ],
+        ));
         let resource = self.errors.client_resource;
         if resource > 0 {
             flags.push(flag(
@@ -98,6 +85,39 @@ impl LoadReport {
             ));
         }
         flags
+    }
+}
+
+impl LoadReport {
+    /// The flag `code` when a worker spent more than `limit` of its wall time on `part`. The
+    /// busiest worker names the problem; the count says whether it was one or all. `words`: what
+    /// the workers did, how the busiest did it, and what that means for the figures.
+    fn worker_flag(
+        &self,
+        code: FlagCode,
+        limit: f64,
+        part: impl Fn(&WorkerUsage) -> f64,
+        words: [&str; 3],
+    ) -> Option<Flag> {
+        let [what, how, meaning] = words;
+        let over: Vec<(usize, f64)> = self
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (i, if w.wall_s > 0.0 { part(w) / w.wall_s } else { 0.0 }))
+            .filter(|(_, s)| *s > limit)
+            .collect();
+        let &(i, s) = over.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+        Some(flag(
+            code,
+            format!(
+                "{} of {} generator workers {what} (worker {i} {how} {:.0}% of its time, above {:.0}%): {meaning}",
+                over.len(),
+                self.workers.len(),
+                s * 100.0,
+                limit * 100.0
+            ),
+        ))
     }
 }
 
@@ -136,7 +156,10 @@ pub(crate) mod tests {
             lag_hdr: None,
             threads: 2,
             client_cpu_s: 10.0,
-            workers: vec![WorkerUsage { cpu_s: 5.0, wall_s: 10.0, runqueue_wait_s: 0.1, spin_s: 0.0 }; 2],
+            workers: vec![
+                WorkerUsage { cpu_s: 5.0, wall_s: 10.0, runqueue_wait_s: 0.1, spin_s: 0.0, connect_s: 0.0 };
+                2
+            ],
         }
     }
 
@@ -185,6 +208,18 @@ pub(crate) mod tests {
         assert_eq!(codes(&r), [FlagCode::GeneratorContended]);
         assert!(flags[0].detail.contains("15%"), "{}", flags[0].detail);
         r.workers[0].runqueue_wait_s = 0.9;
+        assert!(r.flags().is_empty());
+    }
+
+    #[test]
+    fn time_inside_connect_means_the_generator_set_the_pace() {
+        // Half loaded on CPU, yet nearly half its time opening connections: the port search's pace.
+        let mut r = healthy();
+        r.workers[0].connect_s = 4.5;
+        let flags = r.flags();
+        assert_eq!(codes(&r), [FlagCode::GeneratorConnectBound]);
+        assert!(flags[0].detail.contains("worker 0") && flags[0].detail.contains("45%"), "{}", flags[0].detail);
+        r.workers[0].connect_s = 1.0;
         assert!(r.flags().is_empty());
     }
 

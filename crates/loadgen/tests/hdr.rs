@@ -162,8 +162,8 @@ fn fairness_usage_and_lag_merge() {
         oldest_unanswered_ms: 200.0,
         stalled: 0,
     };
-    a.workers = vec![WorkerUsage { cpu_s: 1.0, wall_s: 10.0, runqueue_wait_s: 0.1, spin_s: 0.0 }];
-    b.workers = vec![WorkerUsage { cpu_s: 2.0, wall_s: 10.0, runqueue_wait_s: 0.2, spin_s: 0.5 }];
+    a.workers = vec![WorkerUsage { cpu_s: 1.0, wall_s: 10.0, runqueue_wait_s: 0.1, spin_s: 0.0, connect_s: 0.0 }];
+    b.workers = vec![WorkerUsage { cpu_s: 2.0, wall_s: 10.0, runqueue_wait_s: 0.2, spin_s: 0.5, connect_s: 0.0 }];
     a.connect_attempts_failed = 3;
     b.connect_attempts_failed = 4;
     let lag = |p50, p99, max, rate| OpenStats {

@@ -24,6 +24,8 @@ pub(crate) struct Recorder {
     pub(crate) connect_attempts_failed: u64,
     /// Time spent polling without sleeping for a send due within microseconds (open model).
     pub(crate) spin: std::time::Duration,
+    /// Time inside connect() itself (the socket made, its local port chosen, the SYN sent).
+    pub(crate) connecting: std::time::Duration,
     // The second in progress.
     start: Instant,
     second: u64,
@@ -54,6 +56,7 @@ impl Recorder {
             connections_opened: 0,
             connect_attempts_failed: 0,
             spin: std::time::Duration::ZERO,
+            connecting: std::time::Duration::ZERO,
             start,
             second: 0,
             second_ok: 0,

@@ -212,7 +212,12 @@ impl Core {
 
     /// Starts connecting slot `idx`. False if it failed at once (the failure is recorded).
     pub(crate) fn connect(&mut self, idx: usize, now: Instant) -> bool {
-        match self.conns[idx].connect(self.addr, self.poll.registry(), Token(idx), now) {
+        // Closing the slot's previous socket is not connecting: it is timed apart.
+        self.conns[idx].close();
+        let t = Instant::now();
+        let outcome = self.conns[idx].connect(self.addr, self.poll.registry(), Token(idx), now);
+        self.stats.connecting += t.elapsed();
+        match outcome {
             Outcome::Failed(why) => {
                 self.record_failure(idx, why, true);
                 false
