@@ -86,9 +86,7 @@ impl LoadReport {
         }
         flags
     }
-}
 
-impl LoadReport {
     /// The flag `code` when a worker spent more than `limit` of its wall time on `part`. The
     /// busiest worker names the problem; the count says whether it was one or all. `words`: what
     /// the workers did, how the busiest did it, and what that means for the figures.

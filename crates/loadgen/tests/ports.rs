@@ -1,5 +1,5 @@
-//! The generator's own local ports. With `Connection: close` the generator closes first, so each
-//! request leaves a TIME_WAIT socket on its side; where the kernel does not reuse them (its default
+//! The generator's own local ports. With `Connection: close`, where the generator closes first (the
+//! test server leaves the socket open), each request leaves a TIME_WAIT socket on its side; where the kernel does not reuse them (its default
 //! for any traffic but loopback's), connect() searches a filling port range and sets the pace.
 //! Each case runs in a network namespace of its own (root), so the setting is the test's alone.
 
@@ -57,6 +57,6 @@ fn a_generator_searching_for_a_free_local_port_is_flagged() {
     let searched = closing_load_in_a_namespace("0", 6_000);
     let w = searched.workers[0];
     assert!(bound(&searched), "inside connect() {:.2} of {:.2} s: {:?}", w.connect_s, w.wall_s, searched.flags());
-    // The flag is the time inside connect(), measured here 3.3-3.9x the reused case's.
+    // The flag is the time inside connect(), measured here 3-4x the reused case's.
     assert!(w.connect_s > 2.0 * reused.workers[0].connect_s, "{:?} against {:?}", w, reused.workers[0]);
 }
