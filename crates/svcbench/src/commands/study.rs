@@ -33,7 +33,7 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             profile.with_step_duration(d).with_context(|| format!("{}: quick.step_duration", a.file.display()))?;
     }
     let loaded = Loaded { services, profile };
-    let completed = resumed(&a, &mut study, &loaded, &db)?;
+    let (completed, unverified) = resumed(&a, &mut study, &loaded, &db)?;
     let names: Vec<String> = loaded.services.iter().map(|s| s.name().to_string()).collect();
     let keys: Vec<String> = study.cells.iter().map(crate::cell::AxisCell::key).collect();
     let todo = runner::plan(&names, &keys, study.runs, &completed).len();
@@ -45,7 +45,7 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     if todo == 0 {
         eprintln!("svcbench: every run of the study is done; rendering its report");
     } else {
-        code = run_cells(&a, &study, &loaded, &db, completed, net, stop.clone())?;
+        code = run_cells(&a, &study, &loaded, &db, (completed, unverified), net, stop.clone())?;
     }
     if code == 0 {
         code = duet(&a, &study, &db, stop)?;
@@ -96,17 +96,21 @@ struct Loaded {
     profile: crate::profile::Profile,
 }
 
+/// The runs the store holds per (service, cell).
+type Completed = BTreeMap<(String, String), u32>;
+
 /// The study's cells and how many of their runs are left to do.
 struct Planned<'a> {
     names: Vec<String>,
     keys: Vec<String>,
-    completed: &'a BTreeMap<(String, String), u32>,
+    completed: &'a Completed,
     todo: usize,
 }
 
-/// The runs the store already holds for this study, per (service, cell). Sets the study's generation (a
-/// resume after a change is refused unless --new-cell) and refuses a store holding the study without --resume.
-fn resumed(a: &StudyArgs, study: &mut Study, loaded: &Loaded, db: &Path) -> Result<BTreeMap<(String, String), u32>> {
+/// The runs the store already holds for this study, per (service, cell), and the warning when a service's
+/// recorded code cannot be compared. Sets the study's generation (a resume after a change is refused unless
+/// --new-cell) and refuses a store holding the study without --resume.
+fn resumed(a: &StudyArgs, study: &mut Study, loaded: &Loaded, db: &Path) -> Result<(Completed, Option<String>)> {
     let profile = &loaded.profile;
     if !db.exists() {
         return Ok(Default::default());
@@ -114,9 +118,14 @@ fn resumed(a: &StudyArgs, study: &mut Study, loaded: &Loaded, db: &Path) -> Resu
     let r = crate::store::Reader::open(db)?;
     let base = study.name.clone();
     let recorded = r.latest_study(&base)?;
+    let mut unverified = None;
     if recorded.is_some() {
         let now = resume::fingerprint(study, profile, &loaded.services)?;
         study.name = resume::generation(db, &base, recorded.as_ref(), &now, a.resume, a.new_cell)?;
+        unverified = resume::unverifiable_warning(recorded.as_ref(), &now).filter(|_| !a.new_cell);
+        if let Some(w) = &unverified {
+            eprintln!("svcbench: warning: {w}");
+        }
     }
     let restarts = profile.steps.iter().skip(1).any(|s| s.fresh_start);
     let completed = r.completed_cells(&study.name, restarts.then_some(profile.steps.len()))?;
@@ -129,7 +138,7 @@ fn resumed(a: &StudyArgs, study: &mut Study, loaded: &Loaded, db: &Path) -> Resu
             study.name
         );
     }
-    Ok(completed)
+    Ok((completed, unverified))
 }
 
 /// What the study will do: its question, its cells (with `--plan`, each cell's runs done), the runs left and
@@ -188,7 +197,7 @@ fn run_cells(
     study: &Study,
     loaded: &Loaded,
     db: &Path,
-    completed: BTreeMap<(String, String), u32>,
+    (completed, unverified): (Completed, Option<String>),
     net: Option<Vec<crate::network::Link>>,
     stop: Arc<AtomicBool>,
 ) -> Result<i32> {
@@ -223,7 +232,11 @@ fn run_cells(
     // Recorded once the builds are done: a build may add files to the tree (node_modules, …) that the
     // next resume sees before building.
     let now = resume::fingerprint(study, &loaded.profile, &loaded.services)?;
-    crate::store::Store::open(db)?.record_study_fingerprint(s.session_id, &now)?;
+    let store = crate::store::Store::open(db)?;
+    store.record_study_fingerprint(s.session_id, &now)?;
+    if let Some(w) = unverified {
+        store.add_session_warning(s.session_id, &w)?;
+    }
     eprintln!(
         "svcbench: study `{}` session {} {}: {} run(s) completed, {} interrupted, {} failed",
         study.name,

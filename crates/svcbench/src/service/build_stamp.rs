@@ -53,42 +53,68 @@ pub fn remove(svc: &Service) {
     let _ = std::fs::remove_file(path_of(svc));
 }
 
-/// What the service's build depends on, as a hex hash of [`inputs_hash`]: a study records it to tell, when
-/// resumed, whether a service's code changed since its earlier runs. The hash is the standard library's
-/// (stable within one svcbench build; a toolchain upgrade may change it and so report a change).
-pub fn code_fingerprint(svc: &Service) -> Result<String> {
-    Ok(format!("{:016x}", inputs_hash(svc)?))
-}
-
 /// The build command, its environment and every file the build may read: the service folder (without the
 /// stamps and without the artifacts' top folders, which the build writes) and the manifest's `build_inputs`.
+/// Files by path, size and modification time: a second to check, where reading them would take longer.
 fn inputs_hash(svc: &Service) -> Result<u64> {
     let mut h = DefaultHasher::new();
     (&svc.manifest.build, &svc.manifest.build_env).hash(&mut h);
+    for (_, file) in input_files(svc)? {
+        file_hash(&file, &mut h)?;
+    }
+    Ok(h.finish())
+}
+
+/// Every file the build may read, in name order, each with its name as the manifest sees it (relative to
+/// the service folder, `build_inputs` entries as written) and its path.
+pub(crate) fn input_files(svc: &Service) -> Result<Vec<(String, PathBuf)>> {
     let mut skip = Vec::new();
     for a in &svc.manifest.artifacts {
         if let Some(top) = Path::new(a).components().next() {
             skip.push(svc.dir.join(top));
         }
     }
-    hash_tree(&svc.dir, &skip, &mut h)?;
+    let mut files = Vec::new();
+    walk(&svc.dir, &skip, &mut files)?;
+    let mut named: Vec<(String, PathBuf)> = files.into_iter().map(|f| (relative(&svc.dir, &f, ""), f)).collect();
     for extra in &svc.manifest.build_inputs {
-        hash_tree(&svc.dir.join(extra), &skip, &mut h)?;
+        let root = svc.dir.join(extra);
+        let mut files = Vec::new();
+        walk(&root, &skip, &mut files)?;
+        named.extend(files.into_iter().map(|f| (relative(&root, &f, extra), f)));
     }
-    Ok(h.finish())
+    Ok(named)
+}
+
+/// `file`'s name under `root`, behind `prefix`.
+fn relative(root: &Path, file: &Path, prefix: &str) -> String {
+    let rest = file.strip_prefix(root).unwrap_or(file);
+    Path::new(prefix).join(rest).to_string_lossy().into_owned()
 }
 
 fn artifacts_hash(svc: &Service) -> Option<u64> {
     let mut h = DefaultHasher::new();
     for a in &svc.manifest.artifacts {
-        hash_tree(&svc.dir.join(a), &[], &mut h).ok()?;
+        let mut files = Vec::new();
+        walk(&svc.dir.join(a), &[], &mut files).ok()?;
+        for f in files {
+            file_hash(&f, &mut h).ok()?;
+        }
     }
     Some(h.finish())
 }
 
-/// Path, size and modification time of every file under `root` (or of `root` itself), in name order,
-/// without `skip` and any folder of stamps or of Git.
-fn hash_tree(root: &Path, skip: &[PathBuf], h: &mut DefaultHasher) -> Result<()> {
+/// Path, size and modification time of one file.
+fn file_hash(file: &Path, h: &mut DefaultHasher) -> Result<()> {
+    let meta = std::fs::symlink_metadata(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let mtime = meta.modified()?.duration_since(UNIX_EPOCH).unwrap_or_default();
+    (file, meta.len(), mtime.as_nanos()).hash(h);
+    Ok(())
+}
+
+/// Every file under `root` (or `root` itself), in name order, without `skip` and any folder of stamps or
+/// of Git.
+fn walk(root: &Path, skip: &[PathBuf], out: &mut Vec<PathBuf>) -> Result<()> {
     let name = root.file_name().and_then(|n| n.to_str()).unwrap_or("");
     if skip.iter().any(|s| s == root) || name == STAMP_DIR || name == ".git" {
         return Ok(());
@@ -99,11 +125,10 @@ fn hash_tree(root: &Path, skip: &[PathBuf], h: &mut DefaultHasher) -> Result<()>
             std::fs::read_dir(root)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
         entries.sort();
         for e in entries {
-            hash_tree(&e, skip, h)?;
+            walk(&e, skip, out)?;
         }
     } else {
-        let mtime = meta.modified()?.duration_since(UNIX_EPOCH).unwrap_or_default();
-        (root, meta.len(), mtime.as_nanos()).hash(h);
+        out.push(root.to_path_buf());
     }
     Ok(())
 }

@@ -4,6 +4,7 @@
 pub mod build;
 pub mod build_many;
 pub mod build_stamp;
+pub mod code_fingerprint;
 pub mod container_start;
 pub mod instance;
 #[cfg(test)]

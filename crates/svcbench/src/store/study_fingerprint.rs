@@ -14,7 +14,7 @@ pub struct StudyFingerprint {
     pub profile: String,
     /// Hash of the resolved step plan (study::resume::plan_hash).
     pub plan: String,
-    /// Service name → hash of its build inputs (runner::build_stamp::code_fingerprint).
+    /// Service name → hash of its build inputs (service::code_fingerprint).
     pub services: BTreeMap<String, String>,
 }
 

@@ -5,6 +5,7 @@
 use super::file::Study;
 use crate::manifest::Service;
 use crate::profile::Profile;
+use crate::service::code_fingerprint::comparable;
 use crate::store::{RecordedStudy, StudyFingerprint};
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
@@ -38,7 +39,7 @@ pub fn fingerprint(study: &Study, profile: &Profile, services: &[Service]) -> Re
     let file = study.path.canonicalize().with_context(|| format!("cannot resolve {}", study.path.display()))?;
     let mut code = std::collections::BTreeMap::new();
     for s in services {
-        code.insert(s.name().to_string(), crate::service::build_stamp::code_fingerprint(s)?);
+        code.insert(s.name().to_string(), crate::service::code_fingerprint::code_fingerprint(s)?);
     }
     Ok(StudyFingerprint {
         study_file: file.display().to_string(),
@@ -59,11 +60,29 @@ pub fn changes(recorded: &StudyFingerprint, now: &StudyFingerprint) -> Vec<Strin
         out.push(format!("the step plan of profile `{}` (its steps, durations or timeouts)", now.profile));
     }
     for (name, code) in &now.services {
-        if recorded.services.get(name).is_some_and(|c| c != code) {
+        if recorded.services.get(name).is_some_and(|c| comparable(c) && c != code) {
             out.push(format!("service {name}'s code"));
         }
     }
     out
+}
+
+/// The services whose recorded code an earlier svcbench fingerprinted by file times, which another clone
+/// or checkout changes without a change of code: not comparable, so a resume continues them with a warning.
+pub fn unverifiable(recorded: &StudyFingerprint, now: &StudyFingerprint) -> Vec<String> {
+    now.services.keys().filter(|n| recorded.services.get(*n).is_some_and(|c| !comparable(c))).cloned().collect()
+}
+
+/// The warning a resume prints and stores with its session, when any service's code could not be compared.
+pub fn unverifiable_warning(recorded: Option<&RecordedStudy>, now: &StudyFingerprint) -> Option<String> {
+    let names = unverifiable(recorded?.fingerprint.as_ref()?, now);
+    (!names.is_empty()).then(|| {
+        format!(
+            "the code of {} was recorded by an earlier svcbench by file times and cannot be compared: this session \
+             continues the earlier runs unchecked (compare the service folders' history since the first session)",
+            names.join(", ")
+        )
+    })
 }
 
 /// `NAME#N` → `NAME#N+1`; `NAME` (the first generation) → `NAME#2`.
@@ -131,13 +150,19 @@ mod tests {
     #[test]
     fn a_resume_after_a_change_is_refused_naming_what_changed() {
         let db = Path::new("results/studies/s.db");
-        let then = recorded("s", fp("quick", "p1", &[("a", "1"), ("b", "2")]));
+        let then = recorded("s", fp("quick", "p1", &[("a", "content:1"), ("b", "content:2")]));
         let gen = |now: &StudyFingerprint, new_cell| generation(db, "s", Some(&then), now, true, new_cell);
-        assert_eq!(gen(&fp("quick", "p1", &[("a", "1"), ("b", "2"), ("c", "9")]), false).unwrap(), "s");
+        assert_eq!(
+            gen(&fp("quick", "p1", &[("a", "content:1"), ("b", "content:2"), ("c", "content:9")]), false).unwrap(),
+            "s"
+        );
         for (now, want) in [
-            (fp("standard", "p2", &[("a", "1"), ("b", "2")]), "the profile (`quick` then, `standard` now)"),
-            (fp("quick", "p2", &[("a", "1"), ("b", "2")]), "the step plan of profile `quick`"),
-            (fp("quick", "p1", &[("a", "1"), ("b", "3")]), "service b's code"),
+            (
+                fp("standard", "p2", &[("a", "content:1"), ("b", "content:2")]),
+                "the profile (`quick` then, `standard` now)",
+            ),
+            (fp("quick", "p2", &[("a", "content:1"), ("b", "content:2")]), "the step plan of profile `quick`"),
+            (fp("quick", "p1", &[("a", "content:1"), ("b", "content:3")]), "service b's code"),
         ] {
             let e = gen(&now, false).unwrap_err().to_string();
             assert!(e.contains(want) && e.contains("--new-cell") && e.contains("s.db"), "{e}");
@@ -148,6 +173,21 @@ mod tests {
         let later = recorded("s#2", fp("quick", "p1", &[]));
         assert_eq!(generation(db, "s", Some(&later), &fp("quick", "p1", &[]), true, false).unwrap(), "s#2");
         assert_eq!(generation(db, "s", Some(&later), &fp("quick", "p1", &[]), true, true).unwrap(), "s#3");
+    }
+
+    #[test]
+    fn code_recorded_by_file_times_is_continued_with_a_warning_and_content_is_checked() {
+        let db = Path::new("s.db");
+        let then = recorded("s", fp("quick", "p1", &[("a", "00ff00ff00ff00ff"), ("b", "content:01")]));
+        let now = fp("quick", "p1", &[("a", "content:aa"), ("b", "content:01")]);
+        assert_eq!(generation(db, "s", Some(&then), &now, true, false).unwrap(), "s");
+        let w = unverifiable_warning(Some(&then), &now).expect("a warning for a");
+        assert!(w.contains("the code of a was recorded") && w.contains("file times"), "b is comparable: {w}");
+        let changed = fp("quick", "p1", &[("a", "content:aa"), ("b", "content:02")]);
+        let e = generation(db, "s", Some(&then), &changed, true, false).unwrap_err().to_string();
+        assert!(e.contains("service b's code") && !e.contains("service a"), "{e}");
+        assert!(unverifiable_warning(Some(&recorded("s", now.clone())), &now).is_none());
+        assert!(unverifiable_warning(None, &now).is_none());
     }
 
     #[test]
