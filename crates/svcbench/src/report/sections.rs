@@ -126,7 +126,8 @@ pub fn services(d: &Dataset) -> Table {
     t
 }
 
-/// The counted runs, with how many of them the service ended and how many were left out, and why.
+/// The counted runs, with how many of them the service ended, how many have no valid step and how many were
+/// left out, and why.
 pub(super) fn runs_cell(s: &GroupSummary) -> Cell {
     let mut parts = Vec::new();
     let mut why = Vec::new();
@@ -141,6 +142,12 @@ pub(super) fn runs_cell(s: &GroupSummary) -> Cell {
     if !s.runs_left_out.is_empty() {
         parts.push(format!("{} left out", s.runs_left_out.len()));
         why.extend(s.runs_left_out.iter().cloned());
+    }
+    // A counted run none of whose steps is valid has no peak: the peak's median is over the others.
+    let without_peak = s.runs - s.peak_rps.as_ref().map_or(0, |p| p.n);
+    if s.runs > 0 && without_peak > 0 {
+        parts.push(format!("{without_peak} without a valid step"));
+        why.push("a run none of whose steps is valid has no peak; the peak is over the other runs".to_string());
     }
     if parts.is_empty() {
         return Cell::text(s.runs.to_string());

@@ -528,6 +528,16 @@ fn a_run_the_service_ended_counts_with_its_valid_steps_before_the_end() {
     f.store.raw().execute("UPDATE run SET flags = ?2 WHERE id = ?1", params![runs[2], unlimited]).unwrap();
     let (_, sums) = sections::summary(&f.load(&[], false), 0.0275);
     assert_eq!((sums[0].runs, sums[0].ended_by_the_service, sums[0].runs_left_out.len()), (2, 0, 1));
+    // A counted run none of whose steps is valid (a generator that kept sending late) has no peak: the runs
+    // cell says so, since the peak's median is then over fewer runs than it counts.
+    let late = Validity { flags: vec![Flag::new(crate::figures::validity::FlagCode::ScheduleLag, "lag p99 2 ms")] };
+    f.store
+        .raw()
+        .execute("UPDATE step SET flags = ?2, valid = 0 WHERE run_id = ?1", params![runs[1], late.to_json()])
+        .unwrap();
+    let (summary, sums) = sections::summary(&f.load(&[], false), 0.0275);
+    assert_eq!((sums[0].runs, sums[0].peak_rps.unwrap().n), (2, 1));
+    assert_eq!(cell_texts(&summary, 0)[1], "2 (1 left out, 1 without a valid step)");
 }
 
 #[test]
