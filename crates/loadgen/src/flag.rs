@@ -11,7 +11,8 @@ pub const CONTENDED_WAIT_SHARE: f64 = 0.10;
 /// A worker inside connect() more than this share of its wall time was opening connections, not
 /// loading the service: the kernel's local-port search, not the service, set its pace. Healthy
 /// `Connection: close` load on loopback spends 17–28 % of it there; a generator whose closed ports
-/// are not reused, 65–70 % (tests/ports.rs, one connection, 3 tries each; docs/network.md).
+/// are not reused, 65–70 % over 6 s from an empty port range and 90 % once most of it is taken
+/// (tests/ports.rs, one connection, 3 tries each; docs/network.md).
 pub const CONNECT_BOUND_SHARE: f64 = 0.40;
 /// The open model holds its rate when it sends at least this share of the intended rate.
 pub const RATE_HELD_SHARE: f64 = 0.95;
