@@ -318,6 +318,9 @@ fn ensure_locations_dataset() {
 #[test]
 fn a_store_on_another_host_is_started_there_used_here_and_stopped() {
     ensure_locations_dataset();
+    // The far side shares this machine's cache but has no way out to Maven's repository: fetched here.
+    let cache = svcbench::deps::opensearch::cache_dir();
+    svcbench::deps::opensearch::distribution::prepare(svcbench::deps::opensearch::DEFAULT_VERSION, &cache).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let host = ssh_host(tmp.path());
     let hosts = tmp.path().join("hosts.toml");

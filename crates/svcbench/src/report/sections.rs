@@ -144,8 +144,8 @@ pub(super) fn runs_cell(s: &GroupSummary) -> Cell {
         why.extend(s.runs_left_out.iter().cloned());
     }
     // A counted run none of whose steps is valid has no peak: the peak's median is over the others.
-    let without_peak = s.runs - s.peak_rps.as_ref().map_or(0, |p| p.n);
-    if s.runs > 0 && without_peak > 0 {
+    let without_peak = s.runs.saturating_sub(s.peak_rps.as_ref().map_or(0, |p| p.n));
+    if without_peak > 0 {
         parts.push(format!("{without_peak} without a valid step"));
         why.push("a run none of whose steps is valid has no peak; the peak is over the other runs".to_string());
     }

@@ -83,6 +83,13 @@ fn parse_major(version: &str) -> Option<u32> {
 // ---------------------------------------------------------------- distribution
 
 /// `<cache>/opensearch-<version>/`, downloaded with Maven and unpacked on first use.
+/// The distribution of `version` in `cache_dir`, downloaded and unpacked first if it is not there, with
+/// the Java it needs found: what a node's start does before anything else, for a machine that fetches it
+/// for another one sharing its cache (a store host without a way out).
+pub fn prepare(version: &str, cache_dir: &Path) -> Result<PathBuf> {
+    ensure_distribution(version, cache_dir, &find_java()?)
+}
+
 pub(super) fn ensure_distribution(version: &str, cache_dir: &Path, java_home: &Path) -> Result<PathBuf> {
     let home = cache_dir.join(format!("opensearch-{version}"));
     if home.join("bin/opensearch").is_file() && home.join("lib").is_dir() {
@@ -108,7 +115,11 @@ pub(super) fn ensure_distribution(version: &str, cache_dir: &Path, java_home: &P
             let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
             // Maven's first error line says what went wrong; the rest is advice on Maven itself.
             let first_error = said.lines().find_map(|l| l.find("[ERROR]").map(|i| &l[i..])).unwrap_or("no error line");
-            bail!("Maven could not download {MAVEN_ARTIFACT}:{version}:zip ({}): {first_error}", out.status);
+            bail!(
+                "Maven could not download {MAVEN_ARTIFACT}:{version}:zip ({}): {first_error}; on a machine without access to Maven's repository, copy opensearch-{version}.zip there into {}",
+                out.status,
+                cache_dir.display()
+            );
         }
         fs::rename(&fetched, &zip)?;
         let _ = fs::remove_dir_all(&tmp);

@@ -18,6 +18,18 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// The version a scenario gets when it names none.
+pub const DEFAULT_VERSION: &str = "3.6.0";
+
+/// Where distributions and snapshots are kept: `$SVCBENCH_CACHE/opensearch`, by default under
+/// /var/cache/svcbench (readable by the unprivileged user the node runs as).
+pub fn cache_dir() -> PathBuf {
+    std::env::var("SVCBENCH_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from("/var/cache/svcbench"))
+        .join("opensearch")
+}
+
 pub struct OpenSearchDependency {
     node: OpenSearch,
     cpus: usize,
@@ -46,14 +58,11 @@ impl OpenSearchDependency {
     ) -> Result<OpenSearchDependency> {
         let text = |k: &str| options.get(k).and_then(|v| v.as_str()).map(String::from);
         let opts = OpenSearchOptions {
-            version: text("version").unwrap_or_else(|| "3.6.0".into()),
+            version: text("version").unwrap_or_else(|| DEFAULT_VERSION.into()),
             heap_mb: opt_u64(options, "heap_mb", 512)? as u32,
             port: crate::readiness::free_port()?,
             bind: ctx.host.addr,
-            cache_dir: std::env::var("SVCBENCH_CACHE")
-                .map(PathBuf::from)
-                .unwrap_or_else(|_| PathBuf::from("/var/cache/svcbench"))
-                .join("opensearch"),
+            cache_dir: cache_dir(),
         };
         // It starts and loads its data on every CPU svcbench may use (half the time of one CPU), then is
         // pinned to the generator's CPUs before anything is measured.
