@@ -67,6 +67,7 @@ pub(super) fn section(d: &Dataset, study: &Study) -> StudySection {
         study.profile,
         if noisy > 0 { format!("; {noisy} machine warning(s) recorded, see Setup") } else { String::new() }
     ));
+    paragraphs.extend(machines_warning(d));
     let mut tables = Vec::new();
     for key in &keys {
         let groups: Vec<usize> =
@@ -82,6 +83,30 @@ pub(super) fn section(d: &Dataset, study: &Study) -> StudySection {
         charts.extend(super::sizing::chart(d, slo, &study.file.limits.cpus));
     }
     StudySection { title: study.file.title.clone(), paragraphs, tables, charts }
+}
+
+/// A study resumed over sessions on different CPU models pools their runs in each row: said above the
+/// rounds, with which session ran where, since a figure's spread is then partly the machines' (CPU time
+/// per request most of all: the same service's differed 1.8× between two models of this project's VMs).
+fn machines_warning(d: &Dataset) -> Option<String> {
+    let mut by_model: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+    for s in &d.sessions {
+        by_model.entry(s.cpu_model.as_deref().unwrap_or("an unrecorded CPU")).or_default().push(s.id.to_string());
+    }
+    if by_model.len() < 2 {
+        return None;
+    }
+    let each: Vec<String> = by_model
+        .iter()
+        .map(|(model, ids)| format!("{model} (session{} {})", if ids.len() > 1 { "s" } else { "" }, ids.join(", ")))
+        .collect();
+    Some(format!(
+        "Warning: its sessions ran on {} CPU models, {}: each row pools runs of different machines, so its \
+         ranges are partly the machines' (CPU time per request most of all); a report filtered by session \
+         (`--filter session=…`) shows one machine's.",
+        by_model.len(),
+        each.join("; ")
+    ))
 }
 
 /// Per-run peak req/s of a group (its counted runs), what the verdict tests.

@@ -630,6 +630,38 @@ fn a_service_whose_build_failed_is_named_in_every_round_of_a_study() {
 }
 
 #[test]
+fn a_study_resumed_on_another_cpu_model_says_which_sessions_ran_where() {
+    let f = store();
+    let mut sessions = Vec::new();
+    for (i, model) in ["Intel Xeon", "Intel Xeon", "AMD EPYC"].iter().enumerate() {
+        let s = f.session("hello", Some("resumed"));
+        f.store
+            .raw()
+            .execute("UPDATE session SET study = 'resumed', cpu_model = ?2 WHERE id = ?1", params![s, model])
+            .unwrap();
+        f.service(s, "svc");
+        let r = f.run(s, "svc", i as i64 + 1, 1.0, 1000);
+        f.step(r, 1, "closed", Some(8), None, "default", None, 1000.0, 1000, None, 1.0);
+        sessions.push(s);
+    }
+    let file = f.path.with_file_name("resumed.toml");
+    std::fs::write(&file, "title = \"t\"\nquestion = \"q\"\nservices = [\"svc\"]\nprofile = \"quick\"\n").unwrap();
+    let study = crate::study::file::Study::load(&file, false).unwrap();
+    let warning = |filter: &str| {
+        let d = f.load(&["label=resumed", filter], true);
+        study::section(&d, &study).paragraphs.into_iter().find(|p| p.starts_with("Warning:"))
+    };
+    let all = warning(&format!("session={}-{}", sessions[0], sessions[2])).expect("three sessions on two models");
+    let expected = format!(
+        "2 CPU models, AMD EPYC (session {}); Intel Xeon (sessions {}, {}):",
+        sessions[2], sessions[0], sessions[1]
+    );
+    assert!(all.contains(&expected), "{all}");
+    // One machine's sessions: nothing to warn of.
+    assert_eq!(warning(&format!("session={}-{}", sessions[0], sessions[1])), None);
+}
+
+#[test]
 fn sizing_judges_a_death_as_not_holding_and_needs_more_than_half_the_runs() {
     let f = store();
     let s = f.session("hello", Some("sized"));
