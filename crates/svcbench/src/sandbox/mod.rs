@@ -5,6 +5,7 @@ pub mod cgroup;
 pub mod cgroup_v1;
 pub mod cgroup_v2;
 pub mod container;
+pub mod kernel_log;
 pub mod listening;
 pub mod process;
 pub mod procfs;

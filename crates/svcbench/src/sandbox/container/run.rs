@@ -59,7 +59,8 @@ struct Shared {
     unsettled: Mutex<Option<String>>,
     last: Mutex<Sample>,
     ended: AtomicBool,
-    oom_by_engine: AtomicU64,
+    /// An OOM kill known at the container's end (the engine's verdict or the kernel's log), its group gone.
+    oom_at_exit: AtomicU64,
     /// A played pod's `kube play`, until it ends, and its end when it failed (the container never ran).
     play: Mutex<Option<Child>>,
     play_failed: Mutex<Option<Exit>>,
@@ -89,7 +90,7 @@ struct ContainerProbe {
 impl Probe for ContainerProbe {
     fn sample(&self) -> Sample {
         let found = self.shared.group.lock().unwrap().clone();
-        let engine_ooms = self.shared.oom_by_engine.load(Ordering::Relaxed);
+        let exit_ooms = self.shared.oom_at_exit.load(Ordering::Relaxed);
         let mut last = self.shared.last.lock().unwrap();
         let Some((cg, pid)) = found else {
             // Not started yet: alive, nothing counted.
@@ -97,10 +98,10 @@ impl Probe for ContainerProbe {
         };
         if cg.counters().cpu_ns.is_none() {
             // The engine removed the group with the container: its last figures stand.
-            return Sample { alive: false, oom_kills: last.oom_kills.max(engine_ooms), ..last.clone() };
+            return Sample { alive: false, oom_kills: last.oom_kills.max(exit_ooms), ..last.clone() };
         }
         let mut s = CgroupProbe { cg: cg.clone(), main_pid: pid }.sample();
-        s.oom_kills = s.oom_kills.max(engine_ooms);
+        s.oom_kills = s.oom_kills.max(exit_ooms);
         // Alive while anything runs in the container's group: the pid it was found by may be the
         // runtime's, gone once the service runs.
         s.alive = !self.shared.ended.load(Ordering::Relaxed) && !cg.pids().is_empty();
@@ -468,8 +469,10 @@ impl ContainerSandbox {
             {
                 let oom =
                     self.engine.run(&["inspect", "--format", "{{.State.OOMKilled}}", &self.container], COMMAND_TIMEOUT);
-                if oom.is_ok_and(|t| t.trim() == "true") {
-                    self.shared.oom_by_engine.store(1, Ordering::Relaxed);
+                // The kernel's log as well: the engine's verdict misses some kills at the cap.
+                let group = format!("/{CGROUP_PARENT}/{}", self.spec.name);
+                if oom.is_ok_and(|t| t.trim() == "true") || crate::sandbox::kernel_log::oom_kill_in(&group) {
+                    self.shared.oom_at_exit.store(1, Ordering::Relaxed);
                 }
             }
         }
