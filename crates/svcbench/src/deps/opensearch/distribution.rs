@@ -82,7 +82,6 @@ fn parse_major(version: &str) -> Option<u32> {
 
 // ---------------------------------------------------------------- distribution
 
-/// `<cache>/opensearch-<version>/`, downloaded with Maven and unpacked on first use.
 /// The distribution of `version` in `cache_dir`, downloaded and unpacked first if it is not there, with
 /// the Java it needs found: what a node's start does before anything else, for a machine that fetches it
 /// for another one sharing its cache (a store host without a way out).
@@ -90,6 +89,7 @@ pub fn prepare(version: &str, cache_dir: &Path) -> Result<PathBuf> {
     ensure_distribution(version, cache_dir, &find_java()?)
 }
 
+/// `<cache>/opensearch-<version>/`, downloaded with Maven and unpacked on first use.
 pub(super) fn ensure_distribution(version: &str, cache_dir: &Path, java_home: &Path) -> Result<PathBuf> {
     let home = cache_dir.join(format!("opensearch-{version}"));
     if home.join("bin/opensearch").is_file() && home.join("lib").is_dir() {

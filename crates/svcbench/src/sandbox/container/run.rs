@@ -130,10 +130,16 @@ pub struct ContainerSandbox {
     pub warnings: Vec<String>,
 }
 
+/// The run's cgroup parent, from each hierarchy's root: the engine puts the container's group under it,
+/// and the kernel names it in an OOM kill's record.
+fn group_of_run(name: &str) -> String {
+    format!("/{CGROUP_PARENT}/{name}")
+}
+
 /// The words of `run` for a spec.
 fn run_args(engine: &Engine, spec: &ContainerSpec) -> Result<Vec<String>> {
     let mut a: Vec<String> = vec!["run".into(), "--name".into(), container_name(&spec.name)];
-    a.push(format!("--cgroup-parent=/{CGROUP_PARENT}/{}", spec.name));
+    a.push(format!("--cgroup-parent={}", group_of_run(&spec.name)));
     if let Some(c) = spec.limits.cpus {
         a.push(format!("--cpus={c}"));
     }
@@ -470,7 +476,7 @@ impl ContainerSandbox {
                 let oom =
                     self.engine.run(&["inspect", "--format", "{{.State.OOMKilled}}", &self.container], COMMAND_TIMEOUT);
                 // The kernel's log as well: the engine's verdict misses some kills at the cap.
-                let group = format!("/{CGROUP_PARENT}/{}", self.spec.name);
+                let group = group_of_run(&self.spec.name);
                 if oom.is_ok_and(|t| t.trim() == "true") || crate::sandbox::kernel_log::oom_kill_in(&group) {
                     self.shared.oom_at_exit.store(1, Ordering::Relaxed);
                 }
