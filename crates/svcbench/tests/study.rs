@@ -287,3 +287,43 @@ fn a_death_does_not_cost_the_fresh_start_levels_after_it_and_a_resume_keeps_the_
     assert!(said.contains("1/1 runs done") && said.contains("0 of 1 runs to do"), "{said}");
     assert_no_leftovers("fixtures/testservice.py");
 }
+
+#[test]
+fn a_store_resumes_from_another_clone_of_the_repository_that_holds_its_study() {
+    // A study committed with its store, as the seeds' are: another clone at another path continues it.
+    let tmp = tempfile::tempdir().unwrap();
+    let prof = tmp.path().join("one-step.toml");
+    std::fs::write(&prof, "name = \"one-step\"\n[[step]]\nconnections = 2\nduration = \"1s\"\n").unwrap();
+    let text = format!(
+        "title = \"One run\"\nquestion = \"Does a clone continue it?\"\nservices = [\"{}\"]\nprofile = \"{}\"\nruns = 1\n",
+        fixture("variants").display(),
+        prof.display()
+    );
+    let clone = |name: &str, rel: &str| {
+        let root = tmp.path().join(name);
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        let file = root.join(rel);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, &text).unwrap();
+        file
+    };
+    let (a, b) = (clone("a", "studies/one.toml"), clone("b", "studies/one.toml"));
+    let dbp = tmp.path().join("a/one.db");
+    let d = dbp.to_str().unwrap();
+    let out = study(tmp.path(), &[a.to_str().unwrap(), "--db", d, "--probe-tolerance", TOLERANCE]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let copied = tmp.path().join("b/one.db");
+    std::fs::copy(&dbp, &copied).unwrap();
+    let d = copied.to_str().unwrap();
+
+    let out = study(tmp.path(), &[b.to_str().unwrap(), "--resume", "--plan", "--db", d]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && said.contains("1/1 runs done") && said.contains("0 of 1 runs to do"), "{said}");
+    // Another file of the same name in the same clone is another study: refused, naming both.
+    let other = clone("b", "other/one.toml");
+    let out = study(tmp.path(), &[other.to_str().unwrap(), "--resume", "--plan", "--db", d]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(" studies/one.toml") && err.contains(" other/one.toml") && err.contains("--db"), "{err}");
+    assert_no_leftovers("testservice.py");
+}

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 /// A study as one session ran it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct StudyFingerprint {
-    /// The study file's canonical path.
+    /// The study file's path inside its repository, else its canonical path (study::resume::study_file_id).
     pub study_file: String,
     /// The profile's own name (`name` in its file), as session.profile holds it.
     pub profile: String,

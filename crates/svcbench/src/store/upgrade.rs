@@ -64,7 +64,7 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
         9,
         "one line when one of them was a wildcard or not the {host} given; NULL: all on {host} (or not read)",
     ),
-    ("session", "study_file", "TEXT", 10, "the study file's canonical path (svcbench study)"),
+    ("session", "study_file", "TEXT", 10, "the study file's path in its repository, else canonical (svcbench study)"),
     ("session", "plan_hash", "TEXT", 10, "hash of the study's resolved step plan, which a resume must match"),
     ("session", "service_code", "TEXT", 10, "JSON {service: hash of its build inputs} as the session ran them"),
     (

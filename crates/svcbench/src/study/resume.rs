@@ -34,15 +34,33 @@ pub fn plan_hash(profile: &Profile, study_mix: Option<&str>) -> String {
     digest.iter().take(12).map(|b| format!("{b:02x}")).collect()
 }
 
+/// The study file as a store records it: its path inside the repository that holds it (`studies/x.toml`),
+/// the same in every clone, so a committed store resumes from any of them; outside a repository its
+/// canonical path.
+pub fn study_file_id(path: &Path) -> Result<String> {
+    let file = path.canonicalize().with_context(|| format!("cannot resolve {}", path.display()))?;
+    let inside =
+        file.ancestors().skip(1).find(|d| d.join(".git").exists()).and_then(|root| file.strip_prefix(root).ok());
+    Ok(inside.unwrap_or(&file).display().to_string())
+}
+
+/// Whether two recorded study files are the same file: equal, or one recorded as a canonical path by an
+/// earlier svcbench and the other as the same path inside its repository.
+fn same_study_file(then: &str, now: &str) -> bool {
+    let within =
+        |abs: &str, rel: &str| abs.starts_with('/') && !rel.starts_with('/') && abs.ends_with(&format!("/{rel}"));
+    then == now || within(then, now) || within(now, then)
+}
+
 /// The study as it would run now.
 pub fn fingerprint(study: &Study, profile: &Profile, services: &[Service]) -> Result<StudyFingerprint> {
-    let file = study.path.canonicalize().with_context(|| format!("cannot resolve {}", study.path.display()))?;
+    let file = study_file_id(&study.path)?;
     let mut code = std::collections::BTreeMap::new();
     for s in services {
         code.insert(s.name().to_string(), crate::service::code_fingerprint::code_fingerprint(s)?);
     }
     Ok(StudyFingerprint {
-        study_file: file.display().to_string(),
+        study_file: file,
         // As the session stores it (session.profile): the profile's own name.
         profile: profile.name.clone(),
         plan: plan_hash(profile, study.file.mix.as_deref()),
@@ -107,7 +125,7 @@ pub fn generation(
         // Sessions of an svcbench that recorded no fingerprint: nothing to compare with.
         return Ok(if new_cell { next_generation(&rec.name, base) } else { rec.name.clone() });
     };
-    if !then.study_file.is_empty() && then.study_file != now.study_file {
+    if !then.study_file.is_empty() && !same_study_file(&then.study_file, &now.study_file) {
         bail!(
             "{} holds study `{base}` of {}, not of {}: pass --db for a store of this study's own",
             db.display(),
@@ -198,6 +216,34 @@ mod tests {
         let e = generation(Path::new("s.db"), "s", Some(&then), &now, true, false).unwrap_err().to_string();
         assert!(e.contains("/studies/s.toml") && e.contains("/elsewhere/s.toml") && e.contains("--db"), "{e}");
         assert_eq!(generation(Path::new("s.db"), "s", None, &now, false, false).unwrap(), "s");
+        // The same file recorded by an earlier svcbench as a canonical path in another clone.
+        let inside = |f: &str| StudyFingerprint { study_file: f.into(), ..fp("quick", "p1", &[]) };
+        let old = recorded("s", inside("/work/clone-a/studies/s.toml"));
+        assert_eq!(
+            generation(Path::new("s.db"), "s", Some(&old), &inside("studies/s.toml"), true, false).unwrap(),
+            "s"
+        );
+        assert!(generation(Path::new("s.db"), "s", Some(&old), &inside("other/s.toml"), true, false).is_err());
+        assert!(generation(Path::new("s.db"), "s", Some(&old), &inside("ies/s.toml"), true, false).is_err());
+    }
+
+    #[test]
+    fn a_study_file_is_recorded_by_its_path_inside_its_repository() {
+        let tmp = tempfile::tempdir().unwrap();
+        let clone = |name: &str| {
+            let dir = tmp.path().join(name);
+            std::fs::create_dir_all(dir.join(".git")).unwrap();
+            std::fs::create_dir_all(dir.join("studies")).unwrap();
+            std::fs::write(dir.join("studies/s.toml"), "").unwrap();
+            dir.join("studies/s.toml")
+        };
+        let (a, b) = (clone("a"), clone("b"));
+        assert_eq!(study_file_id(&a).unwrap(), "studies/s.toml");
+        assert_eq!(study_file_id(&a).unwrap(), study_file_id(&b).unwrap());
+        let loose = tmp.path().join("loose.toml");
+        std::fs::write(&loose, "").unwrap();
+        let id = study_file_id(&loose).unwrap();
+        assert!(id.starts_with('/') && id.ends_with("/loose.toml"), "{id}");
     }
 
     #[test]
