@@ -121,6 +121,22 @@ impl FlagCode {
     pub fn is_backpressure(self) -> bool {
         matches!(self, FlagCode::RateNotHeld | FlagCode::ScheduleLag)
     }
+
+    /// Whether the flag is the measurement's own doing (the generator or this machine), which another run
+    /// may not repeat; limits not applied and the service's failures are not.
+    pub fn is_measurement_failure(self) -> bool {
+        matches!(
+            self,
+            FlagCode::GeneratorSaturated
+                | FlagCode::GeneratorContended
+                | FlagCode::GeneratorConnectBound
+                | FlagCode::ClientResourceErrors
+                | FlagCode::RateNotHeld
+                | FlagCode::ScheduleLag
+                | FlagCode::MachineSpeed
+                | FlagCode::LegacyClientSaturated
+        )
+    }
 }
 
 impl std::fmt::Display for FlagCode {

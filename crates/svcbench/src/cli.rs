@@ -178,6 +178,11 @@ pub struct StudyArgs {
     /// generation, its runs stored and reported apart from the earlier ones.
     #[arg(long, requires = "resume")]
     pub new_cell: bool,
+    /// With --resume: run again, in their place, the runs that measured nothing of their service (no step
+    /// valid, the first left out for the generator's or this machine's reasons only), so each cell gets its
+    /// runs with figures; those runs stay in the store and in the report.
+    #[arg(long, requires = "resume")]
+    pub make_up: bool,
     /// The study's short form (its [quick] table: fewer runs, shorter steps), as CI runs it.
     #[arg(long)]
     pub quick: bool,

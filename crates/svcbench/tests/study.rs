@@ -327,3 +327,58 @@ fn a_store_resumes_from_another_clone_of_the_repository_that_holds_its_study() {
     assert!(err.contains(" studies/one.toml") && err.contains(" other/one.toml") && err.contains("--db"), "{err}");
     assert_no_leftovers("testservice.py");
 }
+
+#[test]
+fn a_run_that_measured_nothing_is_made_up_on_request_and_a_failed_first_step_is_kept() {
+    // A run whose every step was left out, the first for the generator's lateness only, told nothing of its
+    // service (seed 004's capacity lost whole runs so on a busy machine): `--resume --make-up` runs another in
+    // its place and the store keeps both; a first step the service failed is its answer and stays the run.
+    let tmp = tempfile::tempdir().unwrap();
+    let prof = tmp.path().join("two-steps.toml");
+    std::fs::write(&prof, "name = \"two-steps\"\n[[step]]\nconnections = [1, 2]\nduration = \"1s\"\n").unwrap();
+    let file = tmp.path().join("one.toml");
+    let text = format!(
+        "title = \"One run\"\nquestion = \"Is a spoiled run made up?\"\nservices = [\"{}\"]\nprofile = \"{}\"\nruns = 1\n",
+        fixture("variants").display(),
+        prof.display()
+    );
+    std::fs::write(&file, text).unwrap();
+    let dbp = tmp.path().join("one.db");
+    let (f, d) = (file.to_str().unwrap(), dbp.to_str().unwrap());
+    let out = study(tmp.path(), &[f, "--db", d, "--probe-tolerance", TOLERANCE]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The steps' flags as the report reads them, set here: which ones a busy machine raises is not up to a test.
+    let set = |code: &str, run: &str| {
+        let flags = if code.is_empty() { "[]".to_string() } else { format!(r#"[{{"code":"{code}","detail":"set"}}]"#) };
+        let c = rusqlite::Connection::open(&dbp).unwrap();
+        let sql = format!("UPDATE step SET valid = {}, flags = ?1 WHERE run_id IN ({run})", i32::from(code.is_empty()));
+        assert!(c.execute(&sql, [flags]).unwrap() > 0);
+    };
+    let plan = |extra: &[&str]| {
+        let mut a = vec![f, "--resume", "--plan", "--db", d];
+        a.extend(extra);
+        let out = study(tmp.path(), &a);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    set("schedule_lag", "SELECT id FROM run");
+    assert!(plan(&[]).contains("0 of 1 runs to do"), "without --make-up a completed run is not run again");
+    let said = plan(&["--make-up"]);
+    assert!(said.contains("1 ended run(s) measured nothing") && said.contains("1 of 1 runs to do"), "{said}");
+    set("not_sustained", "SELECT id FROM run");
+    let said = plan(&["--make-up"]);
+    assert!(said.contains("0 ended run(s)") && said.contains("0 of 1 runs to do"), "{said}");
+
+    set("schedule_lag", "SELECT id FROM run");
+    let out = study(tmp.path(), &[f, "--resume", "--make-up", "--db", d, "--probe-tolerance", TOLERANCE]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s = stored(&dbp);
+    let runs: Vec<&Run> = s.runs().filter(|r| r.status == "completed").collect();
+    assert_eq!(runs.len(), 2, "the spoiled run is kept beside the one made up");
+    assert_eq!(runs.iter().filter(|r| r.run_index == 1).count(), 2, "the new run takes the spoiled one's place");
+    // The made-up run counts once it has a valid step: nothing more to run.
+    set("", "SELECT max(id) FROM run");
+    let said = plan(&["--make-up"]);
+    assert!(said.contains("1 ended run(s) measured nothing") && said.contains("0 of 1 runs to do"), "{said}");
+    assert_no_leftovers("testservice.py");
+}

@@ -128,7 +128,16 @@ fn resumed(a: &StudyArgs, study: &mut Study, loaded: &Loaded, db: &Path) -> Resu
         }
     }
     let restarts = profile.steps.iter().skip(1).any(|s| s.fresh_start);
-    let completed = r.completed_cells(&study.name, restarts.then_some(profile.steps.len()))?;
+    let all_steps = restarts.then_some(profile.steps.len());
+    let completed = r.completed_cells(&study.name, all_steps, a.make_up)?;
+    if a.make_up {
+        let ended: u32 = r.completed_cells(&study.name, all_steps, false)?.values().sum();
+        let spoiled = ended - completed.values().sum::<u32>();
+        eprintln!(
+            "svcbench: {spoiled} ended run(s) measured nothing of their service (the generator or the machine \
+             from their first step on): run again in their place"
+        );
+    }
     let earlier = r.study_sessions(&study.name)?;
     if earlier > 0 && !a.resume && !a.plan {
         bail!(

@@ -60,6 +60,15 @@ impl Validity {
     pub fn has(&self, code: FlagCode) -> bool {
         self.flags.iter().any(|f| f.code == code)
     }
+
+    /// Whether a run with these steps (in order) told nothing of its service: no step valid, and its first
+    /// left out for the measurement's own reasons only. A run whose first step failed for the service's reason
+    /// is the service's answer (below that load), and counts.
+    pub fn measured_nothing(steps: &[Validity]) -> bool {
+        let first_spoiled =
+            steps.first().is_some_and(|v| !v.valid() && v.flags.iter().all(|f| f.code.is_measurement_failure()));
+        first_spoiled && steps.iter().all(|v| !v.valid())
+    }
 }
 
 /// A dependency's use of its CPUs during a step.
@@ -285,5 +294,21 @@ mod tests {
         assert_eq!(v.summary(), "run not completed, limits not applied as asked");
         assert_eq!(Validity::from_json(&v.to_json()), v);
         assert!(Validity::default().valid());
+    }
+
+    #[test]
+    fn a_run_measured_nothing_only_when_the_measurement_spoiled_its_first_step_and_none_was_valid() {
+        let of = |codes: &[FlagCode]| Validity { flags: codes.iter().map(|c| Flag::new(*c, "")).collect() };
+        let late = of(&[FlagCode::ScheduleLag]);
+        let failed = of(&[FlagCode::RateNotHeld, FlagCode::ScheduleLag, FlagCode::NotSustained]);
+        // Seed 004's capacity: late from the first step, then the service falling behind.
+        assert!(Validity::measured_nothing(&[late.clone(), of(&[FlagCode::MachineSpeed]), failed.clone()]));
+        // One valid step is a figure.
+        assert!(!Validity::measured_nothing(&[late.clone(), Validity::default(), failed.clone()]));
+        // Failing the first step is the service's answer; so is a death, and unapplied limits are the run's.
+        assert!(!Validity::measured_nothing(&[failed.clone(), late.clone()]));
+        assert!(!Validity::measured_nothing(&[of(&[FlagCode::ScheduleLag, FlagCode::OomKilled])]));
+        assert!(!Validity::measured_nothing(&[of(&[FlagCode::Unlimited])]));
+        assert!(!Validity::measured_nothing(&[]));
     }
 }

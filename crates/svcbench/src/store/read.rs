@@ -335,23 +335,36 @@ impl Reader {
     /// Ended runs of a study per (service, cell): what a resumed study does not run again. A run whose service
     /// was OOM-killed, crashed or stuck at its memory cap is its answer under those limits, not an interruption, and counts
     /// too; only when the profile restarts the service for later steps (`all_steps`: their number) must it
-    /// have stored them all (older runs stopped at the death).
+    /// have stored them all (older runs stopped at the death). With `make_up`, a run that measured nothing of
+    /// its service (`Validity::measured_nothing`: the generator late from its first step, say) does not count,
+    /// so a resume runs another in its place; it stays in the store.
     pub fn completed_cells(
         &self,
         study: &str,
         all_steps: Option<usize>,
+        make_up: bool,
     ) -> Result<std::collections::BTreeMap<(String, String), u32>> {
         let mut st = self.conn.prepare(
-            "SELECT r.service, COALESCE(r.cell, ''), COUNT(*) FROM run r JOIN session s ON s.id = r.session_id
+            "SELECT r.service, COALESCE(r.cell, ''), r.id FROM run r JOIN session s ON s.id = r.session_id
              WHERE s.study = ?1 AND (r.status = 'completed'
                OR (r.status = 'failed' AND (r.oom_killed = 1 OR r.crashed = 1 OR r.stuck_at_memory_cap = 1)
-                   AND (?2 IS NULL OR (SELECT COUNT(*) FROM step WHERE run_id = r.id) >= ?2)))
-             GROUP BY 1, 2",
+                   AND (?2 IS NULL OR (SELECT COUNT(*) FROM step WHERE run_id = r.id) >= ?2)))",
         )?;
         let rows = st.query_map(rusqlite::params![study, all_steps.map(|n| n as i64)], |r| {
-            Ok(((r.get(0)?, r.get(1)?), r.get::<_, u32>(2)?))
+            Ok(((r.get::<_, String>(0)?, r.get::<_, String>(1)?), r.get::<_, i64>(2)?))
         })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let mut out = std::collections::BTreeMap::new();
+        for row in rows {
+            let (cell, run) = row?;
+            if make_up {
+                let steps: Vec<Validity> = self.steps(run)?.iter().map(StepRow::validity).collect();
+                if Validity::measured_nothing(&steps) {
+                    continue;
+                }
+            }
+            *out.entry(cell).or_insert(0) += 1;
+        }
+        Ok(out)
     }
 
     /// Sessions of a study in this store.
