@@ -257,9 +257,10 @@ fn run_cells(
     );
     if s.interrupted {
         eprintln!(
-            "svcbench: continue it with: svcbench study {} --resume{}",
+            "svcbench: continue it with: svcbench study {} --resume{}{}",
             a.file.display(),
-            if a.quick { " --quick" } else { "" }
+            if a.quick { " --quick" } else { "" },
+            if a.make_up { " --make-up" } else { "" }
         );
         return Ok(130);
     }
