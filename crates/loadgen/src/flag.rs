@@ -39,12 +39,13 @@ pub enum FlagCode {
     Unlimited,
     Incomplete,
     LegacyClientSaturated,
+    OpenFileLimit,
     #[serde(other)]
     Unknown,
 }
 
 impl FlagCode {
-    pub const ALL: [FlagCode; 15] = [
+    pub const ALL: [FlagCode; 16] = [
         FlagCode::GeneratorSaturated,
         FlagCode::GeneratorContended,
         FlagCode::GeneratorConnectBound,
@@ -60,6 +61,7 @@ impl FlagCode {
         FlagCode::Unlimited,
         FlagCode::Incomplete,
         FlagCode::LegacyClientSaturated,
+        FlagCode::OpenFileLimit,
     ];
 
     /// The code as stored.
@@ -80,6 +82,7 @@ impl FlagCode {
             FlagCode::Unlimited => "unlimited",
             FlagCode::Incomplete => "incomplete",
             FlagCode::LegacyClientSaturated => "legacy_client_saturated",
+            FlagCode::OpenFileLimit => "open_file_limit",
             FlagCode::Unknown => "unknown",
         }
     }
@@ -107,6 +110,7 @@ impl FlagCode {
             FlagCode::Unlimited => "limits not applied as asked",
             FlagCode::Incomplete => "run not completed",
             FlagCode::LegacyClientSaturated => "load generator saturated (older rule)",
+            FlagCode::OpenFileLimit => "service at its open-file limit",
             FlagCode::Unknown => "flagged by a newer svcbench",
         }
     }
@@ -123,7 +127,7 @@ impl FlagCode {
     }
 
     /// Whether the flag is the measurement's own doing (the generator or this machine), which another run
-    /// may not repeat; limits not applied and the service's failures are not.
+    /// may not repeat; limits not applied, the sandbox's open-file limit and the service's failures are not.
     pub fn is_measurement_failure(self) -> bool {
         matches!(
             self,

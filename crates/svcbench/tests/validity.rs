@@ -1,6 +1,6 @@
 //! Validity end to end, through `svcbench run` with purpose-built services: starved keep-alive
-//! connections are counted and mark the step, and a load generator starved of CPU by another process is
-//! flagged, so neither can make a quoted figure.
+//! connections are counted and mark the step, a service at its open-file limit is flagged, and a load
+//! generator starved of CPU by another process is flagged, so none can make a quoted figure.
 mod common;
 use common::*;
 
@@ -46,6 +46,29 @@ fn starved_keepalive_connections_are_counted_and_mark_the_step() {
     let s2 = stored(&dbp2);
     assert_eq!(s2.step().conn_starved, Some(0));
     assert!(!s2.step().validity().has(FlagCode::StarvedConnections), "{:?}", s2.step().flags);
+    assert_no_leftovers("fixtures/testservice.py");
+}
+
+#[test]
+fn a_service_at_its_open_file_limit_is_flagged_with_its_limit() {
+    // It holds all but 4 of its 128 files; eight keep-alive connections fill the rest, and accept() then
+    // fails with EMFILE (seed 004's Node at 20,000 files, its fetch failing so).
+    let tmp = tempfile::tempdir().unwrap();
+    let prof = profile(tmp.path(), 8, 3);
+    let dbp = tmp.path().join("s.db");
+    run("files", &prof, &dbp, tmp.path());
+    let s = stored(&dbp);
+    let st = s.step();
+    assert_eq!(st.valid, Some(false));
+    let v = st.validity();
+    let flag = v.flags.iter().find(|f| f.code == FlagCode::OpenFileLimit).unwrap_or_else(|| panic!("{:?}", st.flags));
+    assert!(flag.detail.contains("open files, its limit of 128 (RLIMIT_NOFILE)"), "{}", flag.detail);
+
+    // The same server with its files free is not.
+    let dbp2 = tmp.path().join("s2.db");
+    run("steady", &prof, &dbp2, tmp.path());
+    let s2 = stored(&dbp2);
+    assert!(!s2.step().validity().has(FlagCode::OpenFileLimit), "{:?}", s2.step().flags);
     assert_no_leftovers("fixtures/testservice.py");
 }
 

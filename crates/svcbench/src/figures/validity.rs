@@ -180,6 +180,23 @@ pub fn sustain_flag(offered_rps: f64, completed_rps: f64, p50_by_second: &[f64])
     })
 }
 
+/// The service held as many open files as its limit allows (`(count, limit)`, its process nearest the
+/// limit): from there every new socket fails with EMFILE, accepted connections wait and calls to its
+/// dependencies fail, so the step's errors are that limit's, which svcbench sets (the soft limit raised
+/// to its own hard one), not one the user asked. Seed 004's Node answered 502s so at 20,000.
+pub fn open_file_flag(peak: Option<(u64, u64)>) -> Option<Flag> {
+    let (count, limit) = peak?;
+    (limit > 0 && count >= limit).then(|| {
+        Flag::new(
+            FlagCode::OpenFileLimit,
+            format!(
+                "the service held {count} open files, its limit of {limit} (RLIMIT_NOFILE): its new sockets failed, \
+                 so errors from there on are the limit's, not only the framework's (docs/measuring.md)"
+            ),
+        )
+    })
+}
+
 pub fn service_end_flags(oom_killed: bool, crashed: bool) -> Vec<Flag> {
     let mut out = Vec::new();
     if oom_killed {
@@ -241,6 +258,17 @@ mod sustain_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_service_at_its_open_file_limit_is_flagged_below_it_not() {
+        let f = open_file_flag(Some((20_000, 20_000))).expect("at the limit");
+        assert_eq!(f.code, FlagCode::OpenFileLimit);
+        assert!(f.detail.contains("20000 open files, its limit of 20000"), "{}", f.detail);
+        assert!(!FlagCode::OpenFileLimit.is_measurement_failure() && !FlagCode::OpenFileLimit.is_service_failure());
+        assert!(!Validity { flags: vec![f] }.valid());
+        assert_eq!(open_file_flag(Some((19_999, 20_000))), None);
+        assert_eq!(open_file_flag(None), None);
+    }
 
     #[test]
     fn a_store_saturated_step_is_flagged_and_a_quiet_one_is_not() {

@@ -105,6 +105,7 @@ impl Script {
             throttled_s: 0.0,
             oom_kills: dead as u64,
             alive: !dead,
+            open_files: None,
         }
     }
 }

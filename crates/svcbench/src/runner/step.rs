@@ -3,7 +3,7 @@
 use super::progress::Progress;
 use super::SessionCtx;
 use crate::figures::validity::FlagCode;
-use crate::figures::validity::{dependency_flags, service_end_flags, DependencyUsage};
+use crate::figures::validity::{dependency_flags, open_file_flag, service_end_flags, DependencyUsage};
 use crate::figures::{Flag, Validity};
 use crate::profile::Step;
 use crate::sandbox::sampler::{summarize, Sample, Sampler};
@@ -55,6 +55,7 @@ pub fn run_step(
     let mut row = step_row(seq, step, &load.mix_name, &report, &around, report.threads.max(1));
     let mut flags = step_flags(ctx, inst, step, &report, &row, &around);
     flags.extend(service_end_flags(oom_killed, crashed));
+    flags.extend(open_file_flag(summarize(&around.samples).open_files_peak.map(|o| (o.count, o.limit))));
     row.oom_killed = oom_killed;
     row.crashed = crashed;
     row.client_saturated = flags.iter().any(|f| f.code == FlagCode::GeneratorSaturated);

@@ -34,6 +34,11 @@ pub trait Probe: Send + Sync {
     fn runqueue_wait_s(&self) -> Option<f64> {
         None
     }
+    /// The open files of the sandbox's process nearest its open-file limit (read once a second by the
+    /// sampler: it lists every descriptor); None where they cannot be read.
+    fn open_files(&self) -> Option<sampler::OpenFiles> {
+        None
+    }
 }
 
 pub(crate) struct CgroupProbe {
@@ -56,11 +61,16 @@ impl Probe for CgroupProbe {
             throttled_s: c.throttled_ns.map(|n| n as f64 / 1e9).unwrap_or(0.0),
             oom_kills: c.oom_kills.unwrap_or(0),
             alive: procfs::stat(self.main_pid).is_some_and(|s| !s.zombie),
+            open_files: None,
         }
     }
 
     fn runqueue_wait_s(&self) -> Option<f64> {
         Some(procfs::runqueue_wait_ns(&self.cg.pids()) as f64 / 1e9)
+    }
+
+    fn open_files(&self) -> Option<sampler::OpenFiles> {
+        procfs::open_files(&self.cg.pids())
     }
 }
 
@@ -82,6 +92,10 @@ impl Probe for GroupProbe {
             alive: procfs::stat(self.pgid).is_some_and(|s| !s.zombie),
             ..Sample::default()
         }
+    }
+
+    fn open_files(&self) -> Option<sampler::OpenFiles> {
+        procfs::open_files(&procfs::group_pids(self.pgid))
     }
 }
 

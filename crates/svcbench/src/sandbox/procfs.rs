@@ -56,6 +56,25 @@ pub fn totals(pids: &[i32]) -> ProcStat {
     t
 }
 
+/// The open files of the process nearest its open-file limit (its soft RLIMIT_NOFILE, which the
+/// sandbox raises to svcbench's own hard limit), or None when no process's could be read. At the limit
+/// every new socket fails (EMFILE): accept() leaves connections waiting, outgoing calls fail.
+pub fn open_files(pids: &[i32]) -> Option<super::sampler::OpenFiles> {
+    pids.iter()
+        .filter_map(|&pid| {
+            let count = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as u64;
+            let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
+            Some(super::sampler::OpenFiles { count, limit: soft_open_file_limit(&limits)? })
+        })
+        .max_by(|a, b| (a.count as f64 / a.limit as f64).total_cmp(&(b.count as f64 / b.limit as f64)))
+}
+
+/// The soft limit of "Max open files" in a /proc/PID/limits text; None when unlimited or absent.
+fn soft_open_file_limit(limits: &str) -> Option<u64> {
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line["Max open files".len()..].split_whitespace().next()?.parse().ok().filter(|n| *n > 0)
+}
+
 /// Nanoseconds the threads of these processes spent waiting on a run queue for a CPU (schedstat's second
 /// field, summed over every task): CPU a process wanted and did not get, whoever took it.
 pub fn runqueue_wait_ns(pids: &[i32]) -> u64 {
@@ -72,3 +91,37 @@ pub fn runqueue_wait_ns(pids: &[i32]) -> u64 {
 
 /// The machine-wide CPU count this process may use.
 pub use crate::cpus::allowed as allowed_cpus;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_files_counts_this_process_descriptors_against_its_soft_limit() {
+        let me = std::process::id() as i32;
+        let before = open_files(&[me]).expect("this process's open files are readable");
+        let held: Vec<std::fs::File> = (0..32).map(|_| std::fs::File::open("/dev/null").unwrap()).collect();
+        let during = open_files(&[me]).unwrap();
+        // Other test threads may open or close files meanwhile; 32 more is far beyond their noise here.
+        assert!(during.count >= before.count + 32 - 8, "{before:?} → {during:?}");
+        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit only writes the struct we pass.
+        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
+        assert_eq!(during.limit, lim.rlim_cur);
+        drop(held);
+        assert_eq!(open_files(&[]), None);
+    }
+
+    #[test]
+    fn the_soft_open_file_limit_is_read_from_proc_limits() {
+        let text = "Limit                     Soft Limit           Hard Limit           Units     \n\
+                    Max processes             96364                96364                processes \n\
+                    Max open files            1024                 20000                files     \n";
+        assert_eq!(soft_open_file_limit(text), Some(1024));
+        assert_eq!(
+            soft_open_file_limit("Max open files            unlimited            unlimited            files"),
+            None
+        );
+        assert_eq!(soft_open_file_limit("Max processes 5 5 processes"), None);
+    }
+}

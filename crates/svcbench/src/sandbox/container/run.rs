@@ -113,6 +113,11 @@ impl Probe for ContainerProbe {
         let (cg, _) = self.shared.group.lock().unwrap().clone()?;
         Some(crate::sandbox::procfs::runqueue_wait_ns(&cg.pids()) as f64 / 1e9)
     }
+
+    fn open_files(&self) -> Option<crate::sandbox::sampler::OpenFiles> {
+        let (cg, _) = self.shared.group.lock().unwrap().clone()?;
+        crate::sandbox::procfs::open_files(&cg.pids())
+    }
 }
 
 pub struct ContainerSandbox {
