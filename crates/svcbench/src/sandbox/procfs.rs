@@ -66,7 +66,7 @@ pub fn open_files(pids: &[i32]) -> Option<super::sampler::OpenFiles> {
             let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
             Some(super::sampler::OpenFiles { count, limit: soft_open_file_limit(&limits)? })
         })
-        .max_by(|a, b| (a.count as f64 / a.limit as f64).total_cmp(&(b.count as f64 / b.limit as f64)))
+        .reduce(super::sampler::OpenFiles::nearer)
 }
 
 /// The soft limit of "Max open files" in a /proc/PID/limits text; None when unlimited or absent.

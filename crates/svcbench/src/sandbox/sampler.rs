@@ -22,7 +22,7 @@ pub struct OpenFiles {
 
 impl OpenFiles {
     /// The reading nearer its limit.
-    fn nearer(self, other: OpenFiles) -> OpenFiles {
+    pub fn nearer(self, other: OpenFiles) -> OpenFiles {
         let share = |o: OpenFiles| o.count as f64 / o.limit.max(1) as f64;
         if share(other) > share(self) {
             other
