@@ -6,7 +6,7 @@ use crate::figures::validity::FlagCode;
 use crate::figures::validity::{dependency_flags, open_file_flag, service_end_flags, DependencyUsage};
 use crate::figures::{Flag, Validity};
 use crate::profile::Step;
-use crate::sandbox::sampler::{summarize, Sample, Sampler};
+use crate::sandbox::sampler::{summarize, Sample, SampleSummary, Sampler};
 use crate::store::StepRow;
 use anyhow::{Context, Result};
 use loadgen::LoadModel;
@@ -27,6 +27,8 @@ struct Around {
     before: Sample,
     after: Sample,
     samples: Vec<Sample>,
+    /// The samples' peaks, summarised once for the step's figures and its flags.
+    summary: SampleSummary,
     mem_peak_kernel: Option<f64>,
     dep_cpu_s: Option<f64>,
     dep_wait_s: Option<f64>,
@@ -55,7 +57,7 @@ pub fn run_step(
     let mut row = step_row(seq, step, &load.mix_name, &report, &around, report.threads.max(1));
     let mut flags = step_flags(ctx, inst, step, &report, &row, &around);
     flags.extend(service_end_flags(oom_killed, crashed));
-    flags.extend(open_file_flag(summarize(&around.samples).open_files_peak.map(|o| (o.count, o.limit))));
+    flags.extend(open_file_flag(around.summary.open_files_peak.map(|o| (o.count, o.limit))));
     row.oom_killed = oom_killed;
     row.crashed = crashed;
     row.client_saturated = flags.iter().any(|f| f.code == FlagCode::GeneratorSaturated);
@@ -217,6 +219,7 @@ fn drive(
         mem_peak_kernel: if kernel_peak { inst.sandbox.kernel_peak_mib() } else { None },
         before,
         after,
+        summary: summarize(&samples),
         samples,
         dep_cpu_s: diff(dep_before, dep_after),
         dep_wait_s: diff(dep_wait_before, dep_wait_after),
@@ -317,7 +320,7 @@ fn print_step_line(prefix: &str, row: &StepRow, v: &Validity) {
 fn step_row(seq: u32, step: &Step, mix: &str, r: &loadgen::LoadReport, a: &Around, threads: usize) -> StepRow {
     let row = load_figures(seq, step, mix, r, threads);
     // The service's side, from its sandbox's samples and accounting around the step.
-    let summary = summarize(&a.samples);
+    let summary = &a.summary;
     let cpu_s = Some((a.after.cpu_s - a.before.cpu_s).max(0.0));
     let mem_peak = Some(a.mem_peak_kernel.unwrap_or(0.0).max(summary.mem_peak_mib).max(a.after.mem_mib));
     StepRow {
