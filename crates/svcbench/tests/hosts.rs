@@ -466,6 +466,19 @@ fn a_service_on_another_host_is_built_run_and_sampled_there() {
     assert!(processes_matching("testservice.py steady").is_empty());
     assert!(leftover_cgroups().is_empty(), "cgroups left behind: {:?}", leftover_cgroups());
 
+    // Its open files are counted there: a service holding all but 4 of its 128 files, filled by eight
+    // keep-alive connections, is flagged at its limit.
+    let prof8 = tmp.path().join("c8.toml");
+    std::fs::write(&prof8, "name = \"c8\"\n[[step]]\nconnections = 8\nduration = \"3s\"\n").unwrap();
+    let dbf = tmp.path().join("files.db");
+    let out = run_fixtures(tmp.path(), &["files"], &prof8, &dbf, &["--hosts", h]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let st = stored(&dbf);
+    let step = st.step();
+    let flags = step.validity();
+    let flag = flags.flags.iter().find(|f| f.code == FlagCode::OpenFileLimit);
+    assert!(flag.is_some_and(|f| f.detail.contains("its limit of 128")), "{:?}", step.flags);
+
     // Killed here: the connection closes and the far side stops the service by itself.
     let steady = fixture("steady");
     kill_mid_step_and_wait_for_the_far_side(

@@ -100,6 +100,7 @@ impl Served {
                     port: inst.port,
                     cgroup_version: inst.sandbox.cgroup_version().to_string(),
                     warnings: inst.sandbox.warnings().to_vec(),
+                    open_files_every: inst.sandbox.probe().open_files_every(),
                 };
                 self.instances.insert(id, inst);
                 to_value(started)?
@@ -110,6 +111,7 @@ impl Served {
             }
             Request::Sample { id } => to_value(self.get(id)?.sandbox.sample())?,
             Request::RunqueueWait { id } => to_value(self.get(id)?.sandbox.probe().runqueue_wait_s())?,
+            Request::OpenFiles { id } => to_value(self.get(id)?.sandbox.probe().open_files())?,
             Request::ResetPeak { id } => to_value(self.get(id)?.sandbox.reset_peak())?,
             Request::KernelPeak { id } => to_value(self.get(id)?.sandbox.kernel_peak_mib())?,
             Request::LimitsHeld { id, asked } => to_value(self.get(id)?.sandbox.limits_held(&asked))?,

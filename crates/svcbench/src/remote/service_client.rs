@@ -6,7 +6,7 @@ use crate::remote::hosts_file::{Place, RemotePlace};
 use crate::remote::ssh::FarProcess;
 use crate::sandbox::cgroup::Applied;
 use crate::sandbox::process::{shell_quote, Exit};
-use crate::sandbox::sampler::Sample;
+use crate::sandbox::sampler::{OpenFiles, Sample};
 use crate::sandbox::{Limits, Probe, StopOutcome};
 use crate::service::instance::{Instance, StartSpec};
 use crate::service::service_sandbox::{ServiceSandbox, StartsElsewhere};
@@ -135,6 +135,7 @@ impl StartsElsewhere for RemoteService {
             id: s.id,
             cgroup_version: s.cgroup_version,
             warnings: s.warnings,
+            open_files_every: s.open_files_every,
             exit: None,
         };
         Ok(Instance {
@@ -194,6 +195,7 @@ pub struct RemoteSandbox {
     id: u64,
     cgroup_version: String,
     pub warnings: Vec<String>,
+    open_files_every: u64,
     exit: Option<Exit>,
 }
 
@@ -211,7 +213,7 @@ impl ServiceSandbox for RemoteSandbox {
     }
 
     fn probe(&self) -> Arc<dyn Probe> {
-        Arc::new(RemoteProbe { svc: self.svc.clone(), id: self.id })
+        Arc::new(RemoteProbe { svc: self.svc.clone(), id: self.id, open_files_every: self.open_files_every })
     }
 
     fn sample(&self) -> Sample {
@@ -279,6 +281,7 @@ impl Drop for RemoteSandbox {
 struct RemoteProbe {
     svc: Arc<RemoteService>,
     id: u64,
+    open_files_every: u64,
 }
 
 impl Probe for RemoteProbe {
@@ -290,5 +293,13 @@ impl Probe for RemoteProbe {
 
     fn runqueue_wait_s(&self) -> Option<f64> {
         self.svc.call(&Request::RunqueueWait { id: self.id }, ANSWER_TIMEOUT).ok().flatten()
+    }
+
+    fn open_files(&self) -> Option<OpenFiles> {
+        self.svc.call(&Request::OpenFiles { id: self.id }, ANSWER_TIMEOUT).ok().flatten()
+    }
+
+    fn open_files_every(&self) -> u64 {
+        self.open_files_every
     }
 }

@@ -30,6 +30,10 @@ pub enum Request {
     RunqueueWait {
         id: u64,
     },
+    /// Its process nearest its open-file limit, counted there.
+    OpenFiles {
+        id: u64,
+    },
     ResetPeak {
         id: u64,
     },
@@ -69,6 +73,14 @@ pub struct StartedThere {
     pub port: u16,
     pub cgroup_version: String,
     pub warnings: Vec<String>,
+    /// On every how many samples its open files may be read there (that machine's kernel may have to
+    /// list them); an agent that does not say is read once a second.
+    #[serde(default = "once_a_second")]
+    pub open_files_every: u64,
+}
+
+fn once_a_second() -> u64 {
+    crate::sandbox::sampler::SAMPLES_PER_SECOND
 }
 
 pub type Reply = Result<serde_json::Value, String>;

@@ -34,10 +34,18 @@ pub trait Probe: Send + Sync {
     fn runqueue_wait_s(&self) -> Option<f64> {
         None
     }
-    /// The open files of the sandbox's process nearest its open-file limit (read once a second by the
-    /// sampler: it lists every descriptor); None where they cannot be read.
+    /// The open files of the sandbox's process nearest its open-file limit; None where they cannot be read.
     fn open_files(&self) -> Option<sampler::OpenFiles> {
         None
+    }
+    /// On every how many samples the sampler reads `open_files`: each one where the kernel counts a
+    /// process's descriptors, once a second where they must be listed.
+    fn open_files_every(&self) -> u64 {
+        if procfs::fd_count_is_cheap() {
+            1
+        } else {
+            sampler::SAMPLES_PER_SECOND
+        }
     }
 }
 

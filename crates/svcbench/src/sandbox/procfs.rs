@@ -62,11 +62,29 @@ pub fn totals(pids: &[i32]) -> ProcStat {
 pub fn open_files(pids: &[i32]) -> Option<super::sampler::OpenFiles> {
     pids.iter()
         .filter_map(|&pid| {
-            let count = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as u64;
+            let count = fd_count(pid)?;
             let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
             Some(super::sampler::OpenFiles { count, limit: soft_open_file_limit(&limits)? })
         })
         .reduce(super::sampler::OpenFiles::nearer)
+}
+
+/// The open descriptors of a process. Since Linux 6.2 the size of /proc/PID/fd is their count, which the
+/// kernel reads off its table in microseconds; before, that size is 0 and the directory is listed (17 ms
+/// for 20,000 descriptors here).
+fn fd_count(pid: i32) -> Option<u64> {
+    let dir = format!("/proc/{pid}/fd");
+    match std::fs::metadata(&dir).ok()?.len() {
+        0 => Some(std::fs::read_dir(&dir).ok()?.count() as u64),
+        counted => Some(counted),
+    }
+}
+
+/// Whether this kernel counts a process's descriptors without listing them (see `fd_count`): this
+/// process always holds some, so a size of 0 says the kernel does not count.
+pub fn fd_count_is_cheap() -> bool {
+    static CHEAP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *CHEAP.get_or_init(|| std::fs::metadata("/proc/self/fd").is_ok_and(|m| m.len() > 0))
 }
 
 /// The soft limit of "Max open files" in a /proc/PID/limits text; None when unlimited or absent.
@@ -110,6 +128,20 @@ mod tests {
         assert_eq!(during.limit, lim.rlim_cur);
         drop(held);
         assert_eq!(open_files(&[]), None);
+    }
+
+    #[test]
+    fn the_kernel_count_of_descriptors_is_the_listing_count() {
+        // Since 6.2 the kernel counts them (this machine's and CI's kernels do); before, fd_count lists.
+        let me = std::process::id() as i32;
+        let held: Vec<std::fs::File> = (0..64).map(|_| std::fs::File::open("/dev/null").unwrap()).collect();
+        // Listing holds one more descriptor (the directory's own) while it reads; other test threads
+        // may open or close a few meanwhile.
+        let listed = std::fs::read_dir(format!("/proc/{me}/fd")).unwrap().count() as i64;
+        let counted = fd_count(me).unwrap() as i64;
+        assert!((listed - counted).abs() <= 4, "listed {listed}, counted {counted}");
+        assert!(counted >= 64, "{counted}");
+        drop(held);
     }
 
     #[test]

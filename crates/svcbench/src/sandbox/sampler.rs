@@ -8,10 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-pub const INTERVAL: Duration = Duration::from_millis(50);
-/// Open files are counted on every 20th sample (once a second): listing the 20,000 descriptors of a
-/// process at this machine's limit takes about 17 ms, a third of a CPU at the full rate.
-const OPEN_FILES_EVERY: u64 = 20;
+pub const SAMPLES_PER_SECOND: u64 = 20;
+pub const INTERVAL: Duration = Duration::from_millis(1000 / SAMPLES_PER_SECOND);
 
 /// The open files of the service's process nearest its limit, and that limit (its RLIMIT_NOFILE).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,7 +41,7 @@ pub struct Sample {
     pub throttled_s: f64,
     pub oom_kills: u64,
     pub alive: bool,
-    /// Read on every `OPEN_FILES_EVERY`th sample only, where the probe can.
+    /// Where the probe can read them, on the samples its `open_files_every` says.
     #[serde(default)]
     pub open_files: Option<OpenFiles>,
 }
@@ -67,10 +65,11 @@ impl Sampler {
                 let t0 = Instant::now();
                 let mut next = t0;
                 let mut n: u64 = 0;
+                let open_files_every = probe.open_files_every().max(1);
                 while !stop2.load(Ordering::Relaxed) {
                     let mut s = probe.sample();
                     s.t_s = t0.elapsed().as_secs_f64();
-                    if n.is_multiple_of(OPEN_FILES_EVERY) {
+                    if n.is_multiple_of(open_files_every) {
                         s.open_files = probe.open_files();
                     }
                     n += 1;
