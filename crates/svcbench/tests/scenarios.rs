@@ -363,3 +363,48 @@ fn a_running_opensearch_given_by_url_is_checked_completed_and_measured(tmp: &std
     let said = String::from_utf8_lossy(&bad.stderr);
     assert!(said.contains("cannot be given by URL"), "{said}");
 }
+
+/// Seed 004's slow dependency must never be the bottleneck. At its open-file limit, accept fails at once
+/// for as long as connections wait: the mock upstream waits for files to free instead of retrying on a
+/// spinning CPU (it spun a whole one before), says so, and answers again once they free.
+#[test]
+fn the_mock_upstream_at_its_open_file_limit_waits_without_spinning_and_answers_again() {
+    use svcbench::sandbox::procfs;
+    let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("upstream.err");
+    let child = std::process::Command::new("prlimit")
+        .arg("--nofile=24:24")
+        .arg(bin())
+        .args(["upstream", "--listen", &addr, "--delay-ms", "0", "--threads", "1"])
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut upstream = Background(child);
+    let answers = |within: u64| {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(within);
+        while std::time::Instant::now() < until {
+            let agent = ureq::AgentBuilder::new().timeout(std::time::Duration::from_secs(1)).build();
+            if agent.get(&format!("http://{addr}/")).call().is_ok() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        false
+    };
+    assert!(answers(10), "it never answered: {}", std::fs::read_to_string(&log).unwrap());
+    // Forty idle connections, more than its 24 files: the rest wait unaccepted.
+    let held: Vec<std::net::TcpStream> = (0..40).map(|_| std::net::TcpStream::connect(&addr).unwrap()).collect();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let pid = upstream.id() as i32;
+    let cpu_s = || procfs::stat(pid).unwrap().cpu_ticks as f64 / procfs::ticks_per_second();
+    let before = cpu_s();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let used = cpu_s() - before;
+    assert!(used < 0.3, "{used:.2} s of CPU in 1 s at its open-file limit");
+    drop(held);
+    assert!(answers(5), "no answer once its files were free");
+    assert!(upstream.interrupt(std::time::Duration::from_secs(10)).is_some());
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(said.contains("cannot accept connections (Too many open files"), "{said}");
+}
