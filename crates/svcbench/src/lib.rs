@@ -27,6 +27,7 @@ pub mod report;
 pub mod runner;
 pub mod sandbox;
 pub mod scenario;
+pub mod server_accept;
 pub mod service;
 pub mod speed_probe;
 pub mod store;

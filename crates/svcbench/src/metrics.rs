@@ -82,8 +82,15 @@ fn start(addr: SocketAddr) -> anyhow::Result<(Shared, SocketAddr)> {
 
 async fn accept_loop(listener: tokio::net::TcpListener, snapshots: watch::Receiver<Arc<Current>>) {
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let mut told = false;
     loop {
-        let Ok((stream, _)) = listener.accept().await else { continue };
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                crate::server_accept::pause_after_error("--metrics-listen", &e, &mut told).await;
+                continue;
+            }
+        };
         let Ok(slot) = slots.clone().try_acquire_owned() else { continue };
         let snapshots = snapshots.clone();
         tokio::spawn(async move {

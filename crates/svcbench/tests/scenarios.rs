@@ -406,5 +406,5 @@ fn the_mock_upstream_at_its_open_file_limit_waits_without_spinning_and_answers_a
     assert!(answers(5), "no answer once its files were free");
     assert!(upstream.interrupt(std::time::Duration::from_secs(10)).is_some());
     let said = std::fs::read_to_string(&log).unwrap();
-    assert!(said.contains("cannot accept connections (Too many open files"), "{said}");
+    assert!(said.contains("the mock upstream cannot accept connections (Too many open files"), "{said}");
 }

@@ -48,7 +48,9 @@ async fn serve(addr: SocketAddr, delay_ms: u64) -> Result<()> {
     let state = Arc::new(State::default());
     state.delay_ms.store(delay_ms, Ordering::Relaxed);
     eprintln!("svcbench upstream: listening on {} (delay {delay_ms} ms)", listener.local_addr()?);
+    // Both made once: a `ctrl_c()` made afresh on each turn of the loop misses a Ctrl-C that comes between two.
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut told = false;
     loop {
         tokio::select! {
@@ -56,7 +58,7 @@ async fn serve(addr: SocketAddr, delay_ms: u64) -> Result<()> {
                 let stream = match accepted {
                     Ok((stream, _)) => stream,
                     Err(e) => {
-                        pause_after_accept_error(&e, &mut told).await;
+                        crate::server_accept::pause_after_error("the mock upstream", &e, &mut told).await;
                         continue;
                     }
                 };
@@ -68,27 +70,10 @@ async fn serve(addr: SocketAddr, delay_ms: u64) -> Result<()> {
                 });
             }
             _ = term.recv() => return Ok(()),
-            _ = tokio::signal::ctrl_c() => return Ok(()),
+            _ = interrupt.recv() => return Ok(()),
         }
     }
 }
-
-/// After a failed accept. A connection that went away before it was taken only costs itself; at the
-/// open-file limit (EMFILE) or out of memory, accept fails at once for as long as connections wait, and
-/// retrying at once would spin a CPU that the service and the generator need: wait a little, and say so once.
-async fn pause_after_accept_error(e: &std::io::Error, told: &mut bool) {
-    use std::io::ErrorKind::{ConnectionAborted, ConnectionReset};
-    if matches!(e.kind(), ConnectionAborted | ConnectionReset) {
-        return;
-    }
-    if !*told {
-        eprintln!("svcbench upstream: cannot accept connections ({e}); they wait, and it is the bottleneck");
-        *told = true;
-    }
-    tokio::time::sleep(ACCEPT_PAUSE).await;
-}
-
-const ACCEPT_PAUSE: Duration = Duration::from_millis(20);
 
 async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
     let text = |status: StatusCode, body: String| {
