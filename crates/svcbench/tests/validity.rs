@@ -63,12 +63,17 @@ fn a_service_at_its_open_file_limit_is_flagged_with_its_limit() {
     let v = st.validity();
     let flag = v.flags.iter().find(|f| f.code == FlagCode::OpenFileLimit).unwrap_or_else(|| panic!("{:?}", st.flags));
     assert!(flag.detail.contains("open files, its limit of 128 (RLIMIT_NOFILE)"), "{}", flag.detail);
+    // Its figures are stored with the step.
+    assert_eq!(st.open_files_limit, Some(128));
+    assert!(st.open_files_peak >= Some(128), "{}", flag.detail);
 
     // The same server with its files free is not.
     let dbp2 = tmp.path().join("s2.db");
     run("steady", &prof, &dbp2, tmp.path());
     let s2 = stored(&dbp2);
     assert!(!s2.step().validity().has(FlagCode::OpenFileLimit), "{:?}", s2.step().flags);
+    let (held, limit) = (s2.step().open_files_peak.unwrap_or(-1), s2.step().open_files_limit.unwrap_or(-1));
+    assert!(held > 0 && held < 100 && limit > 128, "{held} of {limit}");
     assert_no_leftovers("fixtures/testservice.py");
 }
 

@@ -330,6 +330,8 @@ fn step_row(seq: u32, step: &Step, mix: &str, r: &loadgen::LoadReport, a: &Aroun
         mem_mib_s_per_req: crate::figures::mem_mib_s_per_req(mem_peak, row.success_rps),
         rss_peak_mib: Some(summary.rss_peak_mib.max(a.after.rss_mib)),
         threads_max: Some(summary.threads_max.max(a.after.threads) as i64),
+        open_files_peak: summary.open_files_peak.map(|o| o.count as i64),
+        open_files_limit: summary.open_files_peak.map(|o| o.limit as i64),
         throttled_s: Some((a.after.throttled_s - a.before.throttled_s).max(0.0)),
         dep_cpu_s: a.dep_cpu_s,
         dep_wait_s: a.dep_wait_s,

@@ -73,6 +73,10 @@ pub struct StepRow {
     pub mem_mib_s_per_req: Option<f64>,
     pub rss_peak_mib: Option<f64>,
     pub threads_max: Option<i64>,
+    /// Open files of the service's process nearest its open-file limit, at the step's reading nearest
+    /// it, and that limit (its soft RLIMIT_NOFILE); None where they were not read.
+    pub open_files_peak: Option<i64>,
+    pub open_files_limit: Option<i64>,
     pub throttled_s: Option<f64>,
     pub client_cpu_s: Option<f64>,
     pub client_cpus: Option<i64>,

@@ -82,13 +82,16 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
         14,
         "how it ran: `process`, `container (<engine program>)` or `pod (podman kube play)`; NULL: process",
     ),
+    ("step", "open_files_peak", "INTEGER", 15, "open files of the service's process nearest its open-file limit"),
+    ("step", "open_files_limit", "INTEGER", 15, "that process's soft RLIMIT_NOFILE at that reading"),
 ];
 
 /// 11: the duet tables (duet.sql), created in every store that lacks them when it is opened.
 /// 12: run.startup_engine_ms (a container's startup from the engine's start).
 /// 13: duet.mode (side by side or alternating).
 /// 14: service.runtime (a process, a container by its engine, or a played Pod).
-pub const SCHEMA_VERSION: u32 = 14;
+/// 15: step.open_files_peak and open_files_limit (the sampler's open-file readings).
+pub const SCHEMA_VERSION: u32 = 15;
 
 fn has_column(conn: &Connection, table: &str, col: &str) -> Result<bool> {
     let mut st = conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?;
