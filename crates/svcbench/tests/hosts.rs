@@ -478,6 +478,7 @@ fn a_service_on_another_host_is_built_run_and_sampled_there() {
     let flags = step.validity();
     let flag = flags.flags.iter().find(|f| f.code == FlagCode::OpenFileLimit);
     assert!(flag.is_some_and(|f| f.detail.contains("its limit of 128")), "{:?}", step.flags);
+    assert!(step.listen_drops.is_some(), "its accept queue's drops were read there");
 
     // Killed here: the connection closes and the far side stops the service by itself.
     let steady = fixture("steady");

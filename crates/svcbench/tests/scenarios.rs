@@ -393,6 +393,13 @@ fn the_mock_upstream_at_its_open_file_limit_waits_without_spinning_and_answers_a
         false
     };
     assert!(answers(10), "it never answered: {}", std::fs::read_to_string(&log).unwrap());
+    // Its accept queue is the longest the kernel grants (`ss` shows a listener's as its Send-Q).
+    let port = addr.rsplit_once(':').unwrap().1;
+    let ss = std::process::Command::new("ss").args(["-ltnH", &format!("sport = :{port}")]).output().unwrap();
+    let row = String::from_utf8_lossy(&ss.stdout).to_string();
+    let queue: u64 = row.split_whitespace().nth(2).and_then(|q| q.parse().ok()).unwrap_or_else(|| panic!("{row}"));
+    let most: u64 = std::fs::read_to_string("/proc/sys/net/core/somaxconn").unwrap().trim().parse().unwrap();
+    assert_eq!(queue, most, "{row}");
     // Forty idle connections, more than its 24 files: the rest wait unaccepted.
     let held: Vec<std::net::TcpStream> = (0..40).map(|_| std::net::TcpStream::connect(&addr).unwrap()).collect();
     std::thread::sleep(std::time::Duration::from_millis(300));

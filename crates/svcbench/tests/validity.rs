@@ -51,10 +51,11 @@ fn starved_keepalive_connections_are_counted_and_mark_the_step() {
 
 #[test]
 fn a_service_at_its_open_file_limit_is_flagged_with_its_limit() {
-    // It holds all but 4 of its 128 files; eight keep-alive connections fill the rest, and accept() then
-    // fails with EMFILE (seed 004's Node at 20,000 files, its fetch failing so).
+    // It holds all but 4 of its 128 files; sixteen keep-alive connections fill the rest, and accept() then
+    // fails with EMFILE (seed 004's Node at 20,000 files, its fetch failing so). The others wait in its
+    // accept queue of 5 until it is full, and the kernel drops the rest's attempts.
     let tmp = tempfile::tempdir().unwrap();
-    let prof = profile(tmp.path(), 8, 3);
+    let prof = profile(tmp.path(), 16, 3);
     let dbp = tmp.path().join("s.db");
     run("files", &prof, &dbp, tmp.path());
     let s = stored(&dbp);
@@ -66,6 +67,7 @@ fn a_service_at_its_open_file_limit_is_flagged_with_its_limit() {
     // Its figures are stored with the step.
     assert_eq!(st.open_files_limit, Some(128));
     assert!(st.open_files_peak >= Some(128), "{}", flag.detail);
+    assert!(st.listen_drops > Some(0), "{:?}", st.listen_drops);
 
     // The same server with its files free is not.
     let dbp2 = tmp.path().join("s2.db");
@@ -74,6 +76,7 @@ fn a_service_at_its_open_file_limit_is_flagged_with_its_limit() {
     assert!(!s2.step().validity().has(FlagCode::OpenFileLimit), "{:?}", s2.step().flags);
     let (held, limit) = (s2.step().open_files_peak.unwrap_or(-1), s2.step().open_files_limit.unwrap_or(-1));
     assert!(held > 0 && held < 100 && limit > 128, "{held} of {limit}");
+    assert!(s2.step().listen_drops.is_some(), "its accept queue's drops were read");
     assert_no_leftovers("fixtures/testservice.py");
 }
 

@@ -182,6 +182,12 @@ impl Dependencies {
     pub fn calls(&self) -> Option<u64> {
         self.items.iter().find_map(|d| d.calls())
     }
+
+    /// Connection attempts dropped so far at the full accept queues of the dependencies svcbench started
+    /// (None when none could be read).
+    pub fn listen_drops(&self) -> Option<u64> {
+        self.items.iter().filter_map(|d| d.probe()?.listen_drops()).reduce(|a, b| a + b)
+    }
 }
 
 fn with_url_parts(mut values: BTreeMap<String, String>) -> BTreeMap<String, String> {

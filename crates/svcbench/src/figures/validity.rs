@@ -114,6 +114,20 @@ pub fn dependency_flags(
     out
 }
 
+/// The accept queue of a dependency svcbench started (the mock upstream, OpenSearch) overflowed during the
+/// step: the calls whose connection attempts it dropped waited a second or more for the kernel to send
+/// their SYN again, a delay of the dependency's, not the service's.
+pub fn dependency_queue_flag(dropped: Option<u64>) -> Option<Flag> {
+    let dropped = dropped.filter(|d| *d > 0)?;
+    Some(Flag::new(
+        FlagCode::DependencySaturated,
+        format!(
+            "a dependency's accept queue was full {dropped} time(s): calls to it waited a second or more to \
+             connect, so the dependency, not the service, set part of the latencies"
+        ),
+    ))
+}
+
 /// The machine-speed probe (a fixed CPU-bound loop, in ms) departs from the session's median by more than
 /// `tolerance` (0.10 = 10 %): the host slowed the VM (or sped it up) during this step.
 pub fn probe_flag(probe_ms: f64, session_median_ms: f64, tolerance: f64) -> Option<Flag> {
@@ -268,6 +282,15 @@ mod tests {
         assert!(!Validity { flags: vec![f] }.valid());
         assert_eq!(open_file_flag(Some((19_999, 20_000))), None);
         assert_eq!(open_file_flag(None), None);
+    }
+
+    #[test]
+    fn a_dependency_whose_accept_queue_overflowed_is_flagged() {
+        let f = dependency_queue_flag(Some(60)).expect("60 drops");
+        assert_eq!(f.code, FlagCode::DependencySaturated);
+        assert!(f.detail.contains("full 60 time(s)"), "{}", f.detail);
+        assert_eq!(dependency_queue_flag(Some(0)), None);
+        assert_eq!(dependency_queue_flag(None), None);
     }
 
     #[test]

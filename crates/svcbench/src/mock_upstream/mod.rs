@@ -44,7 +44,7 @@ pub fn run_cli(args: &UpstreamArgs) -> Result<i32> {
 }
 
 async fn serve(addr: SocketAddr, delay_ms: u64) -> Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+    let listener = listen(addr).with_context(|| format!("cannot listen on {addr}"))?;
     let state = Arc::new(State::default());
     state.delay_ms.store(delay_ms, Ordering::Relaxed);
     eprintln!("svcbench upstream: listening on {} (delay {delay_ms} ms)", listener.local_addr()?);
@@ -73,6 +73,17 @@ async fn serve(addr: SocketAddr, delay_ms: u64) -> Result<()> {
             _ = interrupt.recv() => return Ok(()),
         }
     }
+}
+
+/// The longest accept queue the kernel grants (it caps the asked length at net.core.somaxconn, 4,096
+/// here). tokio's `bind` asks for the standard library's 128, and a service that called it in a burst
+/// after a pause (seed 004's Node, after 20 s without answering at 1,600 req/s) overflowed that queue, its
+/// calls then waiting a second or more for the kernel to send their SYN again.
+fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(65_535)
 }
 
 async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {

@@ -112,6 +112,7 @@ impl Served {
             Request::Sample { id } => to_value(self.get(id)?.sandbox.sample())?,
             Request::RunqueueWait { id } => to_value(self.get(id)?.sandbox.probe().runqueue_wait_s())?,
             Request::OpenFiles { id } => to_value(self.get(id)?.sandbox.probe().open_files())?,
+            Request::ListenDrops { id } => to_value(self.get(id)?.sandbox.probe().listen_drops())?,
             Request::ResetPeak { id } => to_value(self.get(id)?.sandbox.reset_peak())?,
             Request::KernelPeak { id } => to_value(self.get(id)?.sandbox.kernel_peak_mib())?,
             Request::LimitsHeld { id, asked } => to_value(self.get(id)?.sandbox.limits_held(&asked))?,

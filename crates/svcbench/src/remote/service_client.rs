@@ -302,4 +302,8 @@ impl Probe for RemoteProbe {
     fn open_files_every(&self) -> u64 {
         self.open_files_every
     }
+
+    fn listen_drops(&self) -> Option<u64> {
+        self.svc.call(&Request::ListenDrops { id: self.id }, ANSWER_TIMEOUT).ok().flatten()
+    }
 }

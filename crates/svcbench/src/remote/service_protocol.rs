@@ -34,6 +34,10 @@ pub enum Request {
     OpenFiles {
         id: u64,
     },
+    /// Connection attempts dropped so far at its full accept queues, read there.
+    ListenDrops {
+        id: u64,
+    },
     ResetPeak {
         id: u64,
     },

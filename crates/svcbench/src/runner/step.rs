@@ -3,7 +3,9 @@
 use super::progress::Progress;
 use super::SessionCtx;
 use crate::figures::validity::FlagCode;
-use crate::figures::validity::{dependency_flags, open_file_flag, service_end_flags, DependencyUsage};
+use crate::figures::validity::{
+    dependency_flags, dependency_queue_flag, open_file_flag, service_end_flags, DependencyUsage,
+};
 use crate::figures::{Flag, Validity};
 use crate::profile::Step;
 use crate::sandbox::sampler::{summarize, Sample, SampleSummary, Sampler};
@@ -33,6 +35,10 @@ struct Around {
     dep_cpu_s: Option<f64>,
     dep_wait_s: Option<f64>,
     dep_calls: Option<u64>,
+    /// Connection attempts dropped during the step at the service's full accept queue, and at its
+    /// dependencies'.
+    listen_drops: Option<u64>,
+    dep_listen_drops: Option<u64>,
     probe_ms: Option<f64>,
 }
 
@@ -58,6 +64,7 @@ pub fn run_step(
     let mut flags = step_flags(ctx, inst, step, &report, &row, &around);
     flags.extend(service_end_flags(oom_killed, crashed));
     flags.extend(open_file_flag(around.summary.open_files_peak.map(|o| (o.count, o.limit))));
+    flags.extend(dependency_queue_flag(around.dep_listen_drops));
     row.oom_killed = oom_killed;
     row.crashed = crashed;
     row.client_saturated = flags.iter().any(|f| f.code == FlagCode::GeneratorSaturated);
@@ -196,6 +203,9 @@ fn drive(
         step_stop.clone(),
     );
     // Counters are read right around the load, so the step's CPU time covers the load and nothing else.
+    // Accept-queue drops are read outside that window: they walk the namespace's socket tables.
+    let probe = inst.sandbox.probe();
+    let drops_before = (probe.listen_drops(), ctx.deps.listen_drops());
     let (dep_before, dep_wait_before, calls_before) = (ctx.deps.cpu_s(), ctx.deps.wait_s(), ctx.deps.calls());
     let before = inst.sandbox.sample();
     let report = if agents {
@@ -206,6 +216,7 @@ fn drive(
     };
     let after = inst.sandbox.sample();
     let (dep_after, dep_wait_after, calls_after) = (ctx.deps.cpu_s(), ctx.deps.wait_s(), ctx.deps.calls());
+    let drops_after = (probe.listen_drops(), ctx.deps.listen_drops());
     drop(progress);
     let samples = sampler.take();
     drop(sampler);
@@ -215,6 +226,7 @@ fn drive(
     let report = report.context("load generator failed")?;
     let probe_after = crate::speed_probe::measure(&probe_cpus);
     let diff = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| (b - a).max(0.0));
+    let counted = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| b.saturating_sub(a));
     let around = Around {
         mem_peak_kernel: if kernel_peak { inst.sandbox.kernel_peak_mib() } else { None },
         before,
@@ -224,6 +236,8 @@ fn drive(
         dep_cpu_s: diff(dep_before, dep_after),
         dep_wait_s: diff(dep_wait_before, dep_wait_after),
         dep_calls: calls_before.zip(calls_after).map(|(a, b)| b - a),
+        listen_drops: counted(drops_before.0, drops_after.0),
+        dep_listen_drops: counted(drops_before.1, drops_after.1),
         // The slower of the two readings: a slowdown at either end of the step counts.
         probe_ms: match (probe_before, probe_after) {
             (Some(a), Some(b)) => Some(a.max(b)),
@@ -310,6 +324,12 @@ fn print_step_line(prefix: &str, row: &StepRow, v: &Validity) {
         row.success_ratio() * 100.0,
         row.p99.map(|p| format!("{p:.2}")).unwrap_or_else(|| "–".into())
     );
+    // Each dropped attempt's client waited 1 s or more to send its SYN again: it explains a latency.
+    for (drops, whose) in [(row.listen_drops, "its"), (row.dep_listen_drops, "a dependency's")] {
+        if let Some(d) = drops.filter(|d| *d > 0) {
+            line.push_str(&format!(", {d} connection attempts dropped at {whose} full accept queue"));
+        }
+    }
     if !v.valid() {
         line.push_str(&format!(" — NOT VALID: {} ({})", v.summary(), v.details()));
     }
@@ -338,6 +358,8 @@ fn step_row(seq: u32, step: &Step, mix: &str, r: &loadgen::LoadReport, a: &Aroun
         probe_ms: a.probe_ms,
         samples: a.samples.len() as i64,
         dependency_calls: a.dep_calls.map(|c| c as i64),
+        listen_drops: a.listen_drops.map(|d| d as i64),
+        dep_listen_drops: a.dep_listen_drops.map(|d| d as i64),
         ..row
     }
 }

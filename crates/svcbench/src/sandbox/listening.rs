@@ -27,32 +27,51 @@ impl Listening {
     }
 }
 
-/// The TCP addresses the processes `pids` listen on, each once, sorted. Sockets are matched by inode: a
-/// process's fd links `socket:[N]` against the LISTEN rows of its namespace's tables (which list every
-/// socket of the namespace, not only this process's). A process that ended meanwhile is skipped.
+/// The TCP addresses the processes `pids` listen on, each once, sorted.
 pub fn listening_addrs(pids: &[i32]) -> Vec<SocketAddr> {
-    let mut out = BTreeSet::new();
+    let out: BTreeSet<SocketAddr> = listening_sockets(pids).into_iter().map(|s| s.addr).collect();
+    out.into_iter().collect()
+}
+
+/// A listening socket of a process: where it listens, and the descriptor that holds it there.
+#[derive(Debug, Clone, Copy)]
+pub struct ListeningSocket {
+    pub pid: i32,
+    pub fd: i32,
+    pub inode: u64,
+    pub addr: SocketAddr,
+}
+
+/// The listening TCP sockets of the processes `pids`, matched by inode: a process's fd links `socket:[N]`
+/// against the LISTEN rows of its namespace's tables (which list every socket of the namespace, not only
+/// this process's). A socket shared by several processes (forked workers) is listed for each. A process
+/// that ended meanwhile is skipped.
+pub fn listening_sockets(pids: &[i32]) -> Vec<ListeningSocket> {
+    let mut out = Vec::new();
     for &pid in pids {
         let Ok(p) = Process::new(pid) else { continue };
         let Ok(fds) = p.fd() else { continue };
-        let inodes: HashSet<u64> = fds
+        let sockets: Vec<(u64, i32)> = fds
             .flatten()
             .filter_map(|f| match f.target {
-                FDTarget::Socket(inode) => Some(inode),
+                FDTarget::Socket(inode) => Some((inode, f.fd)),
                 _ => None,
             })
             .collect();
-        if inodes.is_empty() {
+        if sockets.is_empty() {
             continue;
         }
+        let inodes: HashSet<u64> = sockets.iter().map(|(inode, _)| *inode).collect();
         // tcp6 is absent where IPv6 is disabled: a missing table is an empty one.
         for row in [p.tcp(), p.tcp6()].into_iter().flatten().flatten() {
             if row.state == TcpState::Listen && inodes.contains(&row.inode) {
-                out.insert(row.local_address);
+                for (_, fd) in sockets.iter().filter(|(inode, _)| *inode == row.inode) {
+                    out.push(ListeningSocket { pid, fd: *fd, inode: row.inode, addr: row.local_address });
+                }
             }
         }
     }
-    out.into_iter().collect()
+    out
 }
 
 /// A dual-stack socket bound to an IPv4 address shows in tcp6 as `::ffff:a.b.c.d`: that is `a.b.c.d`.

@@ -6,6 +6,7 @@ pub mod cgroup_v1;
 pub mod cgroup_v2;
 pub mod container;
 pub mod kernel_log;
+pub mod listen_queue;
 pub mod listening;
 pub mod process;
 pub mod procfs;
@@ -36,6 +37,11 @@ pub trait Probe: Send + Sync {
     }
     /// The open files of the sandbox's process nearest its open-file limit; None where they cannot be read.
     fn open_files(&self) -> Option<sampler::OpenFiles> {
+        None
+    }
+    /// Connection attempts dropped so far at the full accept queues of the sandbox's listening sockets
+    /// (read around each step); None where they cannot be read.
+    fn listen_drops(&self) -> Option<u64> {
         None
     }
     /// On every how many samples the sampler reads `open_files`: each one where the kernel counts a
@@ -80,6 +86,10 @@ impl Probe for CgroupProbe {
     fn open_files(&self) -> Option<sampler::OpenFiles> {
         procfs::open_files(&self.cg.pids())
     }
+
+    fn listen_drops(&self) -> Option<u64> {
+        listen_queue::drops(&self.cg.pids())
+    }
 }
 
 /// Without a cgroup: the process group's processes, from /proc (CPU time of processes that already ended
@@ -104,6 +114,10 @@ impl Probe for GroupProbe {
 
     fn open_files(&self) -> Option<sampler::OpenFiles> {
         procfs::open_files(&procfs::group_pids(self.pgid))
+    }
+
+    fn listen_drops(&self) -> Option<u64> {
+        listen_queue::drops(&procfs::group_pids(self.pgid))
     }
 }
 

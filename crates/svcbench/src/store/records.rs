@@ -77,6 +77,10 @@ pub struct StepRow {
     /// it, and that limit (its soft RLIMIT_NOFILE); None where they were not read.
     pub open_files_peak: Option<i64>,
     pub open_files_limit: Option<i64>,
+    /// Connection attempts the kernel dropped during the step at the service's full accept queue (their
+    /// clients sent their SYN again after 1 s, 3 s…), and at its dependencies'; None where not read.
+    pub listen_drops: Option<i64>,
+    pub dep_listen_drops: Option<i64>,
     pub throttled_s: Option<f64>,
     pub client_cpu_s: Option<f64>,
     pub client_cpus: Option<i64>,

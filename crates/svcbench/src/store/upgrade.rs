@@ -84,13 +84,16 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
     ),
     ("step", "open_files_peak", "INTEGER", 15, "open files of the service's process nearest its open-file limit"),
     ("step", "open_files_limit", "INTEGER", 15, "that process's soft RLIMIT_NOFILE at that reading"),
+    ("step", "listen_drops", "INTEGER", 15, "connection attempts dropped at the service's full accept queue"),
+    ("step", "dep_listen_drops", "INTEGER", 15, "the same at the dependencies svcbench started"),
 ];
 
 /// 11: the duet tables (duet.sql), created in every store that lacks them when it is opened.
 /// 12: run.startup_engine_ms (a container's startup from the engine's start).
 /// 13: duet.mode (side by side or alternating).
 /// 14: service.runtime (a process, a container by its engine, or a played Pod).
-/// 15: step.open_files_peak and open_files_limit (the sampler's open-file readings).
+/// 15: step.open_files_peak and open_files_limit (the sampler's open-file readings), listen_drops and
+/// dep_listen_drops (accept-queue overflows).
 pub const SCHEMA_VERSION: u32 = 15;
 
 fn has_column(conn: &Connection, table: &str, col: &str) -> Result<bool> {

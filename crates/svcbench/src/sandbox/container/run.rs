@@ -118,6 +118,11 @@ impl Probe for ContainerProbe {
         let (cg, _) = self.shared.group.lock().unwrap().clone()?;
         crate::sandbox::procfs::open_files(&cg.pids())
     }
+
+    fn listen_drops(&self) -> Option<u64> {
+        let (cg, _) = self.shared.group.lock().unwrap().clone()?;
+        crate::sandbox::listen_queue::drops(&cg.pids())
+    }
 }
 
 pub struct ContainerSandbox {
