@@ -97,6 +97,9 @@ fn hello_under_limits(tmp: &Path, extra: &[&str], env: &[(&str, String)]) -> (St
     for step in &run.steps {
         let mem = step.mem_peak_mib.unwrap_or(0.0);
         assert!(step.cpu_s.unwrap_or(0.0) > 0.0 && mem > 0.5 && mem < 64.0, "step {}: {step:?}", step.seq);
+        // Its open files and its accept queue's drops, read from the container's processes.
+        let read = step.open_files_peak.is_some() && step.open_files_limit.is_some() && step.listen_drops.is_some();
+        assert!(read, "step {}: {step:?}", step.seq);
     }
     // Startup both ways: from the engine's "started" is shorter than from the command.
     let (cmd, eng) = (run.startup_ms.unwrap_or(0.0), run.startup_engine_ms.unwrap_or(0.0));
