@@ -235,7 +235,7 @@ fn drive(
         samples,
         dep_cpu_s: diff(dep_before, dep_after),
         dep_wait_s: diff(dep_wait_before, dep_wait_after),
-        dep_calls: calls_before.zip(calls_after).map(|(a, b)| b - a),
+        dep_calls: counted(calls_before, calls_after),
         listen_drops: counted(drops_before.0, drops_after.0),
         dep_listen_drops: counted(drops_before.1, drops_after.1),
         // The slower of the two readings: a slowdown at either end of the step counts.

@@ -3,7 +3,7 @@
 //! network namespace, so this holds under `--net` as well as on loopback.
 use procfs::net::TcpState;
 use procfs::process::{FDTarget, Process};
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::net::{IpAddr, SocketAddr};
 
 /// The listening addresses of a service, and the one-line warning when any is not where it was asked to be.
@@ -51,23 +51,21 @@ pub fn listening_sockets(pids: &[i32]) -> Vec<ListeningSocket> {
     for &pid in pids {
         let Ok(p) = Process::new(pid) else { continue };
         let Ok(fds) = p.fd() else { continue };
-        let sockets: Vec<(u64, i32)> = fds
-            .flatten()
-            .filter_map(|f| match f.target {
-                FDTarget::Socket(inode) => Some((inode, f.fd)),
-                _ => None,
-            })
-            .collect();
-        if sockets.is_empty() {
+        // The process's descriptors of each socket (a socket may be held by more than one).
+        let mut fds_of: HashMap<u64, Vec<i32>> = HashMap::new();
+        for f in fds.flatten() {
+            if let FDTarget::Socket(inode) = f.target {
+                fds_of.entry(inode).or_default().push(f.fd);
+            }
+        }
+        if fds_of.is_empty() {
             continue;
         }
-        let inodes: HashSet<u64> = sockets.iter().map(|(inode, _)| *inode).collect();
         // tcp6 is absent where IPv6 is disabled: a missing table is an empty one.
         for row in [p.tcp(), p.tcp6()].into_iter().flatten().flatten() {
-            if row.state == TcpState::Listen && inodes.contains(&row.inode) {
-                for (_, fd) in sockets.iter().filter(|(inode, _)| *inode == row.inode) {
-                    out.push(ListeningSocket { pid, fd: *fd, inode: row.inode, addr: row.local_address });
-                }
+            let Some(fds) = fds_of.get(&row.inode).filter(|_| row.state == TcpState::Listen) else { continue };
+            for &fd in fds {
+                out.push(ListeningSocket { pid, fd, inode: row.inode, addr: row.local_address });
             }
         }
     }
