@@ -80,7 +80,8 @@ pub fn run_pair(setup: &DuetSetup, pair: u32, stop: &Arc<AtomicBool>) -> Result<
         slices.extend(step_slices);
         for (inst, svc) in [(&mut *a, setup.services[0]), (&mut *b, setup.services[1])] {
             if let Some(exit) = inst.sandbox.try_exit() {
-                bail!("{} ended during the duet ({exit}); last log lines: {}", svc.name(), inst.log_tail(3));
+                let how = if inst.oom_killed() { "was OOM-killed" } else { "ended" };
+                bail!("{} {how} during the duet ({exit}); last log lines: {}", svc.name(), inst.log_tail(3));
             }
         }
     }

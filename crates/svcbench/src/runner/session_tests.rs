@@ -83,6 +83,10 @@ struct Script {
     /// step's first reading still sees the service alive (as a real OOM kill mid-step).
     samples_in_step: AtomicU32,
     started_at: Mutex<Option<Instant>>,
+    /// Whether the kill shows in the samples only once the end has been asked for, as a container's does
+    /// (its group may be gone before a sample read its counter; the engine's verdict comes at its exit).
+    oom_told_at_exit: bool,
+    exit_seen: AtomicBool,
 }
 
 impl Script {
@@ -103,7 +107,7 @@ impl Script {
             rss_mib: 18.0,
             threads: 4,
             throttled_s: 0.0,
-            oom_kills: dead as u64,
+            oom_kills: (dead && (!self.oom_told_at_exit || self.exit_seen.load(Ordering::Relaxed))) as u64,
             alive: !dead,
             open_files: None,
         }
@@ -146,7 +150,9 @@ impl ServiceSandbox for FakeSandbox {
         None
     }
     fn try_exit(&mut self) -> Option<Exit> {
-        self.0.dead().then_some(Exit { code: None, signal: Some(9) })
+        let dead = self.0.dead();
+        self.0.exit_seen.fetch_or(dead, Ordering::Relaxed);
+        dead.then_some(Exit { code: None, signal: Some(9) })
     }
     fn wait_exit(&mut self, _timeout: Duration) -> Option<Exit> {
         self.try_exit()
@@ -165,14 +171,21 @@ impl ServiceSandbox for FakeSandbox {
 struct FakeStarter {
     port: u16,
     dying: Vec<(String, u32)>,
+    oom_told_at_exit: bool,
     starts: Mutex<Vec<String>>,
+}
+
+impl FakeStarter {
+    fn new(port: u16, dying: Vec<(String, u32)>, oom_told_at_exit: bool) -> Arc<FakeStarter> {
+        Arc::new(FakeStarter { port, dying, oom_told_at_exit, starts: Mutex::new(Vec::new()) })
+    }
 }
 
 impl StartsElsewhere for FakeStarter {
     fn start(self: Arc<Self>, svc: &crate::manifest::Service, spec: &StartSpec) -> Result<Instance> {
         self.starts.lock().unwrap().push(spec.sandbox_name.clone());
         let dies_in_step = self.dying.iter().find(|(n, _)| n == svc.name()).map(|(_, s)| *s);
-        let script = Arc::new(Script { dies_in_step, ..Script::default() });
+        let script = Arc::new(Script { dies_in_step, oom_told_at_exit: self.oom_told_at_exit, ..Script::default() });
         *script.started_at.lock().unwrap() = Some(Instant::now());
         Ok(Instance {
             sandbox: Box::new(FakeSandbox(script)),
@@ -328,10 +341,20 @@ fn session(dir: &Path, runs: u32, starter: Arc<FakeStarter>) -> (SessionCtx, Vec
 
 #[test]
 fn runs_interleave_and_a_death_under_the_limits_is_the_runs_outcome_with_its_steps_before_it() {
+    interleaved_runs_with_a_death_in_step_2(false);
+}
+
+/// A container's kill is known only at its end (its group gone with it): the step it died in is still
+/// stored as OOM-killed, not crashed.
+#[test]
+fn a_kill_known_only_at_the_services_end_is_stored_as_an_oom_kill() {
+    interleaved_runs_with_a_death_in_step_2(true);
+}
+
+fn interleaved_runs_with_a_death_in_step_2(oom_told_at_exit: bool) {
     let dir = tempfile::tempdir().unwrap();
     let server = OkServer::start();
-    let starter =
-        Arc::new(FakeStarter { port: server.port, dying: vec![("b".into(), 2)], starts: Mutex::new(Vec::new()) });
+    let starter = FakeStarter::new(server.port, vec![("b".into(), 2)], oom_told_at_exit);
     let (mut ctx, services) = session(dir.path(), 2, starter.clone());
     let cells = ctx.opts.cell_specs();
     let summary = run_loop::run_all(&mut ctx, &services, &cells, None).unwrap();
@@ -369,7 +392,7 @@ fn runs_interleave_and_a_death_under_the_limits_is_the_runs_outcome_with_its_ste
 fn a_resumed_session_runs_only_what_its_store_lacks() {
     let dir = tempfile::tempdir().unwrap();
     let server = OkServer::start();
-    let starter = Arc::new(FakeStarter { port: server.port, dying: Vec::new(), starts: Mutex::new(Vec::new()) });
+    let starter = FakeStarter::new(server.port, Vec::new(), false);
     let (mut ctx, services) = session(dir.path(), 2, starter.clone());
     let key = ctx.opts.cell_specs()[0].key();
     ctx.opts.plan.completed = BTreeMap::from([(("a".to_string(), key.clone()), 2), (("b".to_string(), key), 1)]);
@@ -385,7 +408,7 @@ fn a_resumed_session_runs_only_what_its_store_lacks() {
 fn a_stop_ends_the_session_between_runs_and_the_run_under_way_is_interrupted() {
     let dir = tempfile::tempdir().unwrap();
     let server = OkServer::start();
-    let starter = Arc::new(FakeStarter { port: server.port, dying: Vec::new(), starts: Mutex::new(Vec::new()) });
+    let starter = FakeStarter::new(server.port, Vec::new(), false);
     let (mut ctx, services) = session(dir.path(), 2, starter.clone());
     let stop = ctx.stop.clone();
     // Ctrl-C a moment into the first run: it ends interrupted, and no later run starts.

@@ -58,7 +58,10 @@ pub fn run_step(
     let (report, around) = drive(ctx, inst, &load, (service, run_index, run_id, seq), step, prefix, left_after)?;
     let interrupted = ctx.stop.load(Ordering::Relaxed);
     let exited = inst.sandbox.try_exit();
-    let oom_killed = around.after.oom_kills > around.before.oom_kills;
+    // Read again once the end is known: a container's group may be gone before its counter was sampled,
+    // and the engine's verdict (or the kernel's log) is read only at its exit.
+    let ooms_at_end = if exited.is_some() { inst.sandbox.sample().oom_kills } else { 0 };
+    let oom_killed = around.after.oom_kills.max(ooms_at_end) > around.before.oom_kills;
     let crashed = exited.is_some() && !oom_killed;
     let mut row = step_row(seq, step, &load.mix_name, &report, &around, report.threads.max(1));
     let mut flags = step_flags(ctx, inst, step, &report, &row, &around);
