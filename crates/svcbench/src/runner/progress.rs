@@ -30,9 +30,9 @@ impl Progress {
             let tty = std::io::stderr().is_terminal();
             let t0 = Instant::now();
             let mut last_print = Instant::now();
-            let mut last_ok = 0u64;
+            let (mut last_ok, mut last_err) = (0u64, 0u64);
             let mut last_t = Instant::now();
-            let mut rps = 0.0;
+            let (mut rps, mut err_rps) = (0.0, 0.0);
             while !d2.load(Ordering::Relaxed) {
                 if global_stop.load(Ordering::Relaxed) {
                     step_stop.store(true, Ordering::Relaxed);
@@ -41,8 +41,10 @@ impl Progress {
                 if let Some(snap) =
                     live.as_ref().filter(|_| last_t.elapsed() >= Duration::from_secs(1)).map(|l| l.snapshot())
                 {
-                    rps = (snap.requests_ok - last_ok) as f64 / last_t.elapsed().as_secs_f64();
-                    last_ok = snap.requests_ok;
+                    let secs = last_t.elapsed().as_secs_f64();
+                    rps = (snap.requests_ok - last_ok) as f64 / secs;
+                    err_rps = snap.errors.saturating_sub(last_err) as f64 / secs;
+                    (last_ok, last_err) = (snap.requests_ok, snap.errors);
                     last_t = Instant::now();
                 }
                 let every = if tty { Duration::from_secs(1) } else { Duration::from_secs(10) };
@@ -50,7 +52,7 @@ impl Progress {
                     last_print = Instant::now();
                     let left = step_duration.saturating_sub(t0.elapsed()) + left_after;
                     let line = match live {
-                        Some(_) => format!("{prefix}  {rps:>9.0} req/s  {} left", fmt_duration(left)),
+                        Some(_) => live_line(&prefix, rps, err_rps, left),
                         None => format!("{prefix}  agents running  {} left", fmt_duration(left)),
                     };
                     if tty {
@@ -76,6 +78,13 @@ impl Drop for Progress {
             let _ = h.join();
         }
     }
+}
+
+/// The line of a step under way: its successes a second, and its errors a second when there are any (a
+/// service answering only errors, as seed 004's Node at its open-file limit did, otherwise shows 0 req/s).
+fn live_line(prefix: &str, rps: f64, err_rps: f64, left: Duration) -> String {
+    let errors = if err_rps >= 0.5 { format!(", {err_rps:.0} errors/s") } else { String::new() };
+    format!("{prefix}  {rps:>9.0} req/s{errors}  {} left", fmt_duration(left))
 }
 
 pub fn fmt_duration(d: Duration) -> String {
@@ -129,6 +138,13 @@ impl TimeLeft {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_step_under_way_shows_its_errors_a_second_only_when_it_has_some() {
+        let left = Duration::from_secs(61);
+        assert_eq!(live_line("s", 1500.4, 0.2, left), "s       1500 req/s  0:01:01 left");
+        assert_eq!(live_line("s", 0.0, 1532.0, left), "s          0 req/s, 1532 errors/s  0:01:01 left");
+    }
 
     #[test]
     fn the_time_left_counts_the_later_runs_from_the_plan_then_from_the_runs_timed() {
