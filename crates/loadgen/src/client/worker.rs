@@ -247,6 +247,11 @@ impl Core {
         self.conns.iter().any(|c| c.is_busy() || c.state == State::Connecting)
     }
 
+    /// When the latest request still unanswered was sent.
+    fn last_sent(&self) -> Option<Instant> {
+        self.conns.iter().filter(|c| c.is_busy()).map(|c| c.since).max()
+    }
+
     /// Requests sent and not yet answered.
     pub(crate) fn in_flight(&self) -> u64 {
         self.conns.iter().filter(|c| c.is_busy()).count() as u64
@@ -313,6 +318,15 @@ pub(crate) struct LoopEnd {
     pub(crate) window: WindowEnd,
 }
 
+/// When a drain ends: once the latest request sent (late ones after the deadline too) has had its
+/// whole timeout, and a tick more for the expiry to see it, so that each ends as a success or an error.
+fn drain_end(clock: &Clock, last_sent: Option<Instant>) -> Instant {
+    if clock.drain.is_zero() {
+        return clock.deadline;
+    }
+    last_sent.map_or(clock.deadline, |s| s.max(clock.deadline)) + clock.drain + TICK
+}
+
 /// Runs the loop until the deadline (then drains, see [`Clock::drain`]), a stop, or the
 /// driver's end.
 pub(crate) fn run_loop(core: &mut Core, driver: &mut dyn Driver, clock: &Clock) -> Result<LoopEnd> {
@@ -321,19 +335,21 @@ pub(crate) fn run_loop(core: &mut Core, driver: &mut dyn Driver, clock: &Clock) 
     driver.start(core, now);
     let mut next_tick = now + TICK;
     let mut window: Option<WindowEnd> = None;
+    let mut drain_until: Option<Instant> = None;
     loop {
         let stopped = clock.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed));
         // Past the deadline the loop only collects answers, until the drain ends.
         let draining = now >= clock.deadline;
-        let until = if draining { clock.deadline + clock.drain } else { clock.deadline };
-        if draining {
-            if window.is_none() {
-                // Requests due before the deadline that the loop reached only after it (a late
-                // wake-up on a busy machine) still go out: they belong to the window's schedule,
-                // and leaving them unsent would report a rate the generator did not mean.
-                driver.dispatch(core, now);
-            }
+        if draining && drain_until.is_none() {
+            // Requests due before the deadline that the loop reached only after it (a late
+            // wake-up on a busy machine) still go out: they belong to the window's schedule,
+            // and leaving them unsent would report a rate the generator did not mean.
+            driver.dispatch(core, now);
             driver.stop_sending();
+            drain_until = Some(drain_end(clock, core.last_sent()));
+        }
+        let until = drain_until.unwrap_or(clock.deadline);
+        if draining {
             // The window's figures are taken once, as the drain begins.
             let snapshot = window.take().unwrap_or_else(|| core.window_end(now));
             if stopped || now >= until || !core.any_busy() {
@@ -430,5 +446,25 @@ pub(crate) fn run_loop(core: &mut Core, driver: &mut dyn Driver, clock: &Clock) 
             }
         }
         now = Instant::now();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_drain_lasts_the_whole_timeout_of_the_latest_request_sent() {
+        let deadline = Instant::now();
+        let clock = Clock { deadline, stop: None, drain: Duration::from_secs(2) };
+        let ms = Duration::from_millis;
+        // Nothing in flight, or sent before the deadline: the timeout from the deadline, and a tick.
+        assert_eq!(drain_end(&clock, None), deadline + ms(2010));
+        assert_eq!(drain_end(&clock, Some(deadline - ms(300))), deadline + ms(2010));
+        // Sent 300 ms late, after the deadline: its own timeout counts.
+        assert_eq!(drain_end(&clock, Some(deadline + ms(300))), deadline + ms(2310));
+        // The closed model does not drain.
+        let closed = Clock { drain: Duration::ZERO, ..clock };
+        assert_eq!(drain_end(&closed, Some(deadline + ms(300))), deadline);
     }
 }
