@@ -109,9 +109,10 @@ impl Served {
                 self.instances.remove(&id);
                 serde_json::Value::Null
             }
-            Request::Sample { id } => to_value(self.get(id)?.sandbox.sample())?,
+            Request::Sample { id, open_files } => {
+                to_value(self.get(id)?.sandbox.probe().sample_with_open_files(open_files))?
+            }
             Request::RunqueueWait { id } => to_value(self.get(id)?.sandbox.probe().runqueue_wait_s())?,
-            Request::OpenFiles { id } => to_value(self.get(id)?.sandbox.probe().open_files())?,
             Request::ListenDrops { id } => to_value(self.get(id)?.sandbox.probe().listen_drops())?,
             Request::ResetPeak { id } => to_value(self.get(id)?.sandbox.reset_peak())?,
             Request::KernelPeak { id } => to_value(self.get(id)?.sandbox.kernel_peak_mib())?,

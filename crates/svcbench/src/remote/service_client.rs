@@ -6,7 +6,7 @@ use crate::remote::hosts_file::{Place, RemotePlace};
 use crate::remote::ssh::FarProcess;
 use crate::sandbox::cgroup::Applied;
 use crate::sandbox::process::{shell_quote, Exit};
-use crate::sandbox::sampler::{OpenFiles, Sample};
+use crate::sandbox::sampler::Sample;
 use crate::sandbox::{Limits, Probe, StopOutcome};
 use crate::service::instance::{Instance, StartSpec};
 use crate::service::service_sandbox::{ServiceSandbox, StartsElsewhere};
@@ -286,17 +286,17 @@ struct RemoteProbe {
 
 impl Probe for RemoteProbe {
     fn sample(&self) -> Sample {
+        self.sample_with_open_files(false)
+    }
+
+    fn sample_with_open_files(&self, open_files: bool) -> Sample {
         self.svc
-            .call(&Request::Sample { id: self.id }, ANSWER_TIMEOUT)
+            .call(&Request::Sample { id: self.id, open_files }, ANSWER_TIMEOUT)
             .unwrap_or(Sample { alive: false, ..Sample::default() })
     }
 
     fn runqueue_wait_s(&self) -> Option<f64> {
         self.svc.call(&Request::RunqueueWait { id: self.id }, ANSWER_TIMEOUT).ok().flatten()
-    }
-
-    fn open_files(&self) -> Option<OpenFiles> {
-        self.svc.call(&Request::OpenFiles { id: self.id }, ANSWER_TIMEOUT).ok().flatten()
     }
 
     fn open_files_every(&self) -> u64 {

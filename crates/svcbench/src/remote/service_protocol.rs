@@ -23,15 +23,14 @@ pub enum Request {
         env_overrides: BTreeMap<String, String>,
         log_name: String,
     },
-    /// Figures of a started sandbox (`id` from [`Started`]).
+    /// Figures of a started sandbox (`id` from [`Started`]), with its open files when asked (one round
+    /// trip for both).
     Sample {
         id: u64,
+        #[serde(default)]
+        open_files: bool,
     },
     RunqueueWait {
-        id: u64,
-    },
-    /// Its process nearest its open-file limit, counted there.
-    OpenFiles {
         id: u64,
     },
     /// Connection attempts dropped so far at its full accept queues, read there.

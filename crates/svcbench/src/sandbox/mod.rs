@@ -53,6 +53,15 @@ pub trait Probe: Send + Sync {
             sampler::SAMPLES_PER_SECOND
         }
     }
+    /// One sample, with the open files when `open_files` (the sampler's turn for them). A probe that pays
+    /// per question (another host's) answers both at once.
+    fn sample_with_open_files(&self, open_files: bool) -> Sample {
+        let mut s = self.sample();
+        if open_files {
+            s.open_files = self.open_files();
+        }
+        s
+    }
 }
 
 pub(crate) struct CgroupProbe {

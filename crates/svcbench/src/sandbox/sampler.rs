@@ -67,11 +67,8 @@ impl Sampler {
                 let mut n: u64 = 0;
                 let open_files_every = probe.open_files_every().max(1);
                 while !stop2.load(Ordering::Relaxed) {
-                    let mut s = probe.sample();
+                    let mut s = probe.sample_with_open_files(n.is_multiple_of(open_files_every));
                     s.t_s = t0.elapsed().as_secs_f64();
-                    if n.is_multiple_of(open_files_every) {
-                        s.open_files = probe.open_files();
-                    }
                     n += 1;
                     if !s.alive {
                         if let Some(flag) = &on_death {
