@@ -220,3 +220,32 @@ fn ctrl_c_ends_a_duet_as_interrupted_with_nothing_left() {
     assert_eq!(stored_duet(&dbp).status, "interrupted");
     assert_nothing_left();
 }
+
+#[test]
+fn a_side_killed_at_its_memory_cap_ends_the_duet_saying_so_with_nothing_left() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dbp = tmp.path().join("duet.db");
+    let prof = tmp.path().join("oom.toml");
+    std::fs::write(&prof, "name = \"oom\"\n[[step]]\nrate = [200]\nduration = \"5s\"\n").unwrap();
+    // The hog keeps 8 MiB more on every request: under a 64 MiB cap it dies within the first second.
+    let (hog, steady) = (fixture("hog"), fixture("steady"));
+    let args = [
+        "duet",
+        hog.to_str().unwrap(),
+        steady.to_str().unwrap(),
+        "--memory",
+        "64M",
+        "--pairs",
+        "1",
+        "--profile",
+        prof.to_str().unwrap(),
+        "--db",
+        dbp.to_str().unwrap(),
+    ];
+    let out = svcbench_locked(&args, tmp.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("test-hog was OOM-killed during the duet"), "{err}");
+    assert_eq!(stored_duet(&dbp).status, "failed");
+    assert_nothing_left();
+}
