@@ -5,6 +5,7 @@ use procfs::net::TcpState;
 use procfs::process::{FDTarget, Process};
 use std::collections::{BTreeSet, HashMap};
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 
 /// The listening addresses of a service, and the one-line warning when any is not where it was asked to be.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,10 +45,11 @@ pub struct ListeningSocket {
 
 /// The listening TCP sockets of the processes `pids`, matched by inode: a process's fd links `socket:[N]`
 /// against the LISTEN rows of its namespace's tables (which list every socket of the namespace, not only
-/// this process's). A socket shared by several processes (forked workers) is listed for each. A process
-/// that ended meanwhile is skipped.
+/// this process's, so each namespace's are read once). A socket shared by several processes (forked
+/// workers) is listed for each. A process that ended meanwhile is skipped.
 pub fn listening_sockets(pids: &[i32]) -> Vec<ListeningSocket> {
     let mut out = Vec::new();
+    let mut tables: HashMap<PathBuf, Vec<(u64, SocketAddr)>> = HashMap::new();
     for &pid in pids {
         let Ok(p) = Process::new(pid) else { continue };
         let Ok(fds) = p.fd() else { continue };
@@ -61,15 +63,27 @@ pub fn listening_sockets(pids: &[i32]) -> Vec<ListeningSocket> {
         if fds_of.is_empty() {
             continue;
         }
-        // tcp6 is absent where IPv6 is disabled: a missing table is an empty one.
-        for row in [p.tcp(), p.tcp6()].into_iter().flatten().flatten() {
-            let Some(fds) = fds_of.get(&row.inode).filter(|_| row.state == TcpState::Listen) else { continue };
-            for &fd in fds {
-                out.push(ListeningSocket { pid, fd, inode: row.inode, addr: row.local_address });
+        // Its namespace (`net:[N]`); where that cannot be read, the process stands for one of its own.
+        let ns = std::fs::read_link(format!("/proc/{pid}/ns/net")).unwrap_or_else(|_| PathBuf::from(pid.to_string()));
+        for &(inode, addr) in tables.entry(ns).or_insert_with(|| listen_rows(&p)).iter() {
+            for &fd in fds_of.get(&inode).into_iter().flatten() {
+                out.push(ListeningSocket { pid, fd, inode, addr });
             }
         }
     }
     out
+}
+
+/// The LISTEN rows (socket inode, address) of the namespace `p` is in. tcp6 is absent where IPv6 is
+/// disabled: a missing table is an empty one.
+fn listen_rows(p: &Process) -> Vec<(u64, SocketAddr)> {
+    [p.tcp(), p.tcp6()]
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|row| row.state == TcpState::Listen)
+        .map(|row| (row.inode, row.local_address))
+        .collect()
 }
 
 /// A dual-stack socket bound to an IPv4 address shows in tcp6 as `::ffff:a.b.c.d`: that is `a.b.c.d`.
@@ -150,6 +164,12 @@ mod tests {
         assert!(l.warning.unwrap().contains(&wild_addr.to_string()));
         drop(wild);
         assert!(!listening_addrs(&[me]).contains(&wild_addr));
+        // Two processes in one namespace (here the same one twice) share its table's reading: each of them
+        // still gets its listener, with its descriptor.
+        let local_addr = local.local_addr().unwrap();
+        let both: Vec<_> = listening_sockets(&[me, me]).into_iter().filter(|s| s.addr == local_addr).collect();
+        assert_eq!(both.len(), 2, "{both:?}");
+        assert!(both.iter().all(|s| s.pid == me && s.fd == std::os::fd::AsRawFd::as_raw_fd(&local)), "{both:?}");
         // A pid that does not exist is skipped.
         assert!(listening_addrs(&[i32::MAX]).is_empty());
     }
