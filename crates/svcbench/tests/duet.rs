@@ -11,17 +11,19 @@ fn go() -> String {
     repo().join("services/hello/go-nethttp").display().to_string()
 }
 
-/// One open-model step: both sides get 1,500 req/s for `seconds`, far below what 0.45 CPU serves.
-fn profile(tmp: &Path, seconds: u32) -> PathBuf {
+/// One open-model step: both sides get `rate` req/s for `seconds`.
+fn profile(tmp: &Path, rate: u32, seconds: u32) -> PathBuf {
     let p = tmp.join("duet.toml");
-    std::fs::write(&p, format!("name = \"duet-test\"\n[[step]]\nrate = [1500]\nduration = \"{seconds}s\"\n")).unwrap();
+    std::fs::write(&p, format!("name = \"duet-test\"\n[[step]]\nrate = [{rate}]\nduration = \"{seconds}s\"\n"))
+        .unwrap();
     p
 }
 
-/// A duet of 5 s steps (4 s when alternating: each round takes two).
+/// A duet of 5 s steps (4 s when alternating: each round takes two) at 1,500 req/s, far below what 0.45 CPU
+/// serves.
 fn duet(tmp: &Path, a: &str, b: &str, pairs: &str, extra: &[&str]) -> (std::process::Output, PathBuf) {
     let dbp = tmp.join("duet.db");
-    let prof = profile(tmp, if extra.contains(&"--alternate") { 4 } else { 5 });
+    let prof = profile(tmp, 1500, if extra.contains(&"--alternate") { 4 } else { 5 });
     let mut args =
         vec!["duet", a, b, "--profile", prof.to_str().unwrap(), "--pairs", pairs, "--db", dbp.to_str().unwrap()];
     args.extend(extra);
@@ -143,7 +145,7 @@ fn a_study_with_a_duet_runs_it_after_its_runs_reports_it_and_does_not_run_it_aga
     let tmp = tempfile::tempdir().unwrap();
     let prof = tmp.path().join("one.toml");
     std::fs::write(&prof, "name = \"one\"\n[[step]]\nconnections = 4\nduration = \"1s\"\n").unwrap();
-    let duet_prof = profile(tmp.path(), 4);
+    let duet_prof = profile(tmp.path(), 1500, 4);
     let file = tmp.path().join("pair.toml");
     std::fs::write(
         &file,
@@ -201,8 +203,7 @@ fn quotas_that_do_not_fit_side_by_side_are_refused_before_anything_starts() {
 fn ctrl_c_ends_a_duet_as_interrupted_with_nothing_left() {
     let tmp = tempfile::tempdir().unwrap();
     let dbp = tmp.path().join("duet.db");
-    let prof = tmp.path().join("long.toml");
-    std::fs::write(&prof, "name = \"long\"\n[[step]]\nrate = [500]\nduration = \"60s\"\n").unwrap();
+    let prof = profile(tmp.path(), 500, 60);
     let mut bg = spawn_svcbench(
         tmp.path(),
         "duet",
@@ -225,8 +226,7 @@ fn ctrl_c_ends_a_duet_as_interrupted_with_nothing_left() {
 fn a_side_killed_at_its_memory_cap_ends_the_duet_saying_so_with_nothing_left() {
     let tmp = tempfile::tempdir().unwrap();
     let dbp = tmp.path().join("duet.db");
-    let prof = tmp.path().join("oom.toml");
-    std::fs::write(&prof, "name = \"oom\"\n[[step]]\nrate = [200]\nduration = \"5s\"\n").unwrap();
+    let prof = profile(tmp.path(), 200, 5);
     // The hog keeps 8 MiB more on every request: under a 64 MiB cap it dies within the first second.
     let (hog, steady) = (fixture("hog"), fixture("steady"));
     let args = [
