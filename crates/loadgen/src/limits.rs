@@ -57,6 +57,22 @@ pub fn thread_cpu_seconds() -> f64 {
     }
 }
 
+/// A stopwatch of the calling thread's CPU time. A bounded loop (a parser's, a fuzz case's) is judged by
+/// the CPU it burns: on a machine shared with other builds the wall clock also counts the waits for a CPU.
+#[derive(Clone, Copy, Debug)]
+pub struct ThreadCpuClock(f64);
+
+impl ThreadCpuClock {
+    pub fn start() -> ThreadCpuClock {
+        ThreadCpuClock(thread_cpu_seconds())
+    }
+
+    /// CPU time the calling thread has used since `start` (call it on the same thread).
+    pub fn elapsed(self) -> std::time::Duration {
+        std::time::Duration::from_secs_f64((thread_cpu_seconds() - self.0).max(0.0))
+    }
+}
+
 /// Time the calling thread has spent ready to run but waiting for a CPU, in seconds: the
 /// second field of `/proc/thread-self/schedstat` (ns). 0 when the kernel does not provide it
 /// (no schedstats, or not Linux), so a missing figure never raises a flag.

@@ -5,6 +5,7 @@
 //! always return, and never leave more than a head's worth of bytes for the connection to buffer.
 //! (The open-ended fuzzer, `cargo fuzz`, is in crates/loadgen/fuzz/.)
 use loadgen::http::parser::{ParseError, Parsed, ResponseParser, MAX_HEAD};
+use loadgen::limits::ThreadCpuClock;
 use proptest::prelude::*;
 use std::time::Duration;
 
@@ -152,21 +153,6 @@ fn response() -> impl Strategy<Value = (Vec<u8>, bool)> {
 /// Every case must end well within this much CPU time.
 const CASE_LIMIT: Duration = Duration::from_secs(1);
 
-/// The CPU time this thread has used (a loop burns it; the wall clock of a machine shared with other
-/// builds also counts the waits for a CPU).
-#[derive(Clone, Copy)]
-struct Started(f64);
-
-impl Started {
-    fn now() -> Started {
-        Started(loadgen::limits::thread_cpu_seconds())
-    }
-
-    fn elapsed(self) -> Duration {
-        Duration::from_secs_f64((loadgen::limits::thread_cpu_seconds() - self.0).max(0.0))
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 400, failure_persistence: None, ..ProptestConfig::default() })]
 
@@ -175,7 +161,7 @@ proptest! {
         (wire, head) in response(),
         cuts in proptest::collection::vec(any::<usize>(), 0..12),
     ) {
-        let started = Started::now();
+        let started = ThreadCpuClock::start();
         let whole = feed(&[&wire], head);
         let Outcome::Complete { consumed, .. } = whole else { panic!("a valid response did not parse: {whole:?}") };
         prop_assert_eq!(consumed, wire.len());
@@ -194,7 +180,7 @@ proptest! {
         inserts in proptest::collection::vec((any::<usize>(), proptest::collection::vec(any::<u8>(), 1..8)), 0..3),
         cuts in proptest::collection::vec(any::<usize>(), 0..8),
     ) {
-        let started = Started::now();
+        let started = ThreadCpuClock::start();
         let mut w = wire[..cut % (wire.len() + 1)].to_vec();
         for (at, byte) in flips {
             if !w.is_empty() {
@@ -225,7 +211,7 @@ proptest! {
         tail in proptest::collection::vec(any::<u8>(), 0..2048),
         cuts in proptest::collection::vec(any::<usize>(), 0..6),
     ) {
-        let started = Started::now();
+        let started = ThreadCpuClock::start();
         let mut w = format!("HTTP/1.1 200 OK\r\nContent-Length: {length}\r\n\r\n").into_bytes();
         w.extend_from_slice(&tail);
         match feed(&split(&w, &cuts), false) {
@@ -246,7 +232,7 @@ proptest! {
         cuts in proptest::collection::vec(any::<usize>(), 0..8),
         head in any::<bool>(),
     ) {
-        let started = Started::now();
+        let started = ThreadCpuClock::start();
         let mut with_status = b"HTTP/1.1 200 OK\r\n".to_vec();
         with_status.extend_from_slice(&bytes);
         for w in [&bytes, &with_status] {

@@ -7,25 +7,12 @@ use crate::profile::Profile;
 use crate::remote::hosts_file::HostsPlan;
 use crate::study::file::Study;
 use anyhow::Result;
+use loadgen::limits::ThreadCpuClock;
 use proptest::prelude::*;
 use std::time::Duration;
 
+/// Every case must end well within this much CPU time of its thread.
 const CASE_LIMIT: Duration = Duration::from_secs(1);
-
-/// The CPU time this thread has used: a parser that loops burns it, while the wall clock of a machine
-/// shared with other builds also counts the time the thread waited for a CPU.
-#[derive(Clone, Copy)]
-struct Started(f64);
-
-impl Started {
-    fn now() -> Started {
-        Started(loadgen::limits::thread_cpu_seconds())
-    }
-
-    fn elapsed(self) -> Duration {
-        Duration::from_secs_f64((loadgen::limits::thread_cpu_seconds() - self.0).max(0.0))
-    }
-}
 
 /// Few enough cases that the whole suite takes seconds in the ci profile.
 fn config() -> ProptestConfig {
@@ -34,7 +21,7 @@ fn config() -> ProptestConfig {
 
 /// A value (`Some`), or an error of one line (`None`); and within [`CASE_LIMIT`]. Any other outcome fails
 /// the case.
-fn one_line<T>(what: &str, started: Started, r: Result<T>) -> Result<Option<T>, TestCaseError> {
+fn one_line<T>(what: &str, started: ThreadCpuClock, r: Result<T>) -> Result<Option<T>, TestCaseError> {
     if let Err(e) = &r {
         let text = format!("{e:#}");
         prop_assert!(!text.contains('\n'), "{what}: error of several lines: {text:?}");
@@ -181,7 +168,7 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = write(dir.path(), "p.toml", &text);
-        let started = Started::now();
+        let started = ThreadCpuClock::start();
         if let Some(steps) = one_line("profile", started, profile_and_plan(&path))? {
             prop_assert!((1..=2 * crate::profile::limits::MAX_STEPS).contains(&steps));
         }
@@ -194,7 +181,7 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = write(dir.path(), "s.toml", &text);
-        let started = Started::now();
+        let started = ThreadCpuClock::start();
         if let Some(runs) = one_line("study", started, study_and_plan(&path, quick))? {
             prop_assert!(runs <= 2 * crate::study::file::MAX_CELLS * crate::study::file::MAX_RUNS as usize);
         }
@@ -216,7 +203,7 @@ proptest! {
             )
         };
         write(dir.path(), "svcbench.toml", &manifest);
-        let started = Started::now();
+        let started = ThreadCpuClock::start();
         if let Some(s) = one_line("manifest", started, Service::load(dir.path()))? {
             prop_assert!(crate::manifest::check_name(s.name()).is_ok(), "{:?}", s.name());
         }
@@ -233,7 +220,7 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = write(dir.path(), "hosts.toml", &text);
-        let started = Started::now();
+        let started = ThreadCpuClock::start();
         one_line("hosts file", started, HostsPlan::load(&path))?;
     }
 
@@ -241,7 +228,7 @@ proptest! {
     fn durations_rates_sizes_and_links_parse_or_refuse_in_one_line(
         s in prop_oneof![duration_text(), number(), "[ -~]{0,24}", (number(), "[KMGkmg]?").prop_map(|(n, u)| n + &u)],
     ) {
-        let started = Started::now();
+        let started = ThreadCpuClock::start();
         let max = loadgen::MAX_DURATION;
         if let Some(d) = one_line("duration", started, loadgen::cli::parse_duration_within(&s, max, "a day")
             .map_err(anyhow::Error::msg))?
