@@ -388,6 +388,59 @@ fn interleaved_runs_with_a_death_in_step_2(oom_told_at_exit: bool) {
     }
 }
 
+/// A dependency svcbench started whose accept queue overflows: its drops so far grow by 7 at each reading.
+struct OverflowingDependency(Arc<AtomicU32>);
+
+impl crate::deps::Dependency for OverflowingDependency {
+    fn placeholders(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+    fn probe(&self) -> Option<Arc<dyn Probe>> {
+        Some(Arc::new(OverflowingQueue(self.0.clone())))
+    }
+}
+
+struct OverflowingQueue(Arc<AtomicU32>);
+
+impl Probe for OverflowingQueue {
+    fn sample(&self) -> Sample {
+        Sample { alive: true, ..Sample::default() }
+    }
+    fn listen_drops(&self) -> Option<u64> {
+        Some(7 * u64::from(self.0.fetch_add(1, Ordering::Relaxed)))
+    }
+}
+
+/// Connections a dependency dropped during a step are counted in it, and the step is stored as the
+/// dependency's saturation, not quotable: those calls waited a second or more to connect.
+#[test]
+fn a_dependencys_full_accept_queue_is_stored_with_the_step_it_overflowed_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = OkServer::start();
+    let starter = FakeStarter::new(server.port, Vec::new(), false);
+    let (mut ctx, services) = session(dir.path(), 1, starter);
+    let readings = Arc::new(AtomicU32::new(0));
+    ctx.deps.items.push(Box::new(OverflowingDependency(readings.clone())));
+    let cells = ctx.opts.cell_specs();
+    run_loop::run_all(&mut ctx, &services, &cells, None).unwrap();
+    assert!(readings.load(Ordering::Relaxed) >= 8, "two readings around each of 4 steps");
+
+    let reader = crate::store::Reader::open(&ctx.opts.plan.db).unwrap();
+    let runs = reader.runs(ctx.session_id).unwrap();
+    assert_eq!(runs.len(), 2);
+    for run in &runs {
+        let steps = reader.steps(run.id).unwrap();
+        assert_eq!(steps.len(), 2, "{run:?}");
+        for step in &steps {
+            assert_eq!(step.dep_listen_drops, Some(7), "the drops between the step's two readings");
+            assert!(step.dep_saturated);
+            let validity = step.validity();
+            assert!(validity.has(crate::figures::validity::FlagCode::DependencySaturated), "{validity:?}");
+            assert!(!validity.valid());
+        }
+    }
+}
+
 #[test]
 fn a_resumed_session_runs_only_what_its_store_lacks() {
     let dir = tempfile::tempdir().unwrap();
