@@ -8,6 +8,11 @@
 # A study's quick form is named so (its sessions are stored as the quick form's):
 #   <!-- svcbench study studies/seed-004-capacity.toml --quick --db docs/seeds/data/seed-004-capacity-quick.db -->
 #   <!-- end of svcbench's report -->
+# A verdict the page quotes is embedded the same way, as `svcbench compare` prints it for the command in
+# its marker (a store named in it is read from a copy; its headings are set two levels down, under the
+# page's own):
+#   <!-- svcbench compare --db docs/seeds/data/seed-000-ktor-engines.db --base service=A --new service=B -->
+#   <!-- end of svcbench's compare -->
 # With --check it changes nothing and exits 1 when a page's report is not, byte for byte but its
 # generation time, what its store gives today (the test suite runs it so: tests/report.rs).
 # Usage: scripts/seed-pages.sh [--check] [PAGE...]   (default: every page with a marker)
@@ -18,10 +23,10 @@ if [ "${1:-}" = --check ]; then check=1; shift; fi
 bin=${SVCBENCH_BIN:-target/ci/svcbench}
 [ -x "$bin" ] || cargo build --profile ci --locked -p svcbench
 pages=("$@")
-[ ${#pages[@]} -gt 0 ] || mapfile -t pages < <(grep -l '^<!-- svcbench study ' docs/seeds/*.md)
+[ ${#pages[@]} -gt 0 ] || mapfile -t pages < <(grep -lE '^<!-- svcbench (study|compare) ' docs/seeds/*.md)
 [ ${#pages[@]} -gt 0 ] || { echo "seed-pages: no page in docs/seeds embeds a report" >&2; exit 1; }
 python3 - "$bin" "$check" "${pages[@]}" <<'EOF'
-import re, subprocess, sys, tempfile, shutil, os
+import re, subprocess, sys, tempfile, shutil, os, shlex
 bin, check, pages = sys.argv[1], sys.argv[2] == '1', sys.argv[3:]
 pattern = re.compile(r'(<!-- svcbench study (\S+)( --quick)? --db (\S+) -->\n)(.*?)(<!-- end of svcbench\'s report -->)', re.S)
 # The only line that may differ between two renderings of one store: "…; generated <time> by svcbench …".
@@ -38,6 +43,21 @@ def report_of(study, quick, store):
                        stdout=subprocess.DEVNULL)
         report = open(os.path.join(tmp, 'report.md')).read()
     return report + ('' if report.endswith('\n') else '\n')
+compare_pattern = re.compile(r'(<!-- svcbench compare (.*?) -->\n)(.*?)(<!-- end of svcbench\'s compare -->)', re.S)
+def compare_of(args):
+    with tempfile.TemporaryDirectory() as tmp:
+        argv = []
+        for a in shlex.split(args):
+            if a.endswith('.db'):
+                # A copy, as for reports; named by its file name alone, so the output is the same from any folder.
+                shutil.copy(a, os.path.join(tmp, os.path.basename(a)))
+                a = os.path.basename(a)
+            argv.append(a)
+        out = subprocess.run([os.path.abspath(bin), 'compare'] + argv, cwd=tmp, check=True,
+                             stdout=subprocess.PIPE, text=True).stdout
+    # Under the page's own headings.
+    out = re.sub(r'^#', '###', out, flags=re.M)
+    return out + ('' if out.endswith('\n') else '\n')
 stale = []
 for page in pages:
     text = open(page).read()
@@ -46,14 +66,20 @@ for page in pages:
         if timeless(report) != timeless(m.group(5)):
             stale.append(f"{page}: its report of {m.group(4)} is not what the store gives today")
         return m.group(1) + report + m.group(6)
+    def recompare(m):
+        out = compare_of(m.group(2))
+        if out != m.group(3):
+            stale.append(f"{page}: its `svcbench compare {m.group(2)}` is not what the store gives today")
+        return m.group(1) + out + m.group(4)
     new, n = pattern.subn(regenerate, text)
-    if n == 0:
-        sys.exit(f"seed-pages: {page} has no svcbench report marker")
+    new, c = compare_pattern.subn(recompare, new)
+    if n + c == 0:
+        sys.exit(f"seed-pages: {page} has no svcbench report or compare marker")
     if check:
-        print(f"{page}: {n} report(s) checked")
+        print(f"{page}: {n} report(s) and {c} comparison(s) checked")
     else:
         open(page, 'w').write(new)
-        print(f"{page}: {n} report(s) regenerated")
+        print(f"{page}: {n} report(s) and {c} comparison(s) regenerated")
 if check and stale:
     sys.exit("\n".join(stale) + "\nseed-pages: run scripts/seed-pages.sh to regenerate them")
 EOF

@@ -462,7 +462,8 @@ fn seed_pages_hold_the_reports_their_committed_stores_give() {
     let out = check(&[]);
     let said = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
-    assert!(said.contains("docs/seeds/003.md: 1 report(s) checked"), "{said}");
+    assert!(said.contains("docs/seeds/003.md: 1 report(s)"), "{said}");
+    assert!(said.contains("docs/seeds/000.md: 6 report(s) and 6 comparison(s) checked"), "{said}");
     // And it can fail: one figure changed in a copy of a page is found.
     let tmp = tempfile::tempdir().unwrap();
     let page = repo().join("docs/seeds/003.md");
@@ -476,4 +477,23 @@ fn seed_pages_hold_the_reports_their_committed_stores_give() {
     let out = check(&[&copy]);
     assert_eq!(out.status.code(), Some(1), "a changed figure is not what the store gives");
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not what the store gives today"));
+
+    // A verdict quoted from `compare` is checked too: seed 000's first comparison alone on a page holds, and
+    // with one verdict changed it does not.
+    let text = std::fs::read_to_string(repo().join("docs/seeds/000.md")).unwrap();
+    let start = text.find("<!-- svcbench compare ").expect("seed 000 quotes a comparison");
+    let end_marker = "<!-- end of svcbench's compare -->\n";
+    let end = start + text[start..].find(end_marker).unwrap() + end_marker.len();
+    let block = &text[start..end];
+    let page = tmp.path().join("compare.md");
+    std::fs::write(&page, block).unwrap();
+    let out = check(&[&page]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("0 report(s) and 1 comparison(s) checked"));
+    let verdict = block.find("| within noise |").expect("a line within noise");
+    std::fs::write(&page, format!("{}| faster |{}", &block[..verdict], &block[verdict + "| within noise |".len()..]))
+        .unwrap();
+    let out = check(&[&page]);
+    assert_eq!(out.status.code(), Some(1), "a changed verdict is not what the store gives");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("svcbench compare"));
 }

@@ -229,7 +229,13 @@ pub fn service_end_flags(oom_killed: bool, crashed: bool) -> Vec<Flag> {
 pub fn run_flags(status: &str, limit_mismatches: &[String]) -> Vec<Flag> {
     let mut out = Vec::new();
     if status != "completed" {
-        out.push(Flag::new(FlagCode::Incomplete, format!("the run is {status}: it enters no median and no verdict")));
+        let enters = if status == "failed" {
+            "its valid steps enter medians and verdicts only if the service itself ended it under the limits asked \
+             (OOM-killed, crashed, stuck at its memory cap); its whole-run figures never do"
+        } else {
+            "it enters no median and no verdict"
+        };
+        out.push(Flag::new(FlagCode::Incomplete, format!("the run is {status}: {enters}")));
     }
     for m in limit_mismatches {
         out.push(Flag::new(FlagCode::Unlimited, m.clone()));
