@@ -696,8 +696,11 @@ pub fn markdown(base: &Dataset, new: &Dataset, c: &Comparison, failed: &[String]
     }
     let level = format!("{:.0} %", (1.0 - c.alpha) * 100.0);
     let whole: Vec<&Line> = lines.iter().filter(|l| l.step.is_none()).collect();
-    let _ = write!(s, "\n{}", super::markdown::table(&lines_table(&whole, false, &level)));
     let per_step: Vec<&Line> = lines.iter().filter(|l| l.step.is_some()).collect();
+    // `--metric step_rps` leaves no whole-run line: no empty table for it.
+    if !whole.is_empty() || per_step.is_empty() {
+        let _ = write!(s, "\n{}", super::markdown::table(&lines_table(&whole, false, &level)));
+    }
     if !per_step.is_empty() {
         let _ = write!(s, "\n### Per step\n\n{}", super::markdown::table(&lines_table(&per_step, true, &level)));
     }

@@ -369,6 +369,10 @@ fn compare_gives_a_verdict_per_attempt_between_two_services() {
     let p_adj =
         |c: &compare::Comparison| c.lines.iter().find(|l| l.step.as_deref() == Some("#1 step 1")).unwrap().p_adjusted;
     assert!(p_adj(&only) < p_adj(&c));
+    // Only per-step lines: their table alone, no empty table of whole-run lines before it.
+    let md = compare::markdown(&f.load(&["service=spray"], true), &f.load(&["service=akka"], true), &only, &[]);
+    assert_eq!(md.matches("| service |").count(), 1, "{md}");
+    assert!(md.contains("### Per step"), "{md}");
 }
 
 #[test]
