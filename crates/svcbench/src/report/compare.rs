@@ -705,9 +705,10 @@ pub fn markdown(base: &Dataset, new: &Dataset, c: &Comparison, failed: &[String]
         let _ = write!(s, "\n### Per step\n\n{}", super::markdown::table(&lines_table(&per_step, true, &level)));
     }
     let count = |w: &[&str]| lines.iter().filter(|l| w.contains(&l.verdict.as_str())).count();
+    // A blank line first: a line right after a table reads as one more row of it.
     let _ = writeln!(
         s,
-        "{} better, {} worse, {} within noise, {} with too few runs. Verdicts: Welch's t-test on the logs of the \
+        "\n{} better, {} worse, {} within noise, {} with too few runs. Verdicts: Welch's t-test on the logs of the \
          per-run values (NEW/BASE is the ratio of geometric means), Holm–Bonferroni over the {} lines tested at \
          family-wise α = {}; fewer than {MIN_RUNS} counted runs a side is too few (docs/report.md).",
         count(&["faster", "smaller"]),

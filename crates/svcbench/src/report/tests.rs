@@ -373,6 +373,8 @@ fn compare_gives_a_verdict_per_attempt_between_two_services() {
     let md = compare::markdown(&f.load(&["service=spray"], true), &f.load(&["service=akka"], true), &only, &[]);
     assert_eq!(md.matches("| service |").count(), 1, "{md}");
     assert!(md.contains("### Per step"), "{md}");
+    // The verdicts' count is a paragraph of its own, not a last row of the table above it.
+    assert!(md.contains("|\n\n0 better, 1 worse,"), "{md}");
 }
 
 #[test]
