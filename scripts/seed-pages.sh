@@ -33,14 +33,24 @@ pattern = re.compile(r'(<!-- svcbench study (\S+)( --quick)? --db (\S+) -->\n)(.
 generated = re.compile(r'; generated .*? by svcbench ')
 def timeless(text):
     return generated.sub('; generated … by svcbench ', text)
+def copy_store(store, tmp):
+    # A copy: opening a store may bring its schema up to date, and the committed one must not change.
+    if not os.path.isfile(store):
+        sys.exit(f"seed-pages: no store {store} (a marker names it): commit it under docs/seeds/data/ or fix the marker")
+    shutil.copy(store, os.path.join(tmp, os.path.basename(store)))
+    return os.path.basename(store)
+def run(argv, cwd, what):
+    # svcbench says what is wrong on stderr; one line here names the marker it came from.
+    r = subprocess.run(argv, cwd=cwd, stdout=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        sys.exit(f"seed-pages: `svcbench {what}` failed (exit {r.returncode}); fix the marker or the store")
+    return r.stdout
 def report_of(study, quick, store):
     with tempfile.TemporaryDirectory() as tmp:
-        # A copy: opening a store may bring its schema up to date, and the committed one must not change.
-        shutil.copy(store, os.path.join(tmp, os.path.basename(store)))
+        db = copy_store(store, tmp)
         out = os.path.join(tmp, 'report.html')
-        subprocess.run([os.path.abspath(bin), 'study', os.path.abspath(study), '--report-only']
-                       + (['--quick'] if quick else []) + ['--db', os.path.basename(store), '-o', out], cwd=tmp, check=True,
-                       stdout=subprocess.DEVNULL)
+        run([os.path.abspath(bin), 'study', os.path.abspath(study), '--report-only']
+            + (['--quick'] if quick else []) + ['--db', db, '-o', out], tmp, f"study {study} --db {store}")
         report = open(os.path.join(tmp, 'report.md')).read()
     return report + ('' if report.endswith('\n') else '\n')
 compare_pattern = re.compile(r'(<!-- svcbench compare (.*?) -->\n)(.*?)(<!-- end of svcbench\'s compare -->)', re.S)
@@ -49,12 +59,10 @@ def compare_of(args):
         argv = []
         for a in shlex.split(args):
             if a.endswith('.db'):
-                # A copy, as for reports; named by its file name alone, so the output is the same from any folder.
-                shutil.copy(a, os.path.join(tmp, os.path.basename(a)))
-                a = os.path.basename(a)
+                # Named by its file name alone, so the output is the same from any folder.
+                a = copy_store(a, tmp)
             argv.append(a)
-        out = subprocess.run([os.path.abspath(bin), 'compare'] + argv, cwd=tmp, check=True,
-                             stdout=subprocess.PIPE, text=True).stdout
+        out = run([os.path.abspath(bin), 'compare'] + argv, tmp, f"compare {args}")
     # Under the page's own headings.
     out = re.sub(r'^#', '###', out, flags=re.M)
     return out + ('' if out.endswith('\n') else '\n')

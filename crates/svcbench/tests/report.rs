@@ -496,4 +496,10 @@ fn seed_pages_hold_the_reports_their_committed_stores_give() {
     let out = check(&[&page]);
     assert_eq!(out.status.code(), Some(1), "a changed verdict is not what the store gives");
     assert!(String::from_utf8_lossy(&out.stderr).contains("svcbench compare"));
+    // A marker naming a store that is not there: one line that names it, no traceback.
+    std::fs::write(&page, block.replace("docs/seeds/data/", "docs/seeds/data/missing-")).unwrap();
+    let out = check(&[&page]);
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.starts_with("seed-pages: no store docs/seeds/data/missing-") && said.lines().count() == 1, "{said}");
 }
