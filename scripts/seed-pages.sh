@@ -14,7 +14,8 @@
 #   <!-- svcbench compare --db docs/seeds/data/seed-000-ktor-engines.db --base service=A --new service=B -->
 #   <!-- end of svcbench's compare -->
 # With --check it changes nothing and exits 1 when a page's report is not, byte for byte but its
-# generation time, what its store gives today (the test suite runs it so: tests/report.rs).
+# generation time, what its store gives today, or a comparison is not, byte for byte, what `compare` prints
+# today (the test suite runs it so: tests/report.rs).
 # Usage: scripts/seed-pages.sh [--check] [PAGE...]   (default: every page with a marker)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -58,8 +58,8 @@ pub(super) fn section(d: &Dataset, study: &Study) -> StudySection {
     let noisy: usize = d.sessions.iter().map(|s| s.warnings.len()).sum();
     paragraphs.push(format!(
         "{} service(s) and variant(s) × {} limits cell(s) × {} run(s), profile `{}`, from {sessions} session(s){}. \
-         Figures are medians over the counted runs (completed, or ended by the service, under the limits asked) of each run's peak among \
-         its valid steps; the verdict compares each row with the round's best on peak req/s (Welch's test on \
+         Figures are medians over the counted runs (completed, or ended by the service, under the limits asked) \
+         of each run's peak among its valid steps; the verdict compares each row with the round's best on peak req/s (Welch's test on \
          the logs, Holm-corrected over the round at α = {ALPHA}).",
         d.groups.iter().map(|g| &g.service.name).collect::<std::collections::BTreeSet<_>>().len(),
         keys.len(),
