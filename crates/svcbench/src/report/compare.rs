@@ -709,13 +709,13 @@ pub fn markdown(base: &Dataset, new: &Dataset, c: &Comparison, failed: &[String]
     let _ = writeln!(
         s,
         "\n{} better, {} worse, {} within noise, {} with too few runs. Verdicts: Welch's t-test on the logs of the \
-         per-run values (NEW/BASE is the ratio of geometric means), Holm–Bonferroni over the {} lines tested at \
+         per-run values (NEW/BASE is the ratio of geometric means), Holm–Bonferroni over the {} tested at \
          family-wise α = {}; fewer than {MIN_RUNS} counted runs a side is too few (docs/report.md).",
         count(&["faster", "smaller"]),
         count(&["slower", "larger"]),
         count(&["within noise"]),
         count(&["too few runs"]),
-        c.tested,
+        n_lines(c.tested),
         c.alpha
     );
     let advice: Vec<String> = lines
@@ -733,11 +733,11 @@ pub fn markdown(base: &Dataset, new: &Dataset, c: &Comparison, failed: &[String]
         let _ = writeln!(
             s,
             "From the runs' spread on both sides: runs a side to call a change with {:.0} % power at α = {} / {} \
-             per line, the {} lines compared (`--metric` narrows them).\n",
+             per line, the {} compared (`--metric` narrows them).\n",
             POWER * 100.0,
             c.alpha,
             (c.alpha / alpha_per_line).round(),
-            (c.alpha / alpha_per_line).round()
+            n_lines((c.alpha / alpha_per_line).round() as usize)
         );
         for a in advice {
             let _ = writeln!(s, "{a}");
@@ -750,6 +750,11 @@ pub fn markdown(base: &Dataset, new: &Dataset, c: &Comparison, failed: &[String]
         }
     }
     s
+}
+
+/// "1 line", "7 lines".
+pub(crate) fn n_lines(n: usize) -> String {
+    format!("{n} line{}", if n == 1 { "" } else { "s" })
 }
 
 #[cfg(test)]

@@ -375,6 +375,8 @@ fn compare_gives_a_verdict_per_attempt_between_two_services() {
     assert!(md.contains("### Per step"), "{md}");
     // The verdicts' count is a paragraph of its own, not a last row of the table above it.
     assert!(md.contains("|\n\n0 better, 1 worse,"), "{md}");
+    assert!(md.contains("Holm–Bonferroni over the 2 lines tested"), "{md}");
+    assert_eq!(super::compare::n_lines(1), "1 line");
 }
 
 #[test]
