@@ -753,7 +753,7 @@ pub fn markdown(base: &Dataset, new: &Dataset, c: &Comparison, failed: &[String]
 }
 
 /// "1 line", "7 lines".
-pub(crate) fn n_lines(n: usize) -> String {
+fn n_lines(n: usize) -> String {
     format!("{n} line{}", if n == 1 { "" } else { "s" })
 }
 

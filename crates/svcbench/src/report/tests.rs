@@ -376,7 +376,17 @@ fn compare_gives_a_verdict_per_attempt_between_two_services() {
     // The verdicts' count is a paragraph of its own, not a last row of the table above it.
     assert!(md.contains("|\n\n0 better, 1 worse,"), "{md}");
     assert!(md.contains("Holm–Bonferroni over the 2 lines tested"), "{md}");
-    assert_eq!(super::compare::n_lines(1), "1 line");
+    // One line tested reads "1 line", in the verdicts' count and in the runs-needed advice.
+    let one = compare::compare(
+        &f.load(&["service=spray"], true),
+        &f.load(&["service=akka"], true),
+        0.05,
+        &compare::parse_metrics(&["peak_rps".into()]).unwrap(),
+    );
+    assert_eq!(one.tested, 1);
+    let md = compare::markdown(&f.load(&["service=spray"], true), &f.load(&["service=akka"], true), &one, &[]);
+    assert!(md.contains("over the 1 line tested at"), "{md}");
+    assert!(md.contains("the 1 line compared"), "{md}");
 }
 
 #[test]
