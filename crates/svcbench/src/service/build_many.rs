@@ -23,16 +23,14 @@ fn tool(command: &str) -> &str {
 /// project's builds on a fresh 2-core machine (a Rust release build with its crates 75 s alone, Go's first
 /// build, compiling its standard library, 27 s, a Scala Maven build 17 s; 20 s for any other tool).
 fn expected_seconds(svc: &Service, tool: &str) -> f64 {
-    if super::build_stamp::fresh(svc).is_some() {
-        return 0.0;
-    }
-    if let Some(last) = super::build_stamp::last(svc) {
-        return last.seconds;
-    }
-    match tool {
-        "cargo" => 75.0,
-        "go" => 27.0,
-        _ => 20.0,
+    match super::build_stamp::last(svc) {
+        Some(stamp) if super::build_stamp::holds(svc, &stamp) => 0.0,
+        Some(stamp) => stamp.seconds,
+        None => match tool {
+            "cargo" => 75.0,
+            "go" => 27.0,
+            _ => 20.0,
+        },
     }
 }
 

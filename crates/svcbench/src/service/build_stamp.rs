@@ -32,11 +32,15 @@ pub fn last(svc: &Service) -> Option<Stamp> {
     serde_json::from_slice(&std::fs::read(path_of(svc)).ok()?).ok()
 }
 
+/// Whether the build `stamp` records is still current: its inputs and artifacts exactly as it left them.
+pub fn holds(svc: &Service, stamp: &Stamp) -> bool {
+    let now = || Some((inputs_hash(svc).ok()?, artifacts_hash(svc)?));
+    now() == Some((stamp.inputs, stamp.artifacts))
+}
+
 /// The stamp of the last successful build, if that build's inputs and artifacts are exactly as it left them.
 pub fn fresh(svc: &Service) -> Option<Stamp> {
-    let stamp = last(svc)?;
-    let now = (inputs_hash(svc).ok()?, artifacts_hash(svc)?);
-    (now == (stamp.inputs, stamp.artifacts)).then_some(stamp)
+    last(svc).filter(|stamp| holds(svc, stamp))
 }
 
 /// Records a successful build of `seconds`.
