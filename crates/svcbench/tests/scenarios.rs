@@ -97,7 +97,18 @@ fn slow_upstream_breaks_the_blocking_service_but_not_the_async_one() {
     let drops: Vec<_> = s.steps().map(|st| st.dep_listen_drops).collect();
     assert!(drops.iter().all(|d| *d == Some(0)), "the mock upstream's accept-queue drops per step: {drops:?}");
     assert!(!s.steps().any(|st| st.dep_saturated));
-    // The report shows it: an X for Spring MVC at 4 s in the per-delay table, none for Vert.x.
+    // The report shows it: an X for Spring MVC at 4 s in the per-delay table, none for Vert.x. The X is bold
+    // when only the service's own failures (and the late sends they cause) flag the step; when this shared
+    // machine's noise flagged it too (its speed drifted), the X is in parentheses, as for any step that is
+    // not to be quoted, and the step's other reasons are the measurement's own.
+    let flags = at("java-spring-mvc", 4000).validity();
+    let x = if flags.service_failures_only() {
+        "**X**"
+    } else {
+        let own = flags.flags.iter().any(|f| f.code.is_measurement_failure() && !f.code.is_backpressure());
+        assert!(own, "left out for the service itself: {:?}", flags.flags);
+        "(X)"
+    };
     let md = svcbench(&["report", "--db", dbp.to_str().unwrap(), "-o", "-", "--format", "markdown"], &repo());
     let text = String::from_utf8_lossy(&md.stdout);
     let table = text.split("### Average response time (ms) per upstream delay").nth(1).expect("the per-delay table");
@@ -105,7 +116,7 @@ fn slow_upstream_breaks_the_blocking_service_but_not_the_async_one() {
         |svc: &str| table.lines().find(|l| l.starts_with(&format!("| upstream-{svc} |"))).unwrap_or("").to_string();
     let cells =
         |svc: &str| row(svc).split('|').map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect::<Vec<_>>();
-    assert_eq!(cells("java-spring-mvc").last().map(String::as_str), Some("**X**"), "{}", row("java-spring-mvc"));
+    assert_eq!(cells("java-spring-mvc").last().map(String::as_str), Some(x), "{}", row("java-spring-mvc"));
     assert_eq!(cells("java-vertx").len(), 3, "{}", row("java-vertx"));
     assert!(!row("java-vertx").contains('X'), "{}", row("java-vertx"));
     assert_no_leftovers("services/upstream/");
