@@ -101,12 +101,12 @@ fn slow_upstream_breaks_the_blocking_service_but_not_the_async_one() {
     // when only the service's own failures (and the late sends they cause) flag the step; when this shared
     // machine's noise flagged it too (its speed drifted), the X is in parentheses, as for any step that is
     // not to be quoted, and the step's other reasons are the measurement's own.
-    let flags = at("java-spring-mvc", 4000).validity();
-    let x = if flags.service_failures_only() {
+    let validity = at("java-spring-mvc", 4000).validity();
+    let x = if validity.service_failures_only() {
         "**X**"
     } else {
-        let own = flags.flags.iter().any(|f| f.code.is_measurement_failure() && !f.code.is_backpressure());
-        assert!(own, "left out for the service itself: {:?}", flags.flags);
+        let own = validity.flags.iter().any(|f| f.code.is_measurement_failure() && !f.code.is_backpressure());
+        assert!(own, "left out for the service itself: {:?}", validity.flags);
         "(X)"
     };
     let md = svcbench(&["report", "--db", dbp.to_str().unwrap(), "-o", "-", "--format", "markdown"], &repo());
