@@ -405,7 +405,11 @@ mod tests {
     fn stop_of_a_process_ignoring_term_kills_it_after_grace() {
         let mut sb = Sandbox::new(&format!("unit-{}-b", std::process::id()), &Limits::default(), CgroupChoice::Auto);
         sb.start("sh -c 'trap \"\" TERM; while true; do sleep 0.05; done'", Path::new("/"), &[], log()).unwrap();
-        std::thread::sleep(Duration::from_millis(100));
+        // Its first `sleep` means the trap is set (a fixed pause could end before the shell ran it).
+        let pgid = sb.pid().unwrap() as i32;
+        crate::poll::until(Duration::from_secs(10), Duration::from_millis(20), || {
+            (procfs::group_pids(pgid).len() >= 2).then_some(())
+        });
         let out = sb.stop(Duration::from_millis(300));
         assert!(!out.graceful);
         assert!(out.elapsed >= Duration::from_millis(300));
