@@ -187,7 +187,9 @@ fn behind_a_slow_answer_a_fresh_connection_still_waiting_is_slow_not_starved() {
     let c = r.connections;
     assert_eq!(c.answers_min, 0, "some connections had no answer yet: {c:?}");
     assert!(c.stalled >= 1, "some requests had waited more than a second: {c:?}");
-    assert!(c.oldest_unanswered_ms < 1700.0, "{c:?}");
+    // Younger than the first second's requests (2 s and more): a late answer on a busy machine may age one
+    // past the 1.6 s answer time, but not by 0.4 s.
+    assert!(c.oldest_unanswered_ms < 2000.0, "{c:?}");
     assert_eq!(c.starved, 0, "{c:?}");
     assert!(r.flags().iter().all(|f| f.code != loadgen::FlagCode::StarvedConnections), "{:?}", r.flags());
 }
