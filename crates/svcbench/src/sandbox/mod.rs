@@ -378,6 +378,16 @@ mod tests {
         tempfile::tempfile().unwrap()
     }
 
+    /// The sandbox's process group once its shell has a child (so the shell has run its first commands, its
+    /// traps set): waited for, bounded, since a busy machine may take a while.
+    fn group_with_a_child(sb: &Sandbox) -> i32 {
+        let pgid = sb.pid().unwrap() as i32;
+        crate::poll::until(Duration::from_secs(10), Duration::from_millis(20), || {
+            (procfs::group_pids(pgid).len() >= 2).then_some(())
+        });
+        pgid
+    }
+
     #[test]
     fn stop_kills_the_whole_group_and_reports_graceful_exit() {
         let mut sb = Sandbox::new(&format!("unit-{}-a", std::process::id()), &Limits::default(), CgroupChoice::Auto);
@@ -389,11 +399,7 @@ mod tests {
             log(),
         )
         .unwrap();
-        let pgid = sb.pid().unwrap() as i32;
-        // Wait (bounded) for the shell to start its child: a busy machine may take a while.
-        crate::poll::until(Duration::from_secs(10), Duration::from_millis(20), || {
-            (procfs::group_pids(pgid).len() >= 2).then_some(())
-        });
+        let pgid = group_with_a_child(&sb);
         assert!(procfs::group_pids(pgid).len() >= 2);
         std::thread::sleep(Duration::from_millis(100));
         let out = sb.stop(Duration::from_secs(10));
@@ -406,10 +412,7 @@ mod tests {
         let mut sb = Sandbox::new(&format!("unit-{}-b", std::process::id()), &Limits::default(), CgroupChoice::Auto);
         sb.start("sh -c 'trap \"\" TERM; while true; do sleep 0.05; done'", Path::new("/"), &[], log()).unwrap();
         // Its first `sleep` means the trap is set (a fixed pause could end before the shell ran it).
-        let pgid = sb.pid().unwrap() as i32;
-        crate::poll::until(Duration::from_secs(10), Duration::from_millis(20), || {
-            (procfs::group_pids(pgid).len() >= 2).then_some(())
-        });
+        group_with_a_child(&sb);
         let out = sb.stop(Duration::from_millis(300));
         assert!(!out.graceful);
         assert!(out.elapsed >= Duration::from_millis(300));
