@@ -1,6 +1,5 @@
 //! Command-line interface: one subcommand per job.
-use crate::options::{parse_startup_timeout, parse_step_duration, LimitsArgs, MAX_RUNS};
-use crate::sandbox::CgroupChoice;
+use crate::options::{parse_step_duration, LimitsArgs, StartupArgs, MAX_RUNS};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -16,7 +15,7 @@ pub enum Command {
     /// Build services, run them under limits through a load profile, and store every figure.
     Run(RunArgs),
     /// Build and start one service, run only its scenario's conformance checks.
-    Check(CheckArgs),
+    Check(crate::alone::check::CheckArgs),
     /// Build services (and the services of study files) ahead of their runs, several at a time.
     Build(BuildArgs),
     /// Drive HTTP load at a URL (closed model like wrk, open model like wrk2).
@@ -95,9 +94,8 @@ pub struct RunArgs {
     /// Request mix of the scenario for steps that name none (default: `default`).
     #[arg(long)]
     pub mix: Option<String>,
-    /// Give up on a service that has not answered its readiness path after this long (runner::STARTUP_TIMEOUT).
-    #[arg(long, default_value = "120s", value_parser = parse_startup_timeout)]
-    pub startup_timeout: std::time::Duration,
+    #[command(flatten)]
+    pub startup: StartupArgs,
     /// Expose the current step's figures in the Prometheus text format at http://ADDR/metrics.
     #[arg(long)]
     pub metrics_listen: Option<std::net::SocketAddr>,
@@ -126,24 +124,6 @@ pub struct PodArgs {
     /// Where build logs go.
     #[arg(long, default_value = "results/work/pod")]
     pub work_dir: PathBuf,
-}
-
-#[derive(clap::Args, Debug)]
-pub struct CheckArgs {
-    /// Service folder.
-    pub service: PathBuf,
-    #[arg(long)]
-    pub scenario: Option<String>,
-    #[arg(long)]
-    pub no_build: bool,
-    #[arg(long, value_enum, default_value = "auto")]
-    pub cgroup: CgroupChoice,
-    /// Where logs go.
-    #[arg(long, default_value = "results/work/check")]
-    pub work_dir: PathBuf,
-    /// Check against dependencies already running (e.g. one OpenSearch for several services).
-    #[command(flatten)]
-    pub given: crate::options::DepArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -220,7 +200,7 @@ mod tests {
     fn run_defaults_are_the_runners() {
         use clap::Parser;
         let super::Command::Run(a) = super::Cli::parse_from(["svcbench", "run", "x"]).command else { unreachable!() };
-        assert_eq!(a.startup_timeout, crate::runner::STARTUP_TIMEOUT);
+        assert_eq!(a.startup.startup_timeout, crate::runner::STARTUP_TIMEOUT);
         assert_eq!(a.seed, crate::runner::SEED);
     }
 }

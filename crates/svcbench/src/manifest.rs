@@ -373,7 +373,11 @@ impl Service {
 
     /// Total size in bytes of the artifact files or folders (missing ones are an error: the build did not
     /// produce what the manifest promised).
-    pub fn artifact_bytes(&self) -> Result<u64> {
+    pub fn artifact_bytes(&self) -> Result<Option<u64>> {
+        // No `artifacts` named: the size is unknown, not zero.
+        if self.manifest.artifacts.is_empty() {
+            return Ok(None);
+        }
         let mut total = 0;
         for a in &self.manifest.artifacts {
             let p = self.dir.join(a);
@@ -385,7 +389,7 @@ impl Service {
                 )
             })?;
         }
-        Ok(total)
+        Ok(Some(total))
     }
 }
 
@@ -478,6 +482,16 @@ PORT = "{port}"
         assert_eq!(s.name(), "x");
         assert_eq!(s.manifest.programming_model, ProgrammingModel::Async);
         assert_eq!(s.manifest.env["PORT"], "{port}");
+    }
+
+    #[test]
+    fn the_artifact_size_is_unknown_without_artifacts_and_summed_with_them() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), GOOD);
+        assert_eq!(Service::load(d.path()).unwrap().artifact_bytes().unwrap(), None);
+        std::fs::write(d.path().join("x"), [0u8; 1000]).unwrap();
+        write(d.path(), &GOOD.replace("run = ", "artifacts = [\"x\"]\nrun = "));
+        assert_eq!(Service::load(d.path()).unwrap().artifact_bytes().unwrap(), Some(1000));
     }
 
     #[test]

@@ -177,7 +177,7 @@ fn lifecycle_refusal_graceful_stop_and_check_command() {
         tmp.path(),
     );
     assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stdout).contains("2 of 2 checks passed"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("3 of 3 checks passed"));
     assert_no_leftovers("fixtures/testservice.py");
 }
 

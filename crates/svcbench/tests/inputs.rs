@@ -95,6 +95,22 @@ fn a_service_name_that_would_escape_file_and_cgroup_names_is_refused() {
 }
 
 #[test]
+fn a_misspelt_scenario_is_named_with_the_bundled_ones_even_beside_a_service_of_another() {
+    // Run beside a bundled service, a misspelt scenario once read as "services of different scenarios".
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("mine");
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = std::fs::read_to_string(fixture("steady").join("svcbench.toml")).unwrap();
+    std::fs::write(dir.join("svcbench.toml"), manifest.replace("scenario = \"testing\"", "scenario = \"helo\""))
+        .unwrap();
+    let hello = repo().join("services/hello/go-nethttp");
+    let want = ["test-steady", "scenario `helo` not found", "the bundled ones are hello, locations, upstream, users"];
+    refused(tmp.path(), &["run", dir.to_str().unwrap(), hello.to_str().unwrap()], &want);
+    refused(tmp.path(), &["check", dir.to_str().unwrap()], &want[1..]);
+    assert!(!tmp.path().join("results").exists(), "nothing was built or stored");
+}
+
+#[test]
 fn study_plan_refuses_unbounded_profiles_and_runs_instead_of_hanging() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();

@@ -1,5 +1,6 @@
 //! Where services listen: svcbench reads the service's listening sockets after startup and warns (output,
-//! store, report) when one is on every interface; a bundled service listens only on its `{host}`, and
+//! store, report) when one is on every interface, where `check` fails it; a bundled service listens only on
+//! its `{host}`, and
 //! `svcbench up` leaves it unreachable on the machine's other addresses.
 mod common;
 use common::*;
@@ -19,6 +20,28 @@ fn profile(dir: &Path) -> PathBuf {
     let p = dir.join("p1.toml");
     std::fs::write(&p, "name = \"t\"\n[[step]]\nconnections = 2\nduration = \"1s\"\n").unwrap();
     p
+}
+
+#[test]
+fn check_fails_a_service_on_every_interface_and_passes_one_on_its_host() {
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().join("w");
+    for (svc, code, line) in [
+        (
+            "wildcard",
+            Some(1),
+            "FAIL  listens only on the address it is given (127.0.0.1): the service listens on every interface (0.0.0.0:",
+        ),
+        ("steady", Some(0), "PASS  listens only on the address it is given (127.0.0.1)"),
+    ] {
+        let out = svcbench(&["check", fixture(svc).to_str().unwrap(), "--work-dir", work.to_str().unwrap()], &repo());
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), code, "{svc}: {said}");
+        assert!(said.lines().any(|l| l.starts_with(line)), "{svc}: no line starting {line:?} in {said}");
+        // The scenario's own checks still ran and passed.
+        assert!(said.contains("PASS  GET / answers ok"), "{svc}: {said}");
+    }
+    nothing_left("testservice.py steady");
 }
 
 #[test]

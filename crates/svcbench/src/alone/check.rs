@@ -1,25 +1,43 @@
 //! `svcbench check`: one service built and started alone with its dependencies, its scenario's conformance
 //! checks run once, then stopped. Dependencies are started for it, or given running (`--dep`).
+use crate::options::StartupArgs;
 use crate::sandbox::{CgroupChoice, Limits};
 use anyhow::{bail, Result};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// Service folder.
+    pub service: PathBuf,
+    #[arg(long)]
+    pub scenario: Option<String>,
+    #[arg(long)]
+    pub no_build: bool,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub cgroup: CgroupChoice,
+    /// Where logs go.
+    #[arg(long, default_value = "results/work/check")]
+    pub work_dir: PathBuf,
+    #[command(flatten)]
+    pub startup: StartupArgs,
+    /// Check against dependencies already running (e.g. one OpenSearch for several services).
+    #[command(flatten)]
+    pub given: crate::options::DepArgs,
+}
+
 /// `svcbench check`: build, start, run the conformance checks, stop. Returns the results.
 pub fn check_service(
-    path: &std::path::Path,
-    scenario: Option<&str>,
-    skip_build: bool,
-    cgroup: CgroupChoice,
-    work_dir: &std::path::Path,
+    a: &CheckArgs,
     given: &crate::deps::GivenDeps,
     stop: Arc<AtomicBool>,
 ) -> Result<Vec<crate::scenario::checks::CheckResult>> {
-    let (services, scenario) = crate::runner::load_services(&[path.to_path_buf()], scenario)?;
+    let (services, scenario) = crate::runner::load_services(std::slice::from_ref(&a.service), a.scenario.as_deref())?;
     let svc = &services[0];
-    std::fs::create_dir_all(work_dir)?;
-    let work_dir = &std::path::absolute(work_dir)?;
+    std::fs::create_dir_all(&a.work_dir)?;
+    let work_dir = &std::path::absolute(&a.work_dir)?;
     let mut limits = Limits::default();
     let gen = crate::cpus::cpu_split(&mut limits.cpuset, limits.cpus, None)?;
     let how = super::Alone {
@@ -27,9 +45,10 @@ pub fn check_service(
         what: "check",
         limits: &limits,
         loadgen_cpus: &gen,
-        cgroup,
+        cgroup: a.cgroup,
         work_dir,
-        skip_build,
+        skip_build: a.no_build,
+        startup_timeout: a.startup.startup_timeout,
         // A store of its own holds the conformance sample only; a given one is shared with runs and so
         // holds what a run loads (the checks pass on both).
         for_load: !given.urls.is_empty(),
@@ -41,13 +60,21 @@ pub fn check_service(
     let mut started = super::start(svc, &scenario, &how, &stop)?;
     let inst = &mut started.inst;
     eprintln!("svcbench: {} answered after {:.1} ms", svc.name(), started.startup.as_secs_f64() * 1e3);
-    if let Some(w) = inst.listening().and_then(|l| l.warning) {
-        eprintln!("svcbench: WARNING: {}: {w}", svc.name());
-    }
-    let Some(results) = crate::scenario::checks::run_checks_until(&inst.base_url(), &scenario.file.check, &stop) else {
+    let listening = inst.listening();
+    let Some(mut results) = crate::scenario::checks::run_checks_until(&inst.base_url(), &scenario.file.check, &stop)
+    else {
         inst.sandbox.stop(crate::runner::STOP_GRACE);
         bail!("interrupted during the conformance checks");
     };
+    // A service reachable on every interface is reachable from every network this machine is on: `check`
+    // fails it (a run warns and stores the warning). Not read for a service on another machine.
+    if let Some(l) = listening {
+        results.push(crate::scenario::checks::CheckResult {
+            name: format!("listens only on the address it is given ({})", inst.host.addr),
+            passed: l.warning.is_none(),
+            reason: l.warning.unwrap_or_default(),
+        });
+    }
     inst.sandbox.stop(Duration::from_secs(15));
     Ok(results)
 }

@@ -27,6 +27,8 @@ pub struct Alone<'a> {
     pub cgroup: CgroupChoice,
     pub work_dir: &'a Path,
     pub skip_build: bool,
+    /// How long the service has to answer its readiness path (`--startup-timeout`).
+    pub startup_timeout: Duration,
     /// Load the scenario's load dataset too (not only what the checks use).
     pub for_load: bool,
     /// `--net` and its links; None: loopback.
@@ -105,6 +107,6 @@ pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool)
             labels: Vec::new(),
         },
     )?;
-    let startup = inst.wait_ready(svc, crate::runner::STARTUP_TIMEOUT, stop)?;
+    let startup = inst.wait_ready(svc, how.startup_timeout, stop)?;
     Ok(StartedAlone { inst, _deps: deps, _remote: remote, network, placeholders, startup })
 }

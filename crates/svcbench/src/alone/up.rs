@@ -29,6 +29,8 @@ pub struct UpArgs {
     #[arg(long, default_value = "results/work/up")]
     pub work_dir: PathBuf,
     #[command(flatten)]
+    pub startup: crate::options::StartupArgs,
+    #[command(flatten)]
     pub network: NetworkArgs,
     #[command(flatten)]
     pub given: crate::options::DepArgs,
@@ -84,6 +86,7 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         cgroup: a.cgroup,
         work_dir: &work_dir,
         skip_build: a.no_build,
+        startup_timeout: a.startup.startup_timeout,
         for_load: true,
         net: links.as_deref(),
         given: &given,

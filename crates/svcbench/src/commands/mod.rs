@@ -37,7 +37,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                 label: a.label,
                 step_duration: a.step_duration,
                 mix: a.mix,
-                startup_timeout: a.startup_timeout,
+                startup_timeout: a.startup.startup_timeout,
                 seed: a.seed,
                 metrics_listen: a.metrics_listen,
                 cells: Vec::new(),
@@ -70,15 +70,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             // A bad --dep is refused before anything is built.
             let given = a.given.given()?;
             let stop = stop_flag()?;
-            let results = alone::check::check_service(
-                &a.service,
-                a.scenario.as_deref(),
-                a.no_build,
-                a.cgroup,
-                &a.work_dir,
-                &given,
-                stop,
-            )?;
+            let results = alone::check::check_service(&a, &given, stop)?;
             let failed = results.iter().filter(|r| !r.passed).count();
             for r in &results {
                 if r.passed {

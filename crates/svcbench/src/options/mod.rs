@@ -161,6 +161,14 @@ pub fn parse_step_duration(s: &str) -> Result<std::time::Duration, String> {
     loadgen::cli::parse_duration_within(s, crate::profile::MAX_STEP, "a day (24h)")
 }
 
+/// `--startup-timeout`, shared by the commands that start a service (run, check, up).
+#[derive(clap::Args, Debug, Clone)]
+pub struct StartupArgs {
+    /// Give up on a service that has not answered its readiness path after this long (at most an hour).
+    #[arg(long, default_value = "120s", value_parser = parse_startup_timeout)]
+    pub startup_timeout: std::time::Duration,
+}
+
 /// `--startup-timeout`: at most [`MAX_STARTUP_TIMEOUT`].
 pub fn parse_startup_timeout(s: &str) -> Result<std::time::Duration, String> {
     loadgen::cli::parse_duration_within(s, MAX_STARTUP_TIMEOUT, "an hour (1h)")

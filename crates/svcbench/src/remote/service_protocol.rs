@@ -67,7 +67,7 @@ pub enum Request {
 #[derive(Debug, Serialize, Deserialize)]
 pub struct BuiltThere {
     pub seconds: f64,
-    pub artifact_bytes: u64,
+    pub artifact_bytes: Option<u64>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -71,7 +71,8 @@ pub fn validity(d: &Dataset) -> Table {
 }
 
 /// Failed requests by kind, per service and step (medians over the counted runs), with the connections
-/// that got no answer at all: only kinds that occurred get a column.
+/// that got no answer at all and the connection attempts dropped at the service's full accept queue: only
+/// kinds that occurred get a column, and the drops only where some occurred.
 pub fn errors(d: &Dataset) -> Option<Table> {
     let mut kinds: Vec<&'static str> = Vec::new();
     for r in &d.runs {
@@ -84,19 +85,20 @@ pub fn errors(d: &Dataset) -> Option<Table> {
         }
     }
     let starved_any = d.runs.iter().flat_map(|r| &r.steps).any(|s| s.conn_starved.unwrap_or(0) > 0);
-    if kinds.is_empty() && !starved_any {
+    // Each dropped attempt's client sent its SYN again a second later: a latency no error column shows.
+    let dropped_any = d.runs.iter().flat_map(|r| &r.steps).any(|s| s.listen_drops.unwrap_or(0) > 0);
+    if kinds.is_empty() && !starved_any && !dropped_any {
         return None;
     }
     let mut head: Vec<String> = ["service", "step", "requests ok"].map(String::from).to_vec();
     head.extend(kinds.iter().map(|k| k.to_string()));
+    head.push("connect attempts failed".into());
+    if dropped_any {
+        head.push("attempts dropped at its accept queue".into());
+    }
     head.extend(
-        [
-            "connect attempts failed",
-            "starved connections",
-            "answers per connection (min / median / max)",
-            "oldest unanswered (ms)",
-        ]
-        .map(String::from),
+        ["starved connections", "answers per connection (min / median / max)", "oldest unanswered (ms)"]
+            .map(String::from),
     );
     let mut t = Table {
         id: "errors".into(),
@@ -110,6 +112,12 @@ pub fn errors(d: &Dataset) -> Option<Table> {
         head,
         rows: Vec::new(),
     };
+    if dropped_any {
+        t.note.push_str(
+            " An attempt dropped at the service's full accept queue was sent again by its client after 1 s, then 3 s \
+             (docs/measuring.md).",
+        );
+    }
     for (g, grp) in d.groups.iter().enumerate() {
         for (seq, label, steps) in steps_by_position(d, g) {
             let mut cells = vec![Cell::header(grp.name.clone()), Cell::text(format!("#{seq} {label}"))];
@@ -119,6 +127,9 @@ pub fn errors(d: &Dataset) -> Option<Table> {
                 cells.push(Cell::num(v).class(if v.unwrap_or(0.0) > 0.0 { "fail" } else { "num" }));
             }
             cells.push(Cell::num(median_of(&steps, |s| s.connect_attempts_failed.map(|n| n as f64))));
+            if dropped_any {
+                cells.push(Cell::num(median_of(&steps, |s| s.listen_drops.map(|n| n as f64))));
+            }
             let starved = median_of(&steps, |s| s.conn_starved.map(|n| n as f64));
             cells.push(Cell::num(starved).class(if starved.unwrap_or(0.0) > 0.0 { "fail" } else { "num" }));
             let a = |f: fn(&StepRow) -> Option<i64>| median_of(&steps, |s| f(s).map(|n| n as f64)).map(num);

@@ -836,3 +836,27 @@ fn compare_pairs_two_variants_of_one_service_cell_by_cell() {
     }
     assert!(c.lines.iter().all(|l| l.service.starts_with("k@xmx → k@default [")), "nothing left unpaired");
 }
+
+#[test]
+fn connection_attempts_dropped_at_the_accept_queue_get_a_column_only_where_some_were() {
+    let f = store();
+    let s = f.session("hello", None);
+    for (name, drops) in [("a", Some(9)), ("b", None)] {
+        f.service(s, name);
+        let r = f.run(s, name, 1, 1.0, 1000);
+        f.step(r, 1, "closed", Some(64), None, "default", None, 100.0, 100, None, 1.0);
+        f.store.raw().execute("UPDATE step SET listen_drops = ?1 WHERE run_id = ?2", params![drops, r]).unwrap();
+    }
+    let t = quality::errors(&f.load(&[], false)).expect("drops alone make the table");
+    let col = t.head.iter().position(|h| h == "attempts dropped at its accept queue").expect("the drops column");
+    assert_eq!(cell_texts(&t, 0)[col], "9");
+    assert_eq!(cell_texts(&t, 1)[col], "–");
+    // None dropped, nothing failed: no table.
+    let f2 = store();
+    let s2 = f2.session("hello", None);
+    f2.service(s2, "a");
+    let r = f2.run(s2, "a", 1, 1.0, 1000);
+    f2.step(r, 1, "closed", Some(4), None, "default", None, 100.0, 100, None, 1.0);
+    f2.store.raw().execute("UPDATE step SET listen_drops = 0 WHERE run_id = ?1", params![r]).unwrap();
+    assert!(quality::errors(&f2.load(&[], false)).is_none());
+}

@@ -1,7 +1,7 @@
 //! What a session runs: its services (loaded and checked together) and the order of their runs.
 use crate::manifest::Service;
 use crate::scenario::Scenario;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -51,8 +51,16 @@ pub fn load_services(paths: &[PathBuf], scenario: Option<&str>) -> Result<(Vec<S
             bail!("service name `{}` is given twice; names must be unique", s.name());
         }
     }
+    // A service folder outside the checkout still finds the bundled scenarios (SVCBENCH_HOME, or the checkout
+    // the binary was built in).
+    let bundled = crate::paths::project_dir("scenarios").ok();
     let wanted = scenario.map(String::from).unwrap_or_else(|| services[0].manifest.scenario.clone());
     if scenario.is_none() {
+        // A misspelt scenario is told as such, not as two services of different scenarios.
+        for s in &services {
+            Scenario::find(&s.manifest.scenario, &s.dir, bundled.as_deref())
+                .with_context(|| format!("{} ({})", s.name(), s.dir.join("svcbench.toml").display()))?;
+        }
         if let Some(other) = services.iter().find(|s| s.manifest.scenario != wanted) {
             bail!(
                 "services of different scenarios ({} is `{}`, {} is `{}`); run one scenario at a time",
@@ -63,9 +71,6 @@ pub fn load_services(paths: &[PathBuf], scenario: Option<&str>) -> Result<(Vec<S
             );
         }
     }
-    // A service folder outside the checkout still finds the bundled scenarios (SVCBENCH_HOME, or the checkout
-    // the binary was built in).
-    let bundled = crate::paths::project_dir("scenarios").ok();
     let sc = Scenario::find(&wanted, &services[0].dir, bundled.as_deref())?;
     Ok((services, sc))
 }

@@ -162,7 +162,7 @@ pub fn build_services(
 ) -> Result<Vec<Service>> {
     let (store, session_id) = (&opened.store, opened.session_id);
     let mut ready = Vec::new();
-    let mut builds: BTreeMap<String, std::result::Result<(f64, u64), String>> = BTreeMap::new();
+    let mut builds: BTreeMap<String, std::result::Result<(f64, Option<u64>), String>> = BTreeMap::new();
     for svc in &pre.services {
         if stop.load(Ordering::Relaxed) {
             break;
@@ -188,7 +188,7 @@ pub fn build_services(
         };
         match built {
             Ok((seconds, bytes)) => {
-                store.add_service(session_id, svc, true, Some(seconds), None, Some(bytes))?;
+                store.add_service(session_id, svc, true, Some(seconds), None, bytes)?;
                 store.set_runtime(session_id, svc.name(), &crate::service::container_start::runtime_of(svc)?)?;
                 ready.push(svc.clone());
             }

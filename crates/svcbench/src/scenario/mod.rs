@@ -113,8 +113,11 @@ impl Scenario {
                 return Scenario::load(&c);
             }
         }
+        let known = scenarios_dir.map(known_names).unwrap_or_default();
+        let known =
+            if known.is_empty() { String::new() } else { format!("; the bundled ones are {}", known.join(", ")) };
         bail!(
-            "scenario `{name_or_path}` not found (looked for scenarios/{name_or_path}/scenario.toml above {}, the current folder and the svcbench checkout); pass --scenario PATH, or set SVCBENCH_HOME to the checkout",
+            "scenario `{name_or_path}` not found (looked for scenarios/{name_or_path}/scenario.toml above {}, the current folder and the svcbench checkout{known}); pass --scenario PATH, or set SVCBENCH_HOME to the checkout",
             near.display()
         )
     }
@@ -129,6 +132,19 @@ impl Scenario {
             anyhow::anyhow!("scenario `{}` has no mix `{name}`; it has: {}", self.name(), known.join(", "))
         })
     }
+}
+
+/// The scenarios in a folder of them (those with a scenario.toml), sorted: named when a scenario is not found.
+fn known_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().join("scenario.toml").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 #[cfg(test)]

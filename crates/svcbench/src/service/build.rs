@@ -17,14 +17,15 @@ const BUILD_STOP_GRACE: Duration = Duration::from_secs(5);
 
 pub struct Built {
     pub seconds: f64,
-    pub artifact_bytes: u64,
+    /// None when the manifest names no artifacts.
+    pub artifact_bytes: Option<u64>,
 }
 
 /// What the service ships, in bytes: its artifacts, or its image for a container service (built or pulled
 /// here where missing).
-pub fn artifact_bytes(svc: &Service, log_dir: &Path) -> Result<u64> {
+pub fn artifact_bytes(svc: &Service, log_dir: &Path) -> Result<Option<u64>> {
     if svc.manifest.container.is_some() {
-        return super::container_start::ensure_image(svc, log_dir);
+        return super::container_start::ensure_image(svc, log_dir).map(Some);
     }
     svc.artifact_bytes()
 }
