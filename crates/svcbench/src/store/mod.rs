@@ -470,4 +470,27 @@ mod tests {
         assert!(back[0].validity().has(crate::figures::validity::FlagCode::StarvedConnections));
         assert_eq!(back[0].errors_by_kind().iter().find(|(k, _)| *k == "reset").unwrap().1, 3);
     }
+
+    #[test]
+    fn reading_a_store_leaves_no_files_beside_it_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        drop(Store::open(&path).unwrap());
+        let beside = || {
+            let mut v: Vec<String> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(beside(), ["s.db"]);
+        let r = Reader::open(&path).unwrap();
+        assert!(r.sessions().unwrap().is_empty());
+        // Every write is refused.
+        assert!(r.conn.execute("DELETE FROM session", []).is_err());
+        drop(r);
+        assert_eq!(beside(), ["s.db"], "a report would leave these beside the store each time");
+    }
 }

@@ -299,10 +299,14 @@ impl Reader {
         if !path.exists() {
             bail!("store {} does not exist; run `svcbench run …` first or pass --db", path.display());
         }
+        // Opened for writing where the file allows it (SQLite falls back to reading only), with every write
+        // refused: a read-only connection cannot remove the WAL files it makes, and a report would leave an
+        // empty `-wal` and a `-shm` beside the store each time.
         let ro = || -> Result<Connection> {
             let conn =
-                Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+                Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
                     .with_context(|| format!("cannot open store {}", path.display()))?;
+            conn.pragma_update(None, "query_only", true)?;
             conn.busy_timeout(std::time::Duration::from_secs(10))?;
             Ok(conn)
         };
