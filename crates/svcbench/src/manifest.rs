@@ -540,7 +540,7 @@ PORT = "{port}"
         write(d.path(), &format!("{GOOD}\n[extra]\nfoo = 1\n").replace("readiness", "readyness"));
         let e = Service::load(d.path()).unwrap_err().to_string();
         assert!(e.contains("svcbench.toml"), "{e}");
-        assert!(e.contains("readyness"), "{e}");
+        assert!(e.contains("unknown field `readyness`: did you mean `readiness`?"), "{e}");
         assert!(!e.contains('\n'), "one line: {e}");
     }
 

@@ -14,11 +14,24 @@ pub fn parse<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T> {
         // The line the offending key starts on: newlines before it, plus one.
         let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1);
         let msg = e.message().replace('\n', " ");
+        let msg = with_suggestion(&msg).unwrap_or(msg);
         match line {
             Some(l) => anyhow::anyhow!("{}:{}: {}", path.display(), l, msg),
             None => anyhow::anyhow!("{}: {}", path.display(), msg),
         }
     })
+}
+
+/// serde's "unknown field `readyness`, expected one of `name`, …, `readiness`, …" (or "unknown variant"), told
+/// as the one key it most likely meant, when one is close enough to be a typo: a list of 18 keys hides it.
+fn with_suggestion(msg: &str) -> Option<String> {
+    let (kind, rest) =
+        ["unknown field `", "unknown variant `"].iter().find_map(|p| msg.strip_prefix(p).map(|r| (*p, r)))?;
+    let (given, expected) = rest.split_once('`')?;
+    let candidates = expected.split('`').skip(1).step_by(2);
+    let (best, distance) = candidates.map(|c| (c, strsim::damerau_levenshtein(given, c))).min_by_key(|(_, d)| *d)?;
+    // One edit in a short key, two in a longer one: beyond that it is another key, not a typo.
+    (distance <= 1 + given.len() / 6).then(|| format!("{kind}{given}`: did you mean `{best}`?"))
 }
 
 #[cfg(test)]
@@ -37,5 +50,29 @@ mod tests {
         assert!(e.to_string().starts_with("x.toml:3: "), "{e}");
         let e = super::parse::<T>(std::path::Path::new("x.toml"), "a = 1\n\nb = \"x\"\n").unwrap_err();
         assert!(e.to_string().starts_with("x.toml:3: "), "{e}");
+    }
+
+    #[test]
+    fn a_misspelt_key_gets_the_key_it_most_likely_meant() {
+        let said = |m: &str| super::with_suggestion(m);
+        let keys = "expected one of `name`, `scenario`, `readiness`, `run`";
+        assert_eq!(
+            said(&format!("unknown field `readyness`, {keys}")).as_deref(),
+            Some("unknown field `readyness`: did you mean `readiness`?")
+        );
+        assert_eq!(
+            said(&format!("unknown field `scenaro`, {keys}")).as_deref(),
+            Some("unknown field `scenaro`: did you mean `scenario`?")
+        );
+        // Nothing close: serde's list stays.
+        assert_eq!(said(&format!("unknown field `image`, {keys}")), None);
+        assert_eq!(
+            said("unknown variant `asyn`, expected `async` or `blocking`").as_deref(),
+            Some("unknown variant `asyn`: did you mean `async`?")
+        );
+        assert_eq!(said("missing field `run`"), None);
+        // Through a real parse: file, line and the suggestion in one line.
+        let e = super::parse::<T>(std::path::Path::new("x.toml"), "a = 1\nbb = 2\n").unwrap_err();
+        assert_eq!(e.to_string(), "x.toml:2: unknown field `bb`: did you mean `b`?");
     }
 }

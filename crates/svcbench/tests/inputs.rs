@@ -84,13 +84,20 @@ fn run_refuses_unbounded_profiles_and_flags_before_any_build() {
     refused(t, &["run", svc, "--cpus", "inf"], &["--cpus"]);
 }
 
+/// The steady fixture's manifest with `from` replaced by `to`, in a service folder of its own under `dir`.
+fn steady_with(dir: &Path, from: &str, to: &str) -> std::path::PathBuf {
+    let svc = dir.join("svc");
+    std::fs::create_dir_all(&svc).unwrap();
+    let manifest = std::fs::read_to_string(fixture("steady").join("svcbench.toml")).unwrap();
+    assert!(manifest.contains(from), "{from}");
+    std::fs::write(svc.join("svcbench.toml"), manifest.replace(from, to)).unwrap();
+    svc
+}
+
 #[test]
 fn a_service_name_that_would_escape_file_and_cgroup_names_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("svc");
-    std::fs::create_dir_all(&dir).unwrap();
-    let manifest = std::fs::read_to_string(fixture("steady").join("svcbench.toml")).unwrap();
-    std::fs::write(dir.join("svcbench.toml"), manifest.replace("\"test-steady\"", "\"../../escape\"")).unwrap();
+    let dir = steady_with(tmp.path(), "\"test-steady\"", "\"../../escape\"");
     refused(tmp.path(), &["run", dir.to_str().unwrap()], &["key `name`", "letters, digits"]);
 }
 
@@ -98,11 +105,7 @@ fn a_service_name_that_would_escape_file_and_cgroup_names_is_refused() {
 fn a_misspelt_scenario_is_named_with_the_bundled_ones_even_beside_a_service_of_another() {
     // Run beside a bundled service, a misspelt scenario once read as "services of different scenarios".
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("mine");
-    std::fs::create_dir_all(&dir).unwrap();
-    let manifest = std::fs::read_to_string(fixture("steady").join("svcbench.toml")).unwrap();
-    std::fs::write(dir.join("svcbench.toml"), manifest.replace("scenario = \"testing\"", "scenario = \"helo\""))
-        .unwrap();
+    let dir = steady_with(tmp.path(), "scenario = \"testing\"", "scenario = \"helo\"");
     let hello = repo().join("services/hello/go-nethttp");
     let want = ["test-steady", "scenario `helo` not found", "the bundled ones are hello, locations, upstream, users"];
     refused(tmp.path(), &["run", dir.to_str().unwrap(), hello.to_str().unwrap()], &want);
