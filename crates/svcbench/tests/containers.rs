@@ -170,7 +170,8 @@ fn a_container_left_by_a_killed_svcbench_is_removed_by_the_next_run() {
 fn an_image_runs_without_a_manifest() {
     engine();
     let tmp = tempfile::tempdir().unwrap();
-    // A FROM scratch image of the hello service listening on a fixed port, as an image from elsewhere would.
+    // A FROM scratch image of the hello service listening on a fixed port and, unless told otherwise, on
+    // every interface, as an image from elsewhere would.
     let ctx = tmp.path().join("ctx");
     std::fs::create_dir(&ctx).unwrap();
     let built = Command::new("go")
@@ -185,7 +186,7 @@ fn an_image_runs_without_a_manifest() {
     let port = 18000 + (std::process::id() % 1000) as u16;
     std::fs::write(
         ctx.join("Containerfile"),
-        format!("FROM scratch\nCOPY hello /hello\nENV PORT={port} HOST=127.0.0.1\nENTRYPOINT [\"/hello\"]\n"),
+        format!("FROM scratch\nCOPY hello /hello\nENV PORT={port} HOST=0.0.0.0\nENTRYPOINT [\"/hello\"]\n"),
     )
     .unwrap();
     let tag = format!("localhost/svcbench-test-image:{}", std::process::id());
@@ -215,6 +216,13 @@ fn an_image_runs_without_a_manifest() {
     let run = s.run();
     assert_eq!(run.status, "completed");
     assert!(run.service.starts_with("image-"), "{}", run.service);
+    // svcbench gave it HOST (the container shares the host's network): it listened on loopback only.
+    assert!(run.listen_warning.is_none(), "{:?}", run.listen_warning);
+    assert!(
+        run.listen_addrs.as_deref().unwrap_or("").starts_with(&format!("127.0.0.1:{port}")),
+        "{:?}",
+        run.listen_addrs
+    );
     let passed = run.checks_passed.unwrap_or(-1);
     let total = run.checks_passed.zip(run.checks_failed).map_or(-1, |(p, f)| p + f);
     assert!(total > 0 && passed == total, "checks {passed}/{total}");

@@ -158,12 +158,21 @@ fn lifecycle_refusal_graceful_stop_and_check_command() {
     let tmp = tempfile::tempdir().unwrap();
     let dbp = tmp.path().join("s.db");
     let prof = quick_profile(tmp.path(), 1, 1);
-    let out = run_fixtures(tmp.path(), &["steady"], &prof, &dbp, &[]);
+    let out = run_fixtures(tmp.path(), &["steady", "dies-on-term"], &prof, &dbp, &[]);
     assert!(out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    // A stop that is not graceful is said as it happens, and only of that service.
+    let ungraceful: Vec<&str> = said.lines().filter(|l| l.contains("not a graceful stop")).collect();
+    assert_eq!(
+        ungraceful,
+        ["svcbench: WARNING: test-dies-on-term run 1: not a graceful stop: it ended by signal 15; stored as such"],
+        "{said}"
+    );
     let s = stored(&dbp);
-    let service = s.services().next().expect("the service's row");
+    assert_eq!(s.run_of("test-dies-on-term").stopped_gracefully, Some(false));
+    let service = s.services().find(|v| v.name == "test-steady").expect("the service's row");
     assert_eq!(service.refuses_bad_dependency, Some(true), "{:?}", service.refuse_detail);
-    let r = s.run();
+    let r = s.run_of("test-steady");
     assert_eq!(r.stopped_gracefully, Some(true));
     assert_eq!(r.exit_code, Some(0));
     let startup = r.startup_ms.unwrap_or(f64::NAN);

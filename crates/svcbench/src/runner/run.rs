@@ -132,6 +132,9 @@ fn measure(
     let last = inst.sandbox.sample();
     let stopped = inst.sandbox.stop(ctx.opts.stop_grace);
     let ended_by_service = steps.death.is_some();
+    if !ended_by_service && !stopped.graceful {
+        say_ungraceful(svc, run_index, &stopped, ctx.opts.stop_grace);
+    }
     ctx.store.record_end(
         run_id,
         &crate::store::RunEnd {
@@ -147,6 +150,25 @@ fn measure(
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// Said when it happens: the report's runs table alone would show it, and each such stop costs the whole grace.
+fn say_ungraceful(svc: &Service, run_index: u32, stopped: &crate::sandbox::StopOutcome, grace: Duration) {
+    let how = match stopped.exit {
+        Some(e) if stopped.elapsed < grace => match (e.code, e.signal) {
+            (_, Some(sig)) => format!("it ended by signal {sig}"),
+            (Some(code), None) => format!("it exited with code {code}"),
+            (None, None) => "it ended".to_string(),
+        },
+        _ => format!("it did not end within {} s of SIGTERM and was killed", grace.as_secs()),
+    };
+    // PID 1 of a PID namespace gets no default action for SIGTERM: an entrypoint that sets no handler ignores it.
+    let pid1 = if svc.manifest.container.is_some() {
+        " (an image's entrypoint runs as PID 1, which ignores SIGTERM unless it handles it)"
+    } else {
+        ""
+    };
+    eprintln!("svcbench: WARNING: {} run {run_index}: not a graceful stop: {how}{pid1}; stored as such", svc.name());
 }
 
 /// Starts the run's service and records the limits the kernel holds (a mismatch makes the run unlimited),

@@ -102,7 +102,10 @@ pub fn judge(addrs: &[SocketAddr], host: IpAddr) -> Option<String> {
     };
     let wild = list(&|ip| ip.is_unspecified());
     let other = list(&|ip| !ip.is_unspecified() && ip != host);
-    let fix = format!("make it bind to {{host}} ({host} here) as docs/manifest.md says");
+    let fix = format!(
+        "make it bind to the address it is given, {host} here (`{{host}}` in a manifest, HOST in the environment of \
+         an image run without one; docs/manifest.md)"
+    );
     match (wild.is_empty(), other.is_empty()) {
         (true, true) => None,
         (false, true) => Some(format!(

@@ -111,7 +111,10 @@ pub fn manifest_for_image(tag: &str, port: Option<u16>, scenario: &str, folder: 
         Some(p) => format!("port = {p}\n"),
         None => String::new(),
     };
-    let env = if port.is_none() { "\n[env]\nPORT = \"{port}\"\nHOST = \"{host}\"\n" } else { "" };
+    // The container shares the host's network: HOST tells an image that reads it where to listen, also when
+    // its port is fixed (one that ignores it is warned about, and failed by `check`, if it listens on all).
+    let env =
+        if port.is_none() { "\n[env]\nPORT = \"{port}\"\nHOST = \"{host}\"\n" } else { "\n[env]\nHOST = \"{host}\"\n" };
     let text = format!(
         "# Written by `svcbench run --image`: the image {tag} as a service of the {scenario} scenario.\n\
          name = {name:?}\nscenario = {scenario:?}\nlanguage = \"image\"\nframework = \"image\"\n\

@@ -161,16 +161,33 @@ fn prune(engine: &Engine, repository: &str, keep: &str) {
     ) else {
         return;
     };
-    // Newest first, as the engines list them.
-    let tags: Vec<&str> = text.lines().map(str::trim).filter(|t| !t.is_empty() && *t != keep).collect();
-    for old in tags.iter().skip(KEPT_PER_SERVICE.saturating_sub(1)) {
+    for old in beyond_the_kept(&text, keep) {
         let _ = engine.run(&["rmi", old], super::engine::COMMAND_TIMEOUT);
     }
+}
+
+/// Of the tags an engine lists, newest first, those beyond the newest [`KEPT_PER_SERVICE`] counting `keep`.
+/// Podman lists a local image as `localhost/NAME:TAG` where it was tagged `NAME:TAG`: the same image.
+fn beyond_the_kept<'a>(listed: &'a str, keep: &str) -> Vec<&'a str> {
+    let bare = |t: &'a str| t.strip_prefix("localhost/").unwrap_or(t);
+    let keep = keep.strip_prefix("localhost/").unwrap_or(keep);
+    let others = listed.lines().map(str::trim).filter(|t| !t.is_empty() && bare(t) != keep);
+    others.skip(KEPT_PER_SERVICE.saturating_sub(1)).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_newest_three_images_are_kept_the_new_one_among_them_as_podman_lists_it() {
+        let listed = "localhost/svcbench-x:d\nlocalhost/svcbench-x:c\nlocalhost/svcbench-x:b\nlocalhost/svcbench-x:a\n";
+        assert_eq!(KEPT_PER_SERVICE, 3);
+        assert_eq!(beyond_the_kept(listed, "svcbench-x:d"), ["localhost/svcbench-x:a"]);
+        assert_eq!(beyond_the_kept(listed, "localhost/svcbench-x:d"), ["localhost/svcbench-x:a"]);
+        // Docker lists it as tagged.
+        assert_eq!(beyond_the_kept("svcbench-x:c\nsvcbench-x:b\nsvcbench-x:a\n", "svcbench-x:c"), Vec::<&str>::new());
+    }
 
     #[test]
     fn a_containerfile_s_local_bases_are_its_localhost_from_images() {
