@@ -109,6 +109,15 @@ fn a_duet_of_a_service_with_itself_stores_both_sides_slices_pairs_swapped_and_ra
         assert!(page.contains(&format!("\"group\":\"pair {pair}, ")), "no line of pair {pair} in the chart");
     }
     assert!(page.contains("\"group\":\"95 % interval\""), "the interval is drawn across the chart");
+    assert!(page.contains("1 duet(s) from <code>"), "the header counts the duet, not 0 runs");
+    // Each side's log of each pair, numbered as the progress numbers pairs, in a folder of this duet's own.
+    let logs = tmp.path().join("results/work/duet/duet-duet-1");
+    for pair in 1..=3 {
+        for side in ["a", "b"] {
+            let log = logs.join(format!("hello-go-nethttp-pair{pair}-{side}.log"));
+            assert!(log.is_file(), "no log {}", log.display());
+        }
+    }
     assert_nothing_left();
 }
 

@@ -207,6 +207,10 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         mode: c.mode,
     })?;
     let labels: Vec<String> = c.profile.steps.iter().map(|s| s.label()).collect();
+    // A folder per duet, named as a run's (`<store>-duet-<id>`): another duet's logs never overwrite these.
+    let stem = a.db.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "store".into());
+    let logs = work_dir.join(format!("{stem}-duet-{duet}"));
+    std::fs::create_dir_all(&logs)?;
     let setup = DuetSetup {
         services: [&c.services[0], &c.services[1]],
         scenario: &c.scenario,
@@ -214,7 +218,7 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         limits: &c.limits,
         cgroup,
         gen_cpus: &c.gen,
-        work_dir: &work_dir,
+        work_dir: &logs,
         mix: a.mix.as_deref(),
         seed: a.seed,
         mode: c.mode,
@@ -252,7 +256,7 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     };
     store.end_duet(duet, status, machine_s, failure.as_deref(), &rows)?;
     print!("{}", super::table::render(names, &labels, &lines, machine_s));
-    eprintln!("svcbench: duet {duet} {status}; slices and verdicts in {}", a.db.display());
+    eprintln!("svcbench: duet {duet} {status}; slices and verdicts in {}, logs in {}", a.db.display(), logs.display());
     if let Some(f) = failure {
         bail!("{f}");
     }
@@ -328,7 +332,7 @@ fn progress_line(
         .filter(|l| l.1 == Metric::CpuUsPerReq)
         .filter_map(|l| l.2.as_ref().map(|r| format!("{:.3} [{:.3}, {:.3}]", r.ratio, r.ci[0], r.ci[1])))
         .next_back()
-        .unwrap_or_else(|| "not yet".into());
+        .unwrap_or_else(|| format!("from pair {}", super::verdict::MIN_PAIRS));
     format!(
         "svcbench: pair {} done ({} started first, {} of its slices invalid); {} slices so far; CPU/req B/A at the last step {cpu}; {:.0} s",
         pair + 1,

@@ -48,12 +48,12 @@ pub fn run_pair(setup: &DuetSetup, pair: u32, stop: &Arc<AtomicBool>) -> Result<
         let mut inst = Instance::spawn(
             svc,
             &StartSpec {
-                sandbox_name: format!("{}-duet-p{pair}-{letter}", std::process::id()),
+                sandbox_name: format!("{}-duet-pair{}-{letter}", std::process::id(), pair + 1),
                 limits: setup.limits,
                 cgroup: setup.cgroup,
                 dep_placeholders: &BTreeMap::new(),
                 log_dir: setup.work_dir,
-                log_name: format!("{}-duet-p{pair}-{letter}.log", svc.name()),
+                log_name: format!("{}-pair{}-{letter}.log", svc.name(), pair + 1),
                 env_overrides: &BTreeMap::new(),
                 host: &crate::network::Host::local(),
                 remote: None,

@@ -94,11 +94,10 @@ pub fn render(r: &Report) -> String {
     let mut body = String::new();
     let _ = write!(
         body,
-        "<header><h1>svcbench report: {}</h1><p class=\"sub\">{} service(s), {} run(s) from <code>{}</code> · filter: {} · generated {} by svcbench {}</p>\
+        "<header><h1>svcbench report: {}</h1><p class=\"sub\">{} from <code>{}</code> · filter: {} · generated {} by svcbench {}</p>\
          <nav>{}</nav></header>",
         escape(&scen),
-        d.groups.len(),
-        d.runs.len(),
+        r.holds(),
         escape(&d.source),
         escape(&d.filter),
         escape(&r.generated_at),

@@ -48,9 +48,8 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(s, "## svcbench report: {scen}\n");
     let _ = writeln!(
         s,
-        "{} service(s), {} run(s) from `{}`; filter: {}; generated {} by svcbench {}.\n",
-        d.groups.len(),
-        d.runs.len(),
+        "{} from `{}`; filter: {}; generated {} by svcbench {}.\n",
+        r.holds(),
         d.source,
         d.filter,
         r.generated_at,

@@ -115,6 +115,16 @@ pub struct Report {
     pub duets: Vec<duets::DuetSection>,
 }
 
+impl Report {
+    /// What the page holds, for its header; a store of duets alone counts its duets (no runs, no services).
+    pub fn holds(&self) -> String {
+        if self.data.runs.is_empty() && !self.duets.is_empty() {
+            return format!("{} duet(s)", self.duets.len());
+        }
+        format!("{} service(s), {} run(s)", self.data.groups.len(), self.data.runs.len())
+    }
+}
+
 fn build(d: data::Dataset, vcpu_hour_price: f64) -> Report {
     let (summary, _) = sections::summary(&d, vcpu_hour_price);
     let mut quality = vec![quality::validity(&d)];
