@@ -276,6 +276,9 @@ impl Service {
     /// Loads `DIR/svcbench.toml` (or the file itself when given a path to a `.toml`).
     pub fn load(path: &Path) -> Result<Service> {
         let file = if path.is_dir() { path.join("svcbench.toml") } else { path.to_path_buf() };
+        if !path.exists() {
+            bail!("{}: no such file or folder; give a service folder (one with a svcbench.toml)", path.display());
+        }
         if !file.exists() {
             bail!(
                 "{}: no svcbench.toml here; a service folder needs a manifest (see docs/manifest.md)",
@@ -482,6 +485,15 @@ PORT = "{port}"
         assert_eq!(s.name(), "x");
         assert_eq!(s.manifest.programming_model, ProgrammingModel::Async);
         assert_eq!(s.manifest.env["PORT"], "{port}");
+    }
+
+    #[test]
+    fn a_missing_folder_and_a_folder_without_a_manifest_are_told_apart() {
+        let d = tempfile::tempdir().unwrap();
+        let e = format!("{:#}", Service::load(&d.path().join("no-such-service")).unwrap_err());
+        assert!(e.contains("no-such-service: no such file or folder"), "{e}");
+        let e = format!("{:#}", Service::load(d.path()).unwrap_err());
+        assert!(e.contains("no svcbench.toml here"), "{e}");
     }
 
     #[test]
