@@ -135,14 +135,7 @@ impl Profile {
         };
         let path = dir.join(format!("{name_or_path}.toml"));
         if !path.exists() {
-            let mut known: Vec<String> = std::fs::read_dir(&dir)
-                .map(|rd| {
-                    rd.filter_map(|e| e.ok())
-                        .filter_map(|e| e.path().file_stem().map(|s| s.to_string_lossy().into_owned()))
-                        .collect()
-                })
-                .unwrap_or_default();
-            known.sort();
+            let known = crate::paths::names_in(&dir, |p| p.file_stem().map(|s| s.to_string_lossy().into_owned()));
             bail!("profile `{name_or_path}` not found in {}; known: {}", dir.display(), known.join(", "));
         }
         Profile::load(&path)

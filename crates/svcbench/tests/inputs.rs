@@ -103,7 +103,7 @@ fn a_service_name_that_would_escape_file_and_cgroup_names_is_refused() {
 
 #[test]
 fn a_misspelt_scenario_is_named_with_the_bundled_ones_even_beside_a_service_of_another() {
-    // Run beside a bundled service, a misspelt scenario once read as "services of different scenarios".
+    // Beside a bundled service too, a misspelt scenario is named as such, not taken for a second scenario.
     let tmp = tempfile::tempdir().unwrap();
     let dir = steady_with(tmp.path(), "scenario = \"testing\"", "scenario = \"helo\"");
     let hello = repo().join("services/hello/go-nethttp");

@@ -1,12 +1,13 @@
 //! `svcbench check`: one service built and started alone with its dependencies, its scenario's conformance
 //! checks run once, then stopped. Dependencies are started for it, or given running (`--dep`).
 use crate::options::StartupArgs;
+use crate::sandbox::listening::Listening;
 use crate::sandbox::{CgroupChoice, Limits};
+use crate::scenario::checks::CheckResult;
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 pub struct CheckArgs {
@@ -66,15 +67,44 @@ pub fn check_service(
         inst.sandbox.stop(crate::runner::STOP_GRACE);
         bail!("interrupted during the conformance checks");
     };
-    // A service reachable on every interface is reachable from every network this machine is on: `check`
-    // fails it (a run warns and stores the warning). Not read for a service on another machine.
     if let Some(l) = listening {
-        results.push(crate::scenario::checks::CheckResult {
-            name: format!("listens only on the address it is given ({})", inst.host.addr),
-            passed: l.warning.is_none(),
-            reason: l.warning.unwrap_or_default(),
-        });
+        results.push(listening_check(&l, inst.host.addr));
     }
-    inst.sandbox.stop(Duration::from_secs(15));
+    inst.sandbox.stop(crate::runner::STOP_GRACE);
     Ok(results)
+}
+
+/// A service reachable on every interface is reachable from every network this machine is on: `check` fails
+/// it (a run warns and stores the warning), and fails a service whose sockets it could not read at all, where
+/// it would otherwise pass unchecked. (Not read for a service on another machine.)
+fn listening_check(l: &Listening, host: std::net::Ipv4Addr) -> CheckResult {
+    let reason = match &l.warning {
+        Some(w) => w.clone(),
+        None if l.addrs.is_empty() => {
+            "svcbench could read no listening TCP socket of the service (its processes' /proc), so where it \
+             listens is not known"
+                .to_string()
+        }
+        None => String::new(),
+    };
+    CheckResult { name: format!("listens only on the address it is given ({host})"), passed: reason.is_empty(), reason }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_listening_check_fails_a_wildcard_and_a_service_whose_sockets_were_not_read() {
+        let host = std::net::Ipv4Addr::LOCALHOST;
+        let on = |a: &str, warning: Option<&str>| Listening {
+            addrs: if a.is_empty() { vec![] } else { vec![a.parse().unwrap()] },
+            warning: warning.map(String::from),
+        };
+        assert!(listening_check(&on("127.0.0.1:8080", None), host).passed);
+        let wild = listening_check(&on("0.0.0.0:8080", Some("listens on every interface")), host);
+        assert!(!wild.passed && wild.reason == "listens on every interface");
+        let unread = listening_check(&on("", None), host);
+        assert!(!unread.passed && unread.reason.contains("could read no listening TCP socket"), "{}", unread.reason);
+    }
 }

@@ -207,9 +207,8 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         mode: c.mode,
     })?;
     let labels: Vec<String> = c.profile.steps.iter().map(|s| s.label()).collect();
-    // A folder per duet, named as a run's (`<store>-duet-<id>`): another duet's logs never overwrite these.
-    let stem = a.db.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "store".into());
-    let logs = work_dir.join(format!("{stem}-duet-{duet}"));
+    // A folder per duet of a store, as a session's: the next duet's logs do not overwrite these.
+    let logs = work_dir.join(format!("{}-duet-{duet}", crate::paths::store_name(&a.db)));
     std::fs::create_dir_all(&logs)?;
     let setup = DuetSetup {
         services: [&c.services[0], &c.services[1]],
@@ -332,7 +331,13 @@ fn progress_line(
         .filter(|l| l.1 == Metric::CpuUsPerReq)
         .filter_map(|l| l.2.as_ref().map(|r| format!("{:.3} [{:.3}, {:.3}]", r.ratio, r.ci[0], r.ci[1])))
         .next_back()
-        .unwrap_or_else(|| format!("from pair {}", super::verdict::MIN_PAIRS));
+        .unwrap_or_else(|| {
+            format!(
+                "not yet (it needs {} pairs of {} valid slices or more)",
+                super::verdict::MIN_PAIRS,
+                super::verdict::MIN_SLICES
+            )
+        });
     format!(
         "svcbench: pair {} done ({} started first, {} of its slices invalid); {} slices so far; CPU/req B/A at the last step {cpu}; {:.0} s",
         pair + 1,
@@ -341,4 +346,19 @@ fn progress_line(
         slices.len(),
         t0.elapsed().as_secs_f64()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_progress_says_what_a_ratio_still_needs_before_it_has_one() {
+        let line = progress_line(0, &[], 0, &[], Instant::now());
+        assert!(line.starts_with("svcbench: pair 1 done (A started first"), "{line}");
+        assert!(
+            line.contains("CPU/req B/A at the last step not yet (it needs 3 pairs of 2 valid slices or more)"),
+            "{line}"
+        );
+    }
 }

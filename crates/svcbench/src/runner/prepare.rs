@@ -55,8 +55,7 @@ pub fn open_session(pre: &Preflight) -> Result<Opened> {
     }
     let tag = format!("{}-{session_id}", std::process::id());
     // Absolute: services run in their own folders, and paths handed to them ({dep.sqlite.path}) must hold there.
-    // Named after the store too: session numbers restart in every store, logs must not mix.
-    let store_name = opts.plan.db.file_stem().and_then(|s| s.to_str()).unwrap_or("svcbench");
+    let store_name = crate::paths::store_name(&opts.plan.db);
     let work_dir =
         std::path::absolute(pre.results_dir.join("work").join(format!("{store_name}-session-{session_id}")))?;
     std::fs::create_dir_all(&work_dir).with_context(|| format!("cannot create {}", work_dir.display()))?;

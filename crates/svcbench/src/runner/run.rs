@@ -132,7 +132,8 @@ fn measure(
     let last = inst.sandbox.sample();
     let stopped = inst.sandbox.stop(ctx.opts.stop_grace);
     let ended_by_service = steps.death.is_some();
-    if !ended_by_service && !stopped.graceful {
+    // Not when svcbench itself was asked to stop: it then kills the service without a grace.
+    if !ended_by_service && !stopped.graceful && !ctx.stop.load(Ordering::Relaxed) {
         say_ungraceful(svc, run_index, &stopped, ctx.opts.stop_grace);
     }
     ctx.store.record_end(
@@ -160,15 +161,15 @@ fn say_ungraceful(svc: &Service, run_index: u32, stopped: &crate::sandbox::StopO
             (Some(code), None) => format!("it exited with code {code}"),
             (None, None) => "it ended".to_string(),
         },
+        // PID 1 of a PID namespace gets no default action for SIGTERM: an entrypoint without a handler ignores it.
+        _ if svc.manifest.container.is_some() => format!(
+            "it did not end within {} s of SIGTERM and was killed (an image's entrypoint runs as PID 1, which \
+             ignores SIGTERM unless it handles it)",
+            grace.as_secs()
+        ),
         _ => format!("it did not end within {} s of SIGTERM and was killed", grace.as_secs()),
     };
-    // PID 1 of a PID namespace gets no default action for SIGTERM: an entrypoint that sets no handler ignores it.
-    let pid1 = if svc.manifest.container.is_some() {
-        " (an image's entrypoint runs as PID 1, which ignores SIGTERM unless it handles it)"
-    } else {
-        ""
-    };
-    eprintln!("svcbench: WARNING: {} run {run_index}: not a graceful stop: {how}{pid1}; stored as such", svc.name());
+    eprintln!("svcbench: WARNING: {} run {run_index}: not a graceful stop: {how}; stored as such", svc.name());
 }
 
 /// Starts the run's service and records the limits the kernel holds (a mismatch makes the run unlimited),

@@ -113,7 +113,9 @@ impl Scenario {
                 return Scenario::load(&c);
             }
         }
-        let known = scenarios_dir.map(known_names).unwrap_or_default();
+        let known = scenarios_dir
+            .map(|d| crate::paths::names_in(d, |p| p.join("scenario.toml").exists().then(|| file_name(p))))
+            .unwrap_or_default();
         let known =
             if known.is_empty() { String::new() } else { format!("; the bundled ones are {}", known.join(", ")) };
         bail!(
@@ -134,17 +136,8 @@ impl Scenario {
     }
 }
 
-/// The scenarios in a folder of them (those with a scenario.toml), sorted: named when a scenario is not found.
-fn known_names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.path().join("scenario.toml").exists())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
+fn file_name(p: &Path) -> String {
+    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 #[cfg(test)]
