@@ -55,13 +55,16 @@ pub fn load_services(paths: &[PathBuf], scenario: Option<&str>) -> Result<(Vec<S
     // the binary was built in).
     let bundled = crate::paths::project_dir("scenarios").ok();
     let wanted = scenario.map(String::from).unwrap_or_else(|| services[0].manifest.scenario.clone());
+    let find = |s: &Service, name: &str| Scenario::find(name, &s.dir, bundled.as_deref());
+    // A scenario a manifest names and no folder holds is told with that manifest.
+    let named_by = |s: &Service, name: &str| {
+        find(s, name).with_context(|| format!("{} ({})", s.name(), s.dir.join("svcbench.toml").display()))
+    };
     if scenario.is_none() {
-        // A misspelt scenario is told as such, not as two services of different scenarios.
-        for s in &services {
-            Scenario::find(&s.manifest.scenario, &s.dir, bundled.as_deref())
-                .with_context(|| format!("{} ({})", s.name(), s.dir.join("svcbench.toml").display()))?;
-        }
         if let Some(other) = services.iter().find(|s| s.manifest.scenario != wanted) {
+            // A misspelt scenario is told as such, not as two services of different scenarios.
+            named_by(&services[0], &wanted)?;
+            named_by(other, &other.manifest.scenario)?;
             bail!(
                 "services of different scenarios ({} is `{}`, {} is `{}`); run one scenario at a time",
                 services[0].name(),
@@ -71,7 +74,7 @@ pub fn load_services(paths: &[PathBuf], scenario: Option<&str>) -> Result<(Vec<S
             );
         }
     }
-    let sc = Scenario::find(&wanted, &services[0].dir, bundled.as_deref())?;
+    let sc = if scenario.is_none() { named_by(&services[0], &wanted)? } else { find(&services[0], &wanted)? };
     Ok((services, sc))
 }
 
