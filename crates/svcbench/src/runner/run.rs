@@ -161,13 +161,15 @@ fn say_ungraceful(svc: &Service, run_index: u32, stopped: &crate::sandbox::StopO
             (Some(code), None) => format!("it exited with code {code}"),
             (None, None) => "it ended".to_string(),
         },
-        // PID 1 of a PID namespace gets no default action for SIGTERM: an entrypoint without a handler ignores it.
-        _ if svc.manifest.container.is_some() => format!(
-            "it did not end within {} s of SIGTERM and was killed (an image's entrypoint runs as PID 1, which \
-             ignores SIGTERM unless it handles it)",
-            grace.as_secs()
-        ),
-        _ => format!("it did not end within {} s of SIGTERM and was killed", grace.as_secs()),
+        _ => {
+            // PID 1 of a PID namespace gets no default action for SIGTERM: an entrypoint without a handler
+            // ignores it.
+            let pid1 = match svc.manifest.container {
+                Some(_) => " (an image's entrypoint runs as PID 1, which ignores SIGTERM unless it handles it)",
+                None => "",
+            };
+            format!("it did not end within {} s of SIGTERM and was killed{pid1}", grace.as_secs())
+        }
     };
     eprintln!("svcbench: WARNING: {} run {run_index}: not a graceful stop: {how}; stored as such", svc.name());
 }

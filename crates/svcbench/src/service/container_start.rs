@@ -107,18 +107,18 @@ pub fn manifest_for_image(tag: &str, port: Option<u16>, scenario: &str, folder: 
     let name = image::repository_for(tag).replacen("svcbench-", "image-", 1);
     let dir = folder.join(&name);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let listen = match port {
-        Some(p) => format!("port = {p}\n"),
-        None => String::new(),
+    // A fixed port is the image's own; otherwise it is handed one in PORT. The container shares the host's
+    // network: HOST tells an image that reads it where to listen, also when its port is fixed (one that
+    // ignores it is warned about, and failed by `check`, if it listens on all).
+    let (listen, port_env) = match port {
+        Some(p) => (format!("port = {p}\n"), ""),
+        None => (String::new(), "PORT = \"{port}\"\n"),
     };
-    // The container shares the host's network: HOST tells an image that reads it where to listen, also when
-    // its port is fixed (one that ignores it is warned about, and failed by `check`, if it listens on all).
-    let env =
-        if port.is_none() { "\n[env]\nPORT = \"{port}\"\nHOST = \"{host}\"\n" } else { "\n[env]\nHOST = \"{host}\"\n" };
     let text = format!(
         "# Written by `svcbench run --image`: the image {tag} as a service of the {scenario} scenario.\n\
          name = {name:?}\nscenario = {scenario:?}\nlanguage = \"image\"\nframework = \"image\"\n\
-         framework_version = {tag:?}\nmodel = \"async\"\nreadiness = \"/\"\n{env}\n[container]\nimage = {tag:?}\n{listen}"
+         framework_version = {tag:?}\nmodel = \"async\"\nreadiness = \"/\"\n\n[env]\n{port_env}HOST = \"{{host}}\"\n\n\
+         [container]\nimage = {tag:?}\n{listen}"
     );
     std::fs::write(dir.join("svcbench.toml"), text).with_context(|| format!("cannot write {}", dir.display()))?;
     Ok(dir)

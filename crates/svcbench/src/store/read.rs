@@ -302,7 +302,7 @@ impl Reader {
         // Opened for writing where the file allows it (SQLite falls back to reading only), with every write
         // refused: a read-only connection cannot remove the WAL files it makes, and a report would leave an
         // empty `-wal` and a `-shm` beside the store each time.
-        let ro = || -> Result<Connection> {
+        let reading = || -> Result<Connection> {
             let conn =
                 Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
                     .with_context(|| format!("cannot open store {}", path.display()))?;
@@ -310,7 +310,7 @@ impl Reader {
             conn.busy_timeout(std::time::Duration::from_secs(10))?;
             Ok(conn)
         };
-        let conn = ro()?;
+        let conn = reading()?;
         let has_meta = conn
             .query_row("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'", [], |r| {
                 r.get::<_, i64>(0)
@@ -323,7 +323,7 @@ impl Reader {
             drop(conn);
             // Adds the newer columns (every older row stays as it was), then reads.
             super::Store::open(path)?;
-            return Ok(Reader { conn: ro()? });
+            return Ok(Reader { conn: reading()? });
         }
         Ok(Reader { conn })
     }

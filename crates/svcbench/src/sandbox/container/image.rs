@@ -169,9 +169,10 @@ fn prune(engine: &Engine, repository: &str, keep: &str) {
 /// Of the tags an engine lists, newest first, those beyond the newest [`KEPT_PER_SERVICE`] counting `keep`.
 /// Podman lists a local image as `localhost/NAME:TAG` where it was tagged `NAME:TAG`: the same image.
 fn beyond_the_kept<'a>(listed: &'a str, keep: &str) -> Vec<&'a str> {
-    let bare = |t: &'a str| t.strip_prefix("localhost/").unwrap_or(t);
-    let keep = keep.strip_prefix("localhost/").unwrap_or(keep);
-    let others = listed.lines().map(str::trim).filter(|t| !t.is_empty() && bare(t) != keep);
+    fn bare(t: &str) -> &str {
+        t.strip_prefix("localhost/").unwrap_or(t)
+    }
+    let others = listed.lines().map(str::trim).filter(|t| !t.is_empty() && bare(t) != bare(keep));
     others.skip(KEPT_PER_SERVICE.saturating_sub(1)).collect()
 }
 
