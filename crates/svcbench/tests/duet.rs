@@ -110,6 +110,7 @@ fn a_duet_of_a_service_with_itself_stores_both_sides_slices_pairs_swapped_and_ra
     }
     assert!(page.contains("\"group\":\"95 % interval\""), "the interval is drawn across the chart");
     assert!(page.contains("1 duet(s) from <code>"), "the header counts the duet, not 0 runs");
+    assert!(page.contains("<th>metric</th><th>A</th><th>B</th><th>B/A</th>"), "each side's figure beside B/A");
     // Each side's log of each pair, numbered as the progress numbers pairs, in a folder of this duet's own.
     let logs = tmp.path().join("results/work/duet/duet-duet-1");
     for pair in 1..=3 {
@@ -146,6 +147,12 @@ fn alternating_sides_that_could_not_fit_side_by_side_pairs_each_round_and_finds_
     assert_eq!(verdict, "slower");
     let (rps, _) = line(&d, "ok_rps");
     assert!((0.95..1.05).contains(&rps), "the same rate in each slot: ok req/s B/A {rps}");
+    // The table on the terminal gives each side's own CPU per request beside B/A: B's about 60 µs above A's.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let row = stdout.lines().find(|l| l.contains("CPU µs/req")).unwrap_or_else(|| panic!("{stdout}"));
+    let figures: Vec<f64> = row.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    let (a, b) = (figures[0], figures[1]);
+    assert!((30.0..120.0).contains(&(b - a)), "A {a} µs, B {b} µs per request: {row}");
     assert_nothing_left();
 }
 

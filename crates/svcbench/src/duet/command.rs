@@ -254,7 +254,7 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         (None, false) => "done",
     };
     store.end_duet(duet, status, machine_s, failure.as_deref(), &rows)?;
-    print!("{}", super::table::render(names, &labels, &lines, machine_s));
+    print!("{}", super::table::render(names, &labels, &lines, &slices, machine_s));
     eprintln!("svcbench: duet {duet} {status}; slices and verdicts in {}, logs in {}", a.db.display(), logs.display());
     if let Some(f) = failure {
         bail!("{f}");

@@ -57,21 +57,29 @@ fn section(d: &StoredDuet) -> DuetSection {
     let mut table = Table {
         id: format!("duet-{}", d.id),
         caption: format!("Duet {}: B/A per step and metric", d.id),
-        note: "B/A: the mean over pairs of each pair's median slice ratio; its 95 % interval from the pairs \
-               (Student's t); verdicts Holm-corrected over the duet's lines; pairs ranged: the lowest and highest \
+        note: "A and B: each side's median over the step's valid slices, for scale. B/A: the mean over pairs of each \
+               pair's median slice ratio, B's figure over A's in the same second (not B's median over A's, which \
+               machine noise moves); its 95 % interval from the pairs (Student's t); verdicts Holm-corrected over the duet's lines; pairs ranged: the lowest and highest \
                pair's own ratio (docs/duet.md)."
             .into(),
-        head: ["step", "metric", "B/A", "95 % interval", "verdict", "pairs", "slices", "pairs ranged"]
+        head: ["step", "metric", "A", "B", "B/A", "95 % interval", "verdict", "pairs", "slices", "pairs ranged"]
             .map(String::from)
             .to_vec(),
         rows: Vec::new(),
     };
     for l in &d.lines {
-        let name = metric_of(&l.metric).map_or(l.metric.clone(), |m| m.name().to_string());
-        let cells = match &l.result {
+        let metric = metric_of(&l.metric);
+        let name = metric.map_or(l.metric.clone(), |m| m.name().to_string());
+        let valid = d.slices.iter().filter(|s| s.step == l.step && s.invalid.is_none());
+        let medians = metric.and_then(|m| m.side_medians(valid.map(|s| (&s.a, &s.b, s.seconds))));
+        let mut cells = vec![
+            Cell::text(&l.step_label),
+            Cell::text(name),
+            measured(medians.map(|m| m[0])),
+            measured(medians.map(|m| m[1])),
+        ];
+        cells.extend(match &l.result {
             Some(r) => vec![
-                Cell::text(&l.step_label),
-                Cell::text(name),
                 Cell { text: format!("{:.3}", r.ratio), class: "num", ..Cell::default() },
                 Cell { text: format!("{:.3}–{:.3}", r.ci[0], r.ci[1]), class: "num", ..Cell::default() },
                 verdict_cell(&l.verdict),
@@ -80,8 +88,6 @@ fn section(d: &StoredDuet) -> DuetSection {
                 Cell { text: format!("{:.3}–{:.3}", r.pair_min, r.pair_max), class: "num", ..Cell::default() },
             ],
             None => vec![
-                Cell::text(&l.step_label),
-                Cell::text(name),
                 Cell::num(None),
                 Cell::num(None),
                 verdict_cell(&l.verdict),
@@ -89,12 +95,17 @@ fn section(d: &StoredDuet) -> DuetSection {
                 Cell::num(None),
                 Cell::num(None),
             ],
-        };
+        });
         table.rows.push(Row { cells, data: Vec::new() });
     }
     let steps: std::collections::BTreeSet<u32> = d.slices.iter().map(|s| s.step).collect();
     let charts = steps.into_iter().filter_map(|step| cpu_chart(d, step)).collect();
     DuetSection { title: format!("Duet {}: {b} against {a}", d.id), about, table, charts }
+}
+
+/// A measured figure, in the report's precision even where it happens to be whole.
+fn measured(x: Option<f64>) -> Cell {
+    Cell { text: x.map_or("–".into(), super::table::num_fractional), class: "num", ..Cell::default() }
 }
 
 fn verdict_cell(key: &str) -> Cell {

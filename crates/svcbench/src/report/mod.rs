@@ -22,6 +22,9 @@ mod table;
 #[cfg(test)]
 mod tests;
 
+/// The report's number format, for figures printed on the terminal too (a duet's table).
+pub use table::num_fractional;
+
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 

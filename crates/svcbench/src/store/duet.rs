@@ -169,6 +169,18 @@ impl DuetMetric {
     pub fn ratio(self, a: &DuetSideRow, b: &DuetSideRow, seconds: f64) -> Option<f64> {
         Some(self.of(b, seconds)? / self.of(a, seconds)?)
     }
+
+    /// A's and B's median figure over the slices given (the valid ones of a step), from the slices where both
+    /// have one; None when there are none. Printed beside B/A so that a ratio comes with what it relates; B/A
+    /// itself is not their quotient but the mean over pairs (duet/verdict.rs).
+    pub fn side_medians<'a>(
+        self,
+        slices: impl Iterator<Item = (&'a DuetSideRow, &'a DuetSideRow, f64)>,
+    ) -> Option<[f64; 2]> {
+        let (a, b): (Vec<f64>, Vec<f64>) =
+            slices.filter_map(|(a, b, seconds)| Some((self.of(a, seconds)?, self.of(b, seconds)?))).unzip();
+        Some([crate::figures::median(a)?, crate::figures::median(b)?])
+    }
 }
 
 /// One slice as stored: `a` is the duet's first service whatever its place in the pair.
