@@ -365,11 +365,14 @@ pub fn run_cli(args: &LoadArgs) -> Result<i32> {
     }
     config.stop = Some(stop);
 
+    // Written, never printed: `print!` panics when the reader has gone (`svcbench load … | head`), and a
+    // load that ran to its end should end as it would have.
+    use std::io::Write as _;
     let header = printer::header(&config, &args.url);
     if args.json {
-        eprint!("{header}");
+        let _ = write!(std::io::stderr(), "{header}");
     } else {
-        print!("{header}");
+        let _ = write!(std::io::stdout(), "{header}");
     }
     let started = SystemTime::now();
     let report = crate::run(&config, None)?;
@@ -378,14 +381,14 @@ pub fn run_cli(args: &LoadArgs) -> Result<i32> {
         histogram::write_interval_log(path, &h, started, Duration::from_secs_f64(report.duration_s))?;
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&report)?);
         // Beside the JSON, not in it (the report's fields stay as stored); users and scripts
         // reading stderr still see that the figures are not about the service alone.
         if let Some(line) = printer::not_valid(&report) {
-            eprintln!("{line}");
+            let _ = writeln!(std::io::stderr(), "{line}");
         }
     } else {
-        print!("{}", printer::summary(&report));
+        let _ = write!(std::io::stdout(), "{}", printer::summary(&report));
     }
     Ok(if report.requests_ok > 0 { 0 } else { 1 })
 }

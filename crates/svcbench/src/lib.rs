@@ -33,4 +33,5 @@ pub mod speed_probe;
 pub mod store;
 pub mod study;
 pub mod teardown;
+mod terminal;
 pub mod toml_file;

@@ -9,7 +9,7 @@ fn main() {
         // whole text (which arguments are missing, the usage line).
         if matches!(e.kind(), ErrorKind::ValueValidation | ErrorKind::InvalidValue) {
             let text = e.render().to_string();
-            eprintln!("svcbench: {}", text.lines().next().unwrap_or("invalid value"));
+            svcbench::errln!("svcbench: {}", text.lines().next().unwrap_or("invalid value"));
             std::process::exit(2);
         }
         e.exit()
@@ -18,7 +18,7 @@ fn main() {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             // One line: what is wrong and, where we know it, how to fix it.
-            eprintln!("svcbench: error: {}", format!("{e:#}").replace('\n', " "));
+            svcbench::errln!("svcbench: error: {}", format!("{e:#}").replace('\n', " "));
             std::process::exit(2);
         }
     }

@@ -56,7 +56,7 @@ impl Shared {
 
 pub fn serve(addr: SocketAddr) -> anyhow::Result<Shared> {
     let (shared, local) = start(addr)?;
-    eprintln!("svcbench: live metrics on http://{local}/metrics");
+    crate::errln!("svcbench: live metrics on http://{local}/metrics");
     Ok(shared)
 }
 
@@ -73,7 +73,7 @@ fn start(addr: SocketAddr) -> anyhow::Result<(Shared, SocketAddr)> {
         rt.block_on(async move {
             match tokio::net::TcpListener::from_std(listener) {
                 Ok(l) => accept_loop(l, snapshots).await,
-                Err(e) => eprintln!("svcbench: WARNING: --metrics-listen {local}: {e}; no live metrics"),
+                Err(e) => crate::errln!("svcbench: WARNING: --metrics-listen {local}: {e}; no live metrics"),
             }
         })
     })?;

@@ -12,7 +12,7 @@ pub async fn pause_after_error(server: &str, e: &std::io::Error, told: &mut bool
         return;
     }
     if !*told {
-        eprintln!("svcbench: {server} cannot accept connections ({e}); they wait until it can");
+        crate::errln!("svcbench: {server} cannot accept connections ({e}); they wait until it can");
         *told = true;
     }
     tokio::time::sleep(PAUSE).await;

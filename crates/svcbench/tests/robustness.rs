@@ -55,6 +55,40 @@ fn sigkill_mid_step_is_cleaned_up_by_the_next_run() {
     assert_no_leftovers("fixtures/testservice.py");
 }
 
+/// `svcbench run … | head`: the reader of its output goes away at once. The run still goes to its end, its
+/// session and run stored as completed, nothing left behind; an export to a reader that has gone ends as it
+/// would have, not in a panic.
+#[test]
+fn a_reader_that_goes_away_ends_nothing_early() {
+    use std::process::Stdio;
+    let tmp = tempfile::tempdir().unwrap();
+    let (dbp, prof) = (tmp.path().join("p.db"), profile(tmp.path(), 1));
+    let steady = fixture("steady");
+    let mut child = locked(&run_args(steady.to_str().unwrap(), &prof, &dbp), tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Both pipes closed on the reading side before svcbench writes a line.
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    let status = wait_exit(&mut child, Duration::from_secs(60));
+    assert!(status.success(), "a run whose reader went away ended {status}");
+    let s = stored(&dbp);
+    assert_eq!((s.session().status.as_str(), s.run().status.as_str()), ("completed", "completed"));
+    assert_eq!(lock_files(tmp.path()), Vec::<PathBuf>::new());
+    assert_no_leftovers("fixtures/testservice.py");
+    let mut export = locked(&["export", "--json", "--db", dbp.to_str().unwrap()], tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(export.stdout.take());
+    let out = export.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !said.contains("panicked"), "{}: {said}", out.status);
+}
+
 /// Field 22 of /proc/<pid>/stat: the start time a lock file records.
 fn start_ticks(pid: u32) -> u64 {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();

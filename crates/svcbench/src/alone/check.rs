@@ -60,7 +60,7 @@ pub fn check_service(
     };
     let mut started = super::start(svc, &scenario, &how, &stop)?;
     let inst = &mut started.inst;
-    eprintln!("svcbench: {} answered after {:.1} ms", svc.name(), started.startup.as_secs_f64() * 1e3);
+    crate::errln!("svcbench: {} answered after {:.1} ms", svc.name(), started.startup.as_secs_f64() * 1e3);
     let listening = inst.listening();
     let Some(mut results) = crate::scenario::checks::run_checks_until(&inst.base_url(), &scenario.file.check, &stop)
     else {

@@ -77,7 +77,7 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     // results/work/up → the results folder, whose work/ holds the lock files of killed sessions.
     let results_dir = work_dir.parent().and_then(|p| p.parent()).unwrap_or(&work_dir);
     for line in crate::teardown::leftovers::clean(results_dir) {
-        eprintln!("{line}");
+        crate::errln!("{line}");
     }
     let how = Alone {
         what: "up",
@@ -99,9 +99,9 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     let inst = &mut started.inst;
     let (held, mismatches) = inst.sandbox.limits_held(&limits);
     for m in &mismatches {
-        eprintln!("svcbench: WARNING: limits not as asked: {m}");
+        crate::errln!("svcbench: WARNING: limits not as asked: {m}");
     }
-    eprintln!(
+    crate::errln!(
         "svcbench: {} is up after {:.0} ms (CPU quota {}, memory cap {}, CPUs {}); Ctrl-C stops everything",
         svc.name(),
         started.startup.as_secs_f64() * 1e3,
@@ -112,13 +112,13 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     // Said before the URLs, so that a script reading them finds this already written.
     say_where_parts_listen(svc.name(), inst, &started.placeholders);
     // On stdout, one `name url` per line, for scripts.
-    println!("service {}", inst.base_url());
+    crate::outln!("service {}", inst.base_url());
     for (k, v) in started.placeholders.iter().filter(|(k, _)| k.ends_with(".url") || k.ends_with(".path")) {
-        println!("{k} {v}");
+        crate::outln!("{k} {v}");
     }
     if let Some(n) = &started.network {
-        eprintln!("svcbench: network: {}", n.describe());
-        eprintln!(
+        crate::errln!("svcbench: network: {}", n.describe());
+        crate::errln!(
             "svcbench: the client's namespace for your own tools: ip netns exec svcbench-{}-client …",
             std::process::id()
         );
@@ -129,7 +129,7 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    eprintln!("svcbench: stopping {} and its dependencies", svc.name());
+    crate::errln!("svcbench: stopping {} and its dependencies", svc.name());
     inst.sandbox.stop(crate::runner::STOP_GRACE);
     Ok(0)
 }
@@ -143,19 +143,19 @@ fn say_where_parts_listen(
 ) {
     let listening = inst.listening();
     match &listening {
-        Some(l) if l.addrs.is_empty() => eprintln!("svcbench: {name} listens on no TCP socket svcbench could read"),
-        Some(l) => eprintln!("svcbench: {name} listens on {}", l.addrs_text()),
-        None => eprintln!("svcbench: {name} listens on {} (on its own machine)", inst.addr()),
+        Some(l) if l.addrs.is_empty() => crate::errln!("svcbench: {name} listens on no TCP socket svcbench could read"),
+        Some(l) => crate::errln!("svcbench: {name} listens on {}", l.addrs_text()),
+        None => crate::errln!("svcbench: {name} listens on {} (on its own machine)", inst.addr()),
     }
     if let Some(w) = listening.and_then(|l| l.warning) {
-        eprintln!("svcbench: WARNING: {w}");
+        crate::errln!("svcbench: WARNING: {w}");
     }
     for (k, v) in placeholders {
         let dep = k.strip_prefix("dep.").unwrap_or(k);
         if let Some(kind) = dep.strip_suffix(".url") {
-            eprintln!("svcbench: {kind} listens on {}", v.split_once("://").map_or(v.as_str(), |(_, rest)| rest));
+            crate::errln!("svcbench: {kind} listens on {}", v.split_once("://").map_or(v.as_str(), |(_, rest)| rest));
         } else if let Some(kind) = dep.strip_suffix(".path") {
-            eprintln!("svcbench: {kind} is a file, {v}: nothing listens");
+            crate::errln!("svcbench: {kind} is a file, {v}: nothing listens");
         }
     }
 }

@@ -26,17 +26,17 @@ pub fn run(a: &BuildArgs, stop: Arc<AtomicBool>) -> anyhow::Result<i32> {
     // Ordered once: ordering reads every build's stamp and walks its files.
     let lanes = lanes(&services);
     let to_build: usize = lanes.iter().map(|l| l.len()).sum();
-    eprintln!("svcbench: {to_build} build(s), {} at a time", a.jobs.min(to_build.max(1)));
+    crate::errln!("svcbench: {to_build} build(s), {} at a time", a.jobs.min(to_build.max(1)));
     let t0 = std::time::Instant::now();
     let out = build_all(lanes, a.jobs, &a.work_dir, stop.clone());
     let mut failed = 0;
     for (name, result) in &out {
         if let Err(e) = result {
-            eprintln!("svcbench: {name}: {e}");
+            crate::errln!("svcbench: {name}: {e}");
             failed += 1;
         }
     }
-    eprintln!(
+    crate::errln!(
         "svcbench: {} of {to_build} build(s) done, {failed} failed, in {:.0} s",
         out.len() - failed,
         t0.elapsed().as_secs_f64()

@@ -49,7 +49,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             let opts = options::run_options(&a.session, plan)?;
             let db = opts.plan.db.clone();
             let s = runner::run_session(opts, stop)?;
-            eprintln!(
+            crate::errln!(
                 "svcbench: session {} {}: {} run(s) completed, {} interrupted, {} failed; figures in {}",
                 s.session_id,
                 if s.interrupted { "interrupted" } else { "done" },
@@ -74,12 +74,12 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             let failed = results.iter().filter(|r| !r.passed).count();
             for r in &results {
                 if r.passed {
-                    println!("PASS  {}", r.name);
+                    crate::outln!("PASS  {}", r.name);
                 } else {
-                    println!("FAIL  {}: {}", r.name, r.reason);
+                    crate::outln!("FAIL  {}: {}", r.name, r.reason);
                 }
             }
-            println!("{} of {} checks passed", results.len() - failed, results.len());
+            crate::outln!("{} of {} checks passed", results.len() - failed, results.len());
             Ok(if failed > 0 { 1 } else { 0 })
         }
         Command::Build(a) => {
@@ -89,12 +89,12 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Pod(a) => pod::run(&a),
         Command::Load(a) => loadgen::cli::run_cli(&a),
         Command::HostFacts => {
-            println!("{}", serde_json::to_string(&host::facts())?);
+            crate::outln!("{}", serde_json::to_string(&host::facts())?);
             Ok(0)
         }
         Command::Export(a) => {
             let st = store::Reader::open(&a.db)?;
-            println!("{}", serde_json::to_string_pretty(&store::export::export(&st, a.session, a.samples)?)?);
+            crate::outln!("{}", serde_json::to_string_pretty(&store::export::export(&st, a.session, a.samples)?)?);
             Ok(0)
         }
         Command::Upstream(a) => mock_upstream::run_cli(&a),

@@ -63,7 +63,7 @@ pub fn run(a: &PodArgs) -> Result<i32> {
     crate::service::build::build(&svc, &a.work_dir, a.no_build)?;
     let yaml = crate::service::container_start::pod_for(&svc, &limits, a.port)?;
     if limits.cpus.is_none() || limits.memory_bytes.is_none() {
-        eprintln!(
+        crate::errln!(
             "svcbench: no {}: the Pod's QoS class is Burstable, not Guaranteed (requests equal limits only for what is given)",
             if limits.cpus.is_none() { "--cpus" } else { "--memory cap" }
         );
@@ -71,9 +71,9 @@ pub fn run(a: &PodArgs) -> Result<i32> {
     match &a.output {
         Some(path) => {
             std::fs::write(path, &yaml).with_context(|| format!("cannot write {}", path.display()))?;
-            eprintln!("svcbench: {} as a Pod in {}", svc.name(), path.display());
+            crate::errln!("svcbench: {} as a Pod in {}", svc.name(), path.display());
         }
-        None => print!("{yaml}"),
+        None => crate::out!("{yaml}"),
     }
     Ok(0)
 }

@@ -43,7 +43,7 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     }
     let mut code = 0;
     if todo == 0 {
-        eprintln!("svcbench: every run of the study is done; rendering its report");
+        crate::errln!("svcbench: every run of the study is done; rendering its report");
     } else {
         code = run_cells(&a, &study, &loaded, &db, (completed, unverified), net, stop.clone())?;
     }
@@ -124,7 +124,7 @@ fn resumed(a: &StudyArgs, study: &mut Study, loaded: &Loaded, db: &Path) -> Resu
         study.name = resume::generation(db, &base, recorded.as_ref(), &now, a.resume, a.new_cell)?;
         unverified = resume::unverifiable_warning(recorded.as_ref(), &now).filter(|_| !a.new_cell);
         if let Some(w) = &unverified {
-            eprintln!("svcbench: warning: {w}");
+            crate::errln!("svcbench: warning: {w}");
         }
     }
     let restarts = profile.steps.iter().skip(1).any(|s| s.fresh_start);
@@ -133,7 +133,7 @@ fn resumed(a: &StudyArgs, study: &mut Study, loaded: &Loaded, db: &Path) -> Resu
     if a.make_up {
         let ended: u32 = r.completed_cells(&study.name, all_steps, false)?.values().sum();
         let spoiled = ended - completed.values().sum::<u32>();
-        eprintln!(
+        crate::errln!(
             "svcbench: {spoiled} ended run(s) measured nothing of their service (the generator or the machine \
              from their first step on): run again in their place"
         );
@@ -154,9 +154,9 @@ fn resumed(a: &StudyArgs, study: &mut Study, loaded: &Loaded, db: &Path) -> Resu
 /// their time, its duet.
 fn print_plan(a: &StudyArgs, study: &Study, profile: &crate::profile::Profile, db: &Path, cells: &Planned) {
     let Planned { names, keys, completed, todo } = cells;
-    eprintln!("svcbench: study `{}`: {}", study.name, study.file.title);
-    eprintln!("svcbench:   question: {}", study.file.question);
-    eprintln!(
+    crate::errln!("svcbench: study `{}`: {}", study.name, study.file.title);
+    crate::errln!("svcbench:   question: {}", study.file.question);
+    crate::errln!(
         "svcbench:   {} service(s) × {} cell(s) × {} run(s), profile `{}` ({} per run); store {}",
         names.len(),
         keys.len(),
@@ -169,11 +169,11 @@ fn print_plan(a: &StudyArgs, study: &Study, profile: &crate::profile::Profile, d
         for k in keys {
             for n in names {
                 let done = completed.get(&(n.clone(), k.clone())).copied().unwrap_or(0).min(study.runs);
-                eprintln!("svcbench:   cell {n:<48} {k:<28} {done}/{} runs done", study.runs);
+                crate::errln!("svcbench:   cell {n:<48} {k:<28} {done}/{} runs done", study.runs);
             }
         }
     }
-    eprintln!(
+    crate::errln!(
         "svcbench:   {} of {} runs to do, {} {} (the profile plus ~{} s per run; builds not counted)",
         todo,
         names.len() * keys.len() * study.runs as usize,
@@ -183,7 +183,7 @@ fn print_plan(a: &StudyArgs, study: &Study, profile: &crate::profile::Profile, d
         progress::RUN_OVERHEAD_GUESS.as_secs()
     );
     if let Some(d) = &study.file.duet {
-        eprintln!(
+        crate::errln!(
             "svcbench:   then a duet of the two services, {} pairs, profile `{}`{}",
             d.pairs_for(study.quick),
             d.profile,
@@ -191,7 +191,7 @@ fn print_plan(a: &StudyArgs, study: &Study, profile: &crate::profile::Profile, d
         );
     }
     if a.plan {
-        eprintln!(
+        crate::errln!(
             "svcbench:   builds come first; `svcbench build --study {}{}` does them ahead, two at a time",
             study.path.display(),
             if study.quick { " --quick" } else { "" }
@@ -246,7 +246,7 @@ fn run_cells(
     if let Some(w) = unverified {
         store.add_session_warning(s.session_id, &w)?;
     }
-    eprintln!(
+    crate::errln!(
         "svcbench: study `{}` session {} {}: {} run(s) completed, {} interrupted, {} failed",
         study.name,
         s.session_id,
@@ -256,7 +256,7 @@ fn run_cells(
         s.runs_failed
     );
     if s.interrupted {
-        eprintln!(
+        crate::errln!(
             "svcbench: continue it with: svcbench study {} --resume{}{}",
             a.file.display(),
             if a.quick { " --quick" } else { "" },
@@ -276,11 +276,11 @@ fn duet(a: &StudyArgs, study: &Study, db: &Path, stop: Arc<AtomicBool>) -> Resul
         .iter()
         .any(|d| d.label.as_deref() == Some(&study.name) && d.status == "done")
     {
-        eprintln!("svcbench: the study's duet is done; rendering its report");
+        crate::errln!("svcbench: the study's duet is done; rendering its report");
         return Ok(0);
     }
     let pairs = plan.pairs_for(study.quick);
-    eprintln!("svcbench: study `{}`: its duet, {pairs} pairs of fresh instances (docs/duet.md)", study.name);
+    crate::errln!("svcbench: study `{}`: its duet, {pairs} pairs of fresh instances (docs/duet.md)", study.name);
     let args = crate::duet::command::DuetArgs {
         a: study.services[0].clone(),
         b: study.services[1].clone(),

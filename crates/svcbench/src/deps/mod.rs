@@ -121,7 +121,7 @@ impl Dependencies {
         let mut items: Vec<Box<dyn Dependency>> = Vec::new();
         for spec in specs {
             if ctx.given.get(&spec.kind).is_none() {
-                eprintln!("svcbench: starting dependency `{}`", spec.kind);
+                crate::errln!("svcbench: starting dependency `{}`", spec.kind);
             }
             let d: Box<dyn Dependency> = match spec.kind.as_str() {
                 "sqlite" => Box::new(sqlite::SqliteFile::new(&spec.options, ctx)?),

@@ -222,7 +222,7 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         seed: a.seed,
         mode: c.mode,
     };
-    eprintln!(
+    crate::errln!(
         "svcbench: duet {duet}: A = {}, B = {}, {}, each --cpus {} on CPUs {}, generators on {}; up to {} pairs of {}",
         names[0],
         names[1],
@@ -254,8 +254,12 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         (None, false) => "done",
     };
     store.end_duet(duet, status, machine_s, failure.as_deref(), &rows)?;
-    print!("{}", super::table::render(names, &labels, &lines, &slices, machine_s));
-    eprintln!("svcbench: duet {duet} {status}; slices and verdicts in {}, logs in {}", a.db.display(), logs.display());
+    crate::out!("{}", super::table::render(names, &labels, &lines, &slices, machine_s));
+    crate::errln!(
+        "svcbench: duet {duet} {status}; slices and verdicts in {}, logs in {}",
+        a.db.display(),
+        logs.display()
+    );
     if let Some(f) = failure {
         bail!("{f}");
     }
@@ -284,12 +288,12 @@ fn run_pairs(
                 let invalid = got.iter().filter(|s| s.invalid.is_some()).count();
                 slices.append(&mut got);
                 let lines = lines_of(&slices, labels.len());
-                eprintln!("{}", progress_line(pair, &slices, invalid, &lines, t0));
+                crate::errln!("{}", progress_line(pair, &slices, invalid, &lines, t0));
                 if let Some(p) = a
                     .precision
                     .filter(|&p| lines.iter().all(|(_, _, r, _)| r.as_ref().is_some_and(|r| r.precise_to(p))))
                 {
-                    eprintln!("svcbench: every interval within ±{:.1} %: stopping early", p * 100.0);
+                    crate::errln!("svcbench: every interval within ±{:.1} %: stopping early", p * 100.0);
                     break;
                 }
             }

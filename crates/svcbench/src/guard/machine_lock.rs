@@ -64,7 +64,7 @@ pub fn acquire(what: &str, wait: bool) -> Result<MachineLock> {
                 if holder.is_empty() { "holder unknown" } else { holder }
             );
         }
-        eprintln!("svcbench: waiting for the other measurement to end ({holder})");
+        crate::errln!("svcbench: waiting for the other measurement to end ({holder})");
         if !try_flock(&f, true) {
             bail!("cannot take the measurement lock {}", p.display());
         }

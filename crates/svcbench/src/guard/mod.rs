@@ -74,7 +74,7 @@ pub fn open_lock(store: &Path, session: i64) {
     let dir = match lock_dir::sessions_dir() {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("svcbench: WARNING: no lock file for this session ({e:#}): if svcbench is killed, the next one finds its leftovers by their cgroups only");
+            crate::errln!("svcbench: WARNING: no lock file for this session ({e:#}): if svcbench is killed, the next one finds its leftovers by their cgroups only");
             return;
         }
     };

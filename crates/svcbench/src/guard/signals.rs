@@ -23,11 +23,11 @@ pub fn stop_flag(teardown: fn(&str)) -> Result<Arc<AtomicBool>> {
         for sig in signals.forever() {
             INTERRUPTED.store(true, Ordering::SeqCst);
             if f.swap(true, Ordering::SeqCst) {
-                eprintln!("\nsvcbench: second signal ({sig}): stopping every service and dependency now");
+                crate::errln!("\nsvcbench: second signal ({sig}): stopping every service and dependency now");
                 teardown(&format!("svcbench stopped at once by a second signal ({sig})"));
                 std::process::exit(130);
             }
-            eprintln!("\nsvcbench: stopping after the current wait (again to stop at once; it still cleans up)");
+            crate::errln!("\nsvcbench: stopping after the current wait (again to stop at once; it still cleans up)");
         }
     })?;
     Ok(flag)

@@ -47,7 +47,7 @@ async fn serve(addr: SocketAddr, delay_ms: u64) -> Result<()> {
     let listener = listen(addr).with_context(|| format!("cannot listen on {addr}"))?;
     let state = Arc::new(State::default());
     state.delay_ms.store(delay_ms, Ordering::Relaxed);
-    eprintln!("svcbench upstream: listening on {} (delay {delay_ms} ms)", listener.local_addr()?);
+    crate::errln!("svcbench upstream: listening on {} (delay {delay_ms} ms)", listener.local_addr()?);
     // Both made once: a `ctrl_c()` made afresh on each turn of the loop misses a Ctrl-C that comes between two.
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;

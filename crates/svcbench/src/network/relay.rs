@@ -52,7 +52,7 @@ impl Queue {
         if line.bytes + pkt.bytes.len() > self.capacity {
             c.dropped.fetch_add(1, Ordering::Relaxed);
             if c.overflowed.fetch_add(1, Ordering::Relaxed) == 0 {
-                eprintln!(
+                crate::errln!(
                     "svcbench: WARNING: a link's delay line holds {} MiB in flight; packets beyond it are dropped \
                      and counted as the link's loss",
                     self.capacity >> 20

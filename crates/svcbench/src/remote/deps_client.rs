@@ -36,7 +36,7 @@ impl RemoteDeps {
             at.address,
             if for_load { " --for-load" } else { "" }
         );
-        eprintln!(
+        crate::errln!(
             "svcbench: starting the scenario's dependencies on {} (listening on {})",
             at.place.describe(),
             at.address
@@ -76,7 +76,7 @@ impl RemoteDeps {
                 }
             }
         }
-        eprintln!(
+        crate::errln!(
             "svcbench: the store's machine runs {}",
             me.urls.iter().map(|(k, u)| format!("{k} at {u}")).collect::<Vec<_>>().join(", ")
         );

@@ -83,11 +83,11 @@ pub fn run(a: ServeDepsArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     writeln!(out, "{READY}")?;
     out.flush()?;
     drop(out);
-    eprintln!("svcbench: the scenario's dependencies are up on {}; they stop when svcbench there does", a.listen);
+    crate::errln!("svcbench: the scenario's dependencies are up on {}; they stop when svcbench there does", a.listen);
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(100));
     }
-    eprintln!("svcbench: stopping the scenario's dependencies");
+    crate::errln!("svcbench: stopping the scenario's dependencies");
     drop(deps);
     Ok(0)
 }

@@ -53,7 +53,7 @@ pub fn run(a: ServeServiceArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             break;
         }
     }
-    eprintln!("svcbench: stopping the service(s) started here");
+    crate::errln!("svcbench: stopping the service(s) started here");
     drop(served);
     Ok(0)
 }

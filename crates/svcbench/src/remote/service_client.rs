@@ -50,7 +50,7 @@ impl RemoteService {
             shell_quote(svcbench),
             at.address
         );
-        eprintln!("svcbench: the service runs on {} (listening on {})", at.place.describe(), at.address);
+        crate::errln!("svcbench: the service runs on {} (listening on {})", at.place.describe(), at.address);
         let far = FarProcess::spawn(&at.place, &command, "service")?;
         Ok(Arc::new(RemoteService {
             place: far.place.clone(),
@@ -256,7 +256,7 @@ impl ServiceSandbox for RemoteSandbox {
                 o
             }
             Err(e) => {
-                eprintln!("svcbench: {e:#}");
+                crate::errln!("svcbench: {e:#}");
                 StopOutcome { exit: Some(self.exit.unwrap_or(LOST)), elapsed: Duration::ZERO, graceful: false }
             }
         }

@@ -190,7 +190,7 @@ impl FarProcess {
         let (err, last, who) = (ssh.stderr.take().expect("piped"), last_words.clone(), place.describe());
         std::thread::spawn(move || {
             for line in std::io::BufReader::new(err).lines().map_while(|l| l.ok()) {
-                eprintln!("  [{role} {who}] {line}");
+                crate::errln!("  [{role} {who}] {line}");
                 *last.lock().unwrap() = line;
             }
         });
@@ -235,10 +235,10 @@ impl Drop for FarProcess {
         drop(self.input.lock().unwrap().take());
         let poll_every = std::time::Duration::from_millis(100);
         if crate::poll::until(FAR_STOP_TIMEOUT, poll_every, || self.ssh.try_wait().ok().flatten()).is_some() {
-            eprintln!("svcbench: the {} machine {} stopped what it ran", self.role, self.place);
+            crate::errln!("svcbench: the {} machine {} stopped what it ran", self.role, self.place);
             return;
         }
-        eprintln!(
+        crate::errln!(
             "svcbench: WARNING: the {} machine {} did not confirm it stopped within {} s; closing the connection",
             self.role,
             self.place,
@@ -283,7 +283,7 @@ pub fn far_side_setup(
     // results/work/<part> → the results folder, whose work/ holds the lock files of killed sessions.
     let results_dir = work_dir.parent().and_then(|p| p.parent()).unwrap_or(&work_dir);
     for line in crate::teardown::leftovers::clean(results_dir) {
-        eprintln!("{line}");
+        crate::errln!("{line}");
     }
     let log = work_dir.join(format!("{what}-{}.log", std::process::id()));
     let input = far_side_input(stop, log);
@@ -309,7 +309,7 @@ pub fn far_side_input(
             }
         }
         if lost {
-            eprintln!(
+            crate::errln!(
                 "svcbench: no word from the controlling svcbench for {} s: its machine or the connection is lost; \
                  stopping",
                 CONTROLLER_SILENCE_LIMIT.as_secs()

@@ -176,7 +176,7 @@ fn duets_only(source: &str, filter: &filter::Filter, duets: Vec<duets::DuetSecti
 
 fn write_output(path: &Path, text: &str) -> Result<()> {
     if path.as_os_str() == "-" {
-        print!("{text}");
+        crate::out!("{text}");
         return Ok(());
     }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -221,7 +221,7 @@ pub fn run_report(a: &ReportArgs) -> Result<i32> {
     };
     write_output(&a.output, &text)?;
     if a.output.as_os_str() != "-" {
-        eprintln!(
+        crate::errln!(
             "svcbench: report of {} service(s), {} run(s){} written to {}",
             r.data.groups.len(),
             r.data.runs.len(),
@@ -269,14 +269,14 @@ pub fn run_compare(a: &CompareArgs) -> Result<i32> {
         }
     };
     for w in &c.warnings {
-        eprintln!("svcbench: compare: warning: {w}");
+        crate::errln!("svcbench: compare: warning: {w}");
     }
     match &a.output {
         Some(p) => write_output(p, &text)?,
-        None => print!("{text}"),
+        None => crate::out!("{text}"),
     }
     for f in &failed {
-        eprintln!("svcbench: compare: regression: {f}");
+        crate::errln!("svcbench: compare: regression: {f}");
     }
     Ok(if failed.is_empty() { 0 } else { 1 })
 }

@@ -332,7 +332,7 @@ pub(super) mod tests {
     fn calibration_a_a_false_positives_stay_within_alpha() {
         for n in [3, 5, 10] {
             let rate = false_positive_rate(n, 0.10, 4000, 0.05, n as u64);
-            eprintln!("A/A, {n} runs a side, CV 10 %: {:.2} % called a change at α = 5 %", rate * 100.0);
+            crate::errln!("A/A, {n} runs a side, CV 10 %: {:.2} % called a change at α = 5 %", rate * 100.0);
             assert!(rate <= 0.05, "{n} runs a side: {rate}");
             // Not a test that never fires: it does say "changed" at about the rate it promises.
             assert!(rate >= 0.03, "{n} runs a side: {rate}");

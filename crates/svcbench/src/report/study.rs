@@ -42,7 +42,7 @@ pub fn write(db: &Path, study: &Study, html_path: &Path) -> Result<()> {
     super::write_output(html_path, &super::html::render(&report))?;
     let md = html_path.with_extension("md");
     super::write_output(&md, &super::markdown::render(&report))?;
-    eprintln!("svcbench: study report written to {} and {}", html_path.display(), md.display());
+    crate::errln!("svcbench: study report written to {} and {}", html_path.display(), md.display());
     Ok(())
 }
 

@@ -6,7 +6,7 @@ use anyhow::Result;
 
 pub fn finish(ctx: &mut SessionCtx, network: Option<&Network>, summary: &SessionSummary) -> Result<()> {
     for (link, carried, dropped) in network.iter().flat_map(|n| n.link_counts()) {
-        eprintln!("svcbench: link {link}: {carried} packets carried, {dropped} dropped");
+        crate::errln!("svcbench: link {link}: {carried} packets carried, {dropped} dropped");
     }
     let tolerance = ctx.opts.probe_tolerance;
     let probed = ctx.store.probed_steps(ctx.session_id)?;
@@ -18,7 +18,7 @@ pub fn finish(ctx: &mut SessionCtx, network: Option<&Network>, summary: &Session
     }
     if !slow.is_empty() {
         let slow = slow.len();
-        eprintln!(
+        crate::errln!(
             "svcbench: {slow} step(s) ran while the machine-speed probe was more than {:.0} % off the session's \
              median: flagged, left out of the peaks",
             tolerance * 100.0

@@ -54,7 +54,7 @@ pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
     // anything is built or started.
     let machine = guard::machine_lock::acquire("run", opts.wait_lock)?;
     for line in crate::teardown::leftovers::clean(&results_dir) {
-        eprintln!("{line}");
+        crate::errln!("{line}");
     }
     let service_at = opts.hosts_plan.as_ref().and_then(|p| p.service_at.clone());
     // A container service needs an engine that answers: said in one line before anything is built.

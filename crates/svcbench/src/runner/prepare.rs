@@ -45,12 +45,12 @@ pub fn open_session(pre: &Preflight) -> Result<Opened> {
         .chain(pre.loadgen_cpus.clone())
         .collect();
     if let Some(w) = crate::sandbox::quiet_cpus::check(&measured, Duration::from_millis(500)) {
-        eprintln!("svcbench: WARNING: {w}");
+        crate::errln!("svcbench: WARNING: {w}");
         store.add_session_warning(session_id, &w)?;
     }
     if !pre.unlimited.is_empty() {
         let w = format!("limits not applied (--allow-unlimited): {}", pre.unlimited.join("; "));
-        eprintln!("svcbench: WARNING: {w}");
+        crate::errln!("svcbench: WARNING: {w}");
         store.add_session_warning(session_id, &w)?;
     }
     let tag = format!("{}-{session_id}", std::process::id());
@@ -62,19 +62,19 @@ pub fn open_session(pre: &Preflight) -> Result<Opened> {
     // From here on, a later svcbench can end what this one started if this one is killed.
     guard::open_lock(&opts.plan.db, session_id);
     let (profile, scenario) = (&pre.profile, &pre.scenario);
-    eprintln!(
+    crate::errln!(
         "svcbench: session {session_id}: {} service(s) × {}{} run(s), scenario `{}`, profile `{}` ({} steps, {} per run); store {}",
         pre.services.len(),
         if cells.len() > 1 { format!("{} cells × ", cells.len()) } else { String::new() },
         opts.plan.runs, scenario.name(), profile.name, profile.steps.len(),
         progress::fmt_duration(profile.total_duration()), opts.plan.db.display()
     );
-    eprintln!("svcbench:   scenario: {}", scenario.file.description);
+    crate::errln!("svcbench:   scenario: {}", scenario.file.description);
     for v in pre.services.iter().filter(|s| s.variant.is_some()) {
         let what = v.description.clone().unwrap_or_else(|| format!("{:?}", v.manifest.env));
-        eprintln!("svcbench:   variant {}: {what}", v.name());
+        crate::errln!("svcbench:   variant {}: {what}", v.name());
     }
-    eprintln!("svcbench:   profile:  {} ({})", profile.description, profile.path.display());
+    crate::errln!("svcbench:   profile:  {} ({})", profile.description, profile.path.display());
     Ok(Opened { store, session_id, work_dir, tag, network, hosts })
 }
 
@@ -121,7 +121,7 @@ fn make_network(pre: &Preflight, store: &Store, session_id: i64) -> Result<Optio
     }
     let axis = pre.cells.iter().any(|c| c.links.is_some());
     let described = if axis { format!("{}; the links of each run are its cell's", n.describe()) } else { n.describe() };
-    eprintln!("svcbench: network: {described}");
+    crate::errln!("svcbench: network: {described}");
     store.record_network(session_id, &described)?;
     Ok(Some(n))
 }
@@ -144,7 +144,7 @@ fn place_parts(pre: &Preflight, network: Option<&Network>, store: &Store, sessio
             hosts.service.addr,
             places.join(", ")
         );
-        eprintln!("svcbench: {described}");
+        crate::errln!("svcbench: {described}");
         store.record_network(session_id, &described)?;
     }
     Ok(hosts)
@@ -192,7 +192,7 @@ pub fn build_services(
                 ready.push(svc.clone());
             }
             Err(e) => {
-                eprintln!("svcbench: {e}");
+                crate::errln!("svcbench: {e}");
                 store.add_service(session_id, svc, false, None, Some(&e), None)?;
             }
         }
@@ -227,7 +227,7 @@ pub fn check_refusals(ctx: &mut SessionCtx, ready: &[Service], first: &crate::ce
         let spec = start_spec(ctx, svc, &first.limits, "refusal", &placeholders, &svc.manifest.broken_env);
         match super::lifecycle::check_refusal(svc, spec, &ctx.stop) {
             Ok(Some((refused, detail))) => {
-                eprintln!("svcbench: {}: wrong dependency address: {detail}", svc.name());
+                crate::errln!("svcbench: {}: wrong dependency address: {detail}", svc.name());
                 ctx.store.set_refusal(ctx.session_id, svc.name(), refused, &detail)?;
             }
             Ok(None) => {}
@@ -242,7 +242,7 @@ pub fn warm_up(ctx: &mut SessionCtx, ready: &[Service], first: &crate::cell::Axi
     let (Some(spec), Some(svc)) = (ctx.scenario.file.warmup.clone(), ready.first()) else { return Ok(()) };
     let placeholders = ctx.deps.placeholders();
     let empty = BTreeMap::new();
-    eprintln!("svcbench: warming the dependencies through {} until its throughput settles", svc.name());
+    crate::errln!("svcbench: warming the dependencies through {} until its throughput settles", svc.name());
     let start = start_spec(ctx, svc, &first.limits, "warmup", &placeholders, &empty);
     let w = warmup::warm_up(
         &spec,
@@ -253,7 +253,7 @@ pub fn warm_up(ctx: &mut SessionCtx, ready: &[Service], first: &crate::cell::Axi
         ctx.opts.plan.startup_timeout,
         &ctx.stop,
     )?;
-    eprintln!(
+    crate::errln!(
         "svcbench: warm-up {} after {:.0} s: {} req/s per window",
         if w.settled { "settled" } else { "did NOT settle" },
         w.seconds,

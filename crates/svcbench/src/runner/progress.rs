@@ -56,15 +56,15 @@ impl Progress {
                         None => format!("{prefix}  agents running  {} left", fmt_duration(left)),
                     };
                     if tty {
-                        eprint!("\r\x1b[2K{line}");
+                        crate::err!("\r\x1b[2K{line}");
                     } else {
-                        eprintln!("{line}");
+                        crate::errln!("{line}");
                     }
                     let _ = std::io::stderr().flush();
                 }
             }
             if tty {
-                eprint!("\r\x1b[2K");
+                crate::err!("\r\x1b[2K");
             }
         });
         Progress { done, handle: Some(handle) }

@@ -83,7 +83,7 @@ pub fn run_one(
     if ctx.session_runs > 0 {
         let cpus: Vec<usize> = ctx.service_cpus.iter().chain(&ctx.loadgen_cpus).copied().collect();
         if let Some(w) = crate::sandbox::quiet_cpus::check(&cpus, Duration::from_millis(300)) {
-            eprintln!("svcbench: WARNING: {} run {run_index}: {w}", svc.name());
+            crate::errln!("svcbench: WARNING: {} run {run_index}: {w}", svc.name());
             ctx.store.add_run_warnings(run_id, &[w])?;
         }
     }
@@ -171,7 +171,7 @@ fn say_ungraceful(svc: &Service, run_index: u32, stopped: &crate::sandbox::StopO
             format!("it did not end within {} s of SIGTERM and was killed{pid1}", grace.as_secs())
         }
     };
-    eprintln!("svcbench: WARNING: {} run {run_index}: not a graceful stop: {how}; stored as such", svc.name());
+    crate::errln!("svcbench: WARNING: {} run {run_index}: not a graceful stop: {how}; stored as such", svc.name());
 }
 
 /// Starts the run's service and records the limits the kernel holds (a mismatch makes the run unlimited),
@@ -205,13 +205,13 @@ fn start(
     if !mismatches.is_empty() {
         // The run goes on, flagged: its figures are not those of the limits asked.
         let w = format!("limits not held, the run is marked unlimited: {}", mismatches.join("; "));
-        eprintln!("svcbench: WARNING: {} run {run_index}: {w}", svc.name());
+        crate::errln!("svcbench: WARNING: {} run {run_index}: {w}", svc.name());
         ctx.store.add_run_warnings(run_id, std::slice::from_ref(&w))?;
     }
     *unlimited = mismatches;
     ctx.store.add_run_warnings(run_id, inst.sandbox.warnings())?;
     for w in inst.sandbox.warnings() {
-        eprintln!("svcbench: WARNING: {w}");
+        crate::errln!("svcbench: WARNING: {w}");
         ctx.store.add_session_warning(ctx.session_id, w)?;
     }
     let startup = match inst.wait_ready(svc, ctx.opts.plan.startup_timeout, &ctx.stop) {
@@ -241,7 +241,7 @@ fn start(
     if let Some(l) = inst.listening() {
         ctx.store.record_listening(run_id, &l.addrs_text(), l.warning.as_deref())?;
         if let Some(w) = &l.warning {
-            eprintln!("svcbench: WARNING: {} run {run_index}: {w}", svc.name());
+            crate::errln!("svcbench: WARNING: {} run {run_index}: {w}", svc.name());
         }
     }
     Ok((inst, started))
@@ -271,7 +271,7 @@ fn check_conformance(
         bail!("{} {what} during the conformance checks ({exit}); last log lines: {}", svc.name(), inst.log_tail(3));
     }
     let failed = checks.iter().filter(|c| !c.passed).count();
-    eprintln!(
+    crate::errln!(
         "svcbench: {} run {run_index}: started in {:.1} ms, idle {:.1} MiB, checks {}/{} passed",
         svc.name(),
         started.startup_ms,
@@ -335,7 +335,7 @@ fn run_steps(
         }
         if let Some(min) = ctx.profile.stop_below_success {
             if out.success_ratio < min {
-                eprintln!(
+                crate::errln!(
                     "svcbench: {} run {run_index}: {:.0} % succeeded in step {n} (< {:.0} %): profile's stop rule ends the run",
                     svc.name(), out.success_ratio * 100.0, min * 100.0
                 );
@@ -363,7 +363,7 @@ fn record_step_death(
         .sandbox
         .wait_exit(Duration::from_secs(2))
         .map_or_else(|| "its main process still runs".to_string(), |e| e.to_string());
-    eprintln!("svcbench: {} run {run_index}: {what} in step {n} ({exit})", svc.name());
+    crate::errln!("svcbench: {} run {run_index}: {what} in step {n} ({exit})", svc.name());
     if done.death.is_none() {
         ctx.store.record_death(
             run_id,

@@ -37,10 +37,10 @@ pub fn run_all(
             RunStatus::Failed => summary.runs_failed += 1,
         }
         if let Some(e) = err {
-            eprintln!("svcbench: {} run {} {}: {e}", svc.name(), p.run_index, status.as_str());
+            crate::errln!("svcbench: {} run {} {}: {e}", svc.name(), p.run_index, status.as_str());
         }
         if todo.len() > 1 && i + 1 < todo.len() && !ctx.stop.load(Ordering::Relaxed) {
-            eprintln!("svcbench: {}", left.run_done());
+            crate::errln!("svcbench: {}", left.run_done());
         }
     }
     summary.interrupted = ctx.stop.load(Ordering::Relaxed);

@@ -336,7 +336,7 @@ fn print_step_line(prefix: &str, row: &StepRow, v: &Validity) {
     if !v.valid() {
         line.push_str(&format!(" — NOT VALID: {} ({})", v.summary(), v.details()));
     }
-    eprintln!("{line}");
+    crate::errln!("{line}");
 }
 
 /// Every stored figure of the step, from the generator's report and the sandbox's readings.

@@ -363,7 +363,7 @@ impl Drop for Sandbox {
         self.kill_all();
         if let Some(c) = &self.cgroup {
             if let Err(e) = c.remove() {
-                eprintln!("svcbench: warning: {e}");
+                crate::errln!("svcbench: warning: {e}");
             }
         }
         crate::guard::unregister(&self.name);

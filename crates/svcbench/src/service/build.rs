@@ -42,7 +42,7 @@ pub fn build(svc: &Service, log_dir: &Path, skip: bool) -> Result<Built> {
     let mut seconds = 0.0;
     if let (Some(cmd), false) = (&svc.manifest.build, skip) {
         if let Some(stamp) = build_stamp::fresh(svc) {
-            eprintln!(
+            crate::errln!(
                 "svcbench: {} is up to date: its files, build command and environment are as its build of {:.1} s \
                  left them ({})",
                 svc.name(),
@@ -56,7 +56,7 @@ pub fn build(svc: &Service, log_dir: &Path, skip: bool) -> Result<Built> {
         let log_path = log_dir.join(format!("build-{}.log", svc.name()));
         let log = std::fs::File::create(&log_path)?;
         let env: Vec<String> = svc.manifest.build_env.iter().map(|(k, v)| format!("{k}={v} ")).collect();
-        eprintln!("svcbench: building {} ({}{cmd})", svc.name(), env.concat());
+        crate::errln!("svcbench: building {} ({}{cmd})", svc.name(), env.concat());
         let t0 = Instant::now();
         let child = Command::new("/bin/sh")
             .arg("-c")
@@ -76,7 +76,7 @@ pub fn build(svc: &Service, log_dir: &Path, skip: bool) -> Result<Built> {
             let tail: Vec<&str> = text.lines().rev().take(3).collect::<Vec<_>>().into_iter().rev().collect();
             bail!("build of {} failed ({status}): {} (full log: {})", svc.name(), tail.join(" | "), log_path.display());
         }
-        eprintln!("svcbench: built {} in {seconds:.1} s", svc.name());
+        crate::errln!("svcbench: built {} in {seconds:.1} s", svc.name());
         // Only a cache: without a stamp (an artifact missing, a read-only folder) the next run builds again.
         let _ = build_stamp::write(svc, seconds);
     }

@@ -74,7 +74,7 @@ pub fn ensure_image(svc: &Service, log_dir: &Path) -> Result<u64> {
     let (tag, _) = image::ensure(&engine, &source(svc)?, &log)?;
     let bytes = image::size_bytes(&engine, &tag)?;
     // Which engine ran it is part of the figures' context: a `docker` CLI may drive Docker or Podman's API.
-    eprintln!(
+    crate::errln!(
         "svcbench: {}: image {tag}, {:.1} MiB, by `{}` ({:?})",
         svc.name(),
         bytes as f64 / (1u64 << 20) as f64,

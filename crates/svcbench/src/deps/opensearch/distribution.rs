@@ -99,7 +99,7 @@ pub(super) fn ensure_distribution(version: &str, cache_dir: &Path, java_home: &P
     let zip = cache_dir.join(format!("opensearch-{version}.zip"));
     if !zip.is_file() {
         let started = Instant::now();
-        eprintln!("svcbench: downloading OpenSearch {version} with Maven (once) into {}", cache_dir.display());
+        crate::errln!("svcbench: downloading OpenSearch {version} with Maven (once) into {}", cache_dir.display());
         let tmp = cache_dir.join(format!(".download-{}", std::process::id()));
         let _ = fs::remove_dir_all(&tmp);
         let out = Command::new("mvn")
@@ -123,7 +123,7 @@ pub(super) fn ensure_distribution(version: &str, cache_dir: &Path, java_home: &P
         }
         fs::rename(&fetched, &zip)?;
         let _ = fs::remove_dir_all(&tmp);
-        eprintln!("svcbench: downloaded {} in {:.1} s", zip.display(), started.elapsed().as_secs_f64());
+        crate::errln!("svcbench: downloaded {} in {:.1} s", zip.display(), started.elapsed().as_secs_f64());
     }
 
     // Unpack beside the final place, then rename, so an interrupted unpack is never taken as done.

@@ -27,17 +27,17 @@ impl ExistingOpenSearch {
         let loader = Loader::new(url);
         let version = loader.version()?;
         let done = loader.ensure(store_dir, files, readonly)?;
-        eprintln!("svcbench: using the running OpenSearch at {} ({version}): {done}", loader.url);
+        crate::errln!("svcbench: using the running OpenSearch at {} ({version}): {done}", loader.url);
         let stats = NodeStats { url: loader.url.clone() };
         let (probe, cpus) = match (stats.cpu_s(), stats.processors()) {
             (Ok(cpu_s), Ok(cpus)) => {
-                eprintln!(
+                crate::errln!(
                     "svcbench: the store's CPU comes from its node statistics ({cpus} processors; process CPU so far {cpu_s:.1} s)"
                 );
                 (Some(Arc::new(stats)), cpus)
             }
             (Err(e), _) | (_, Err(e)) => {
-                eprintln!(
+                crate::errln!(
                     "svcbench: WARNING: dependency not measured: the node statistics of {} cannot be read ({e:#}); steps get no dependency-headroom judgement",
                     loader.url
                 );

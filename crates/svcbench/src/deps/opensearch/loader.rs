@@ -164,7 +164,7 @@ impl Loader {
             let started = Instant::now();
             let docs = bulk_file(&agent, &bulk_url, path)?;
             *loaded.entry(index_of(path).unwrap_or("?")).or_default() += docs;
-            eprintln!(
+            crate::errln!(
                 "svcbench: loaded {docs} documents from {} in {:.1} s",
                 path.display(),
                 started.elapsed().as_secs_f64()
@@ -260,7 +260,7 @@ fn ensure_dataset(dataset_dir: &Path) -> Result<PathBuf> {
         return Ok(out);
     }
     let started = Instant::now();
-    eprintln!("svcbench: building the load dataset with {} (once)", dataset_dir.join("build.py").display());
+    crate::errln!("svcbench: building the load dataset with {} (once)", dataset_dir.join("build.py").display());
     let venv = dataset_dir.join(".venv");
     let python = venv.join("bin/python");
     if !python.is_file() {
@@ -274,7 +274,7 @@ fn ensure_dataset(dataset_dir: &Path) -> Result<PathBuf> {
     if !complete(&out) {
         bail!("{} ran but {} is incomplete", dataset_dir.join("build.py").display(), out.display());
     }
-    eprintln!("svcbench: built the load dataset in {:.0} s", started.elapsed().as_secs_f64());
+    crate::errln!("svcbench: built the load dataset in {:.0} s", started.elapsed().as_secs_f64());
     Ok(out)
 }
 

@@ -93,7 +93,7 @@ impl OpenSearch {
         let url = format!("http://{}:{}", opts.bind, opts.port);
         let mut node = OpenSearch { sandbox, url, instance_dir, _instance: instance, snapshots };
         node.wait_ready(&log_path)?;
-        eprintln!(
+        crate::errln!(
             "svcbench: OpenSearch {} ready on {} in {:.1} s",
             opts.version,
             node.url,
@@ -125,7 +125,7 @@ impl OpenSearch {
     pub fn stop(&mut self) -> Result<()> {
         let out = self.sandbox.stop(STOP_TIMEOUT);
         if out.exit.is_some() && !out.graceful && out.elapsed >= STOP_TIMEOUT {
-            eprintln!("svcbench: OpenSearch did not stop within {} s; it was killed", STOP_TIMEOUT.as_secs());
+            crate::errln!("svcbench: OpenSearch did not stop within {} s; it was killed", STOP_TIMEOUT.as_secs());
         }
         match fs::remove_dir_all(&self.instance_dir) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -169,7 +169,7 @@ impl OpenSearch {
                 );
             }
             if waited >= next_note {
-                eprintln!("svcbench: waiting for OpenSearch on {} ({} s)…", self.url, waited.as_secs());
+                crate::errln!("svcbench: waiting for OpenSearch on {} ({} s)…", self.url, waited.as_secs());
                 next_note += Duration::from_secs(10);
             }
             sleep(Duration::from_millis(250));

@@ -76,23 +76,23 @@ impl Snapshots {
             return self.load_and_keep(loader, &key, version, store_dir, files);
         }
         if !is_complete(&done) {
-            eprintln!(
+            crate::errln!(
                 "svcbench: {} is not a snapshot svcbench finished (no {MARKER} in it); loading the data, and keeping no snapshot while it is there",
                 done.display()
             );
         } else if let Err(e) = restore(loader, &done, files) {
-            eprintln!(
+            crate::errln!(
                 "svcbench: cannot restore the snapshot in {} ({e:#}); loading the data instead, the folder left as it is",
                 done.display()
             );
             delete_indices(loader).context("cannot remove what the failed restore left in the store")?;
         } else {
             let (indices, short, took) = (INDICES.join(", "), &key[..12], started.elapsed().as_secs_f64());
-            eprintln!("svcbench: restored {indices} from the snapshot {short} in {took:.1} s");
+            crate::errln!("svcbench: restored {indices} from the snapshot {short} in {took:.1} s");
             return Ok(());
         }
         let took = timed(|| loader.load_fresh(store_dir, files))?;
-        eprintln!("svcbench: loaded {} in {took:.1} s", INDICES.join(", "));
+        crate::errln!("svcbench: loaded {} in {took:.1} s", INDICES.join(", "));
         Ok(())
     }
 
@@ -109,14 +109,14 @@ impl Snapshots {
         let took = timed(|| loader.load_fresh(store_dir, files))?;
         let (indices, short, taking) = (INDICES.join(", "), &key[..12], Instant::now());
         match self.take(loader, key, version) {
-            Ok(Kept::Ours) => eprintln!(
+            Ok(Kept::Ours) => crate::errln!(
                 "svcbench: loaded {indices} in {took:.1} s; kept as snapshot {short} for the next start ({:.1} s)",
                 taking.elapsed().as_secs_f64()
             ),
             Ok(Kept::Theirs) => {
-                eprintln!("svcbench: loaded {indices} in {took:.1} s; another svcbench kept snapshot {short} first")
+                crate::errln!("svcbench: loaded {indices} in {took:.1} s; another svcbench kept snapshot {short} first")
             }
-            Err(e) => eprintln!("svcbench: loaded {indices} in {took:.1} s; no snapshot kept: {e:#}"),
+            Err(e) => crate::errln!("svcbench: loaded {indices} in {took:.1} s; no snapshot kept: {e:#}"),
         }
         Ok(())
     }

@@ -131,7 +131,7 @@ pub fn ensure(engine: &Engine, source: &Source, log: &Path) -> Result<(String, b
     }
     match source {
         Source::Tag(t) => {
-            eprintln!("svcbench: image {t} is not here; pulling it with {}", engine.program);
+            crate::errln!("svcbench: image {t} is not here; pulling it with {}", engine.program);
             engine.run(&["pull", t], BUILD_TIMEOUT).with_context(|| {
                 format!(
                     "image {t} is neither local nor pullable: build it (`{} build -t {t} …`) or fix the tag",
@@ -141,7 +141,7 @@ pub fn ensure(engine: &Engine, source: &Source, log: &Path) -> Result<(String, b
         }
         Source::Build { containerfile, context, repository } => {
             let (cf, ctx) = (containerfile.to_string_lossy(), context.to_string_lossy());
-            eprintln!("svcbench: building image {tag} from {cf}");
+            crate::errln!("svcbench: building image {tag} from {cf}");
             let out = engine.run(&["build", "-f", &cf, "-t", &tag, &ctx], BUILD_TIMEOUT);
             if let Err(e) = out {
                 let _ = std::fs::write(log, format!("{e:#}"));
