@@ -21,7 +21,10 @@
 //! - `schedule_lag`: open model; the 99th percentile of send lag (actual minus intended send
 //!   time) exceeded [`SCHEDULE_LAG_P99_MS`]: the generator's lateness is inside the latencies.
 //! - `starved_connections`: some connections got no answer in the whole run while others did,
-//!   requests sent a second or more after theirs were answered first (`ConnectionStats::starved`).
+//!   requests sent a second or more after theirs were answered first (`ConnectionStats::starved`);
+//!   or no request got an answer at all while some were out: the run measured nothing of the
+//!   service but that it did not answer within the run (a service that hangs, or answers slower
+//!   than the step lasts), and its 0 req/s is not a throughput.
 
 pub use crate::flag::{
     Flag, FlagCode, CONNECT_BOUND_SHARE, CONTENDED_WAIT_SHARE, RATE_HELD_SHARE, SATURATED_CPU_SHARE,
@@ -80,6 +83,15 @@ impl LoadReport {
                     "{} of {} connections got no answer in the whole step; oldest request waited {:.1} s.",
                     c.starved,
                     c.used,
+                    c.oldest_unanswered_ms / 1000.0
+                ),
+            ));
+        } else if self.requests_ok + self.requests_err == 0 && self.in_flight_at_end > 0 {
+            flags.push(flag(
+                FlagCode::StarvedConnections,
+                format!(
+                    "no request got an answer in the whole step; {} still waiting at its end, the oldest for {:.1} s.",
+                    self.in_flight_at_end,
                     c.oldest_unanswered_ms / 1000.0
                 ),
             ));
@@ -291,5 +303,20 @@ pub(crate) mod tests {
         let flags = r.flags();
         assert_eq!(codes(&r), [FlagCode::StarvedConnections]);
         assert_eq!(flags[0].detail, "2 of 4 connections got no answer in the whole step; oldest request waited 9.5 s.");
+    }
+
+    #[test]
+    fn a_step_in_which_no_request_got_an_answer_is_flagged() {
+        // A service whose answers take longer than the step (a 1 s upstream delay in 1 s steps): 0 req/s
+        // that is no throughput.
+        let mut r = healthy();
+        (r.requests_ok, r.requests_ok_in_window, r.requests_err, r.in_flight_at_end) = (0, 0, 0, 16);
+        r.connections.oldest_unanswered_ms = 1_000.0;
+        let flags = r.flags();
+        assert_eq!(codes(&r), [FlagCode::StarvedConnections]);
+        assert!(flags[0].detail.starts_with("no request got an answer in the whole step; 16 still waiting"), "{flags:?}");
+        // Errors are answers (the service's failures, counted as such): nothing more to flag here.
+        r.requests_err = 3;
+        assert!(r.flags().is_empty());
     }
 }
