@@ -314,7 +314,10 @@ pub(crate) mod tests {
         r.connections.oldest_unanswered_ms = 1_000.0;
         let flags = r.flags();
         assert_eq!(codes(&r), [FlagCode::StarvedConnections]);
-        assert!(flags[0].detail.starts_with("no request got an answer in the whole step; 16 still waiting"), "{flags:?}");
+        assert!(
+            flags[0].detail.starts_with("no request got an answer in the whole step; 16 still waiting"),
+            "{flags:?}"
+        );
         // Errors are answers (the service's failures, counted as such): nothing more to flag here.
         r.requests_err = 3;
         assert!(r.flags().is_empty());

@@ -19,6 +19,15 @@ pub fn store_name(db: &Path) -> &str {
     db.file_stem().and_then(|s| s.to_str()).unwrap_or("svcbench")
 }
 
+/// The bundled `name/` folder: SVCBENCH_HOME's, or that of the checkout the binary was built in. Unlike
+/// [`project_dir`], a folder of that name above the current one is not it.
+pub fn bundled_dir(name: &str) -> Option<PathBuf> {
+    if let Ok(home) = std::env::var("SVCBENCH_HOME") {
+        return Some(PathBuf::from(home).join(name));
+    }
+    std::env::current_exe().ok()?.ancestors().map(|a| a.join(name)).find(|c| c.is_dir())
+}
+
 pub fn project_dir(name: &str) -> Result<PathBuf> {
     if let Ok(home) = std::env::var("SVCBENCH_HOME") {
         return Ok(PathBuf::from(home).join(name));
@@ -31,13 +40,8 @@ pub fn project_dir(name: &str) -> Result<PathBuf> {
         }
     }
     // The binary may live in target/<profile>/ of the checkout.
-    if let Ok(exe) = std::env::current_exe() {
-        for anc in exe.ancestors() {
-            let c = anc.join(name);
-            if c.is_dir() {
-                return Ok(c);
-            }
-        }
+    if let Some(c) = bundled_dir(name) {
+        return Ok(c);
     }
     bail!(
         "no `{name}/` folder found above {}; run svcbench from the project checkout or set SVCBENCH_HOME",

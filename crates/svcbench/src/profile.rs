@@ -124,21 +124,35 @@ const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 impl Profile {
     /// `name_or_path`: a `.toml` path, or a name looked up in `profiles_dir` (default: `profiles/` found
     /// upwards from the current folder).
-    pub fn find(name_or_path: &str, profiles_dir: Option<&Path>) -> Result<Profile> {
+    pub fn find(name_or_path: &str) -> Result<Profile> {
         let p = Path::new(name_or_path);
         if p.extension().is_some_and(|e| e == "toml") || p.is_file() {
             return Profile::load(p);
         }
-        let dir = match profiles_dir {
-            Some(d) => d.to_path_buf(),
-            None => crate::paths::project_dir("profiles")?,
-        };
-        let path = dir.join(format!("{name_or_path}.toml"));
-        if !path.exists() {
-            let known = crate::paths::names_in(&dir, |p| p.file_stem().map(|s| s.to_string_lossy().into_owned()));
-            bail!("profile `{name_or_path}` not found in {}; known: {}", dir.display(), known.join(", "));
+        // A `profiles/` folder of one's own (upwards from here) adds profiles; it does not hide the bundled
+        // ones (`quick`, the default, among them).
+        let file = format!("{name_or_path}.toml");
+        let cwd = std::env::current_dir()?;
+        let mut dirs: Vec<PathBuf> = cwd.ancestors().map(|a| a.join("profiles")).filter(|d| d.is_dir()).collect();
+        dirs.extend(crate::paths::bundled_dir("profiles"));
+        // From inside the checkout its own profiles/ is found both ways.
+        let mut seen = std::collections::BTreeSet::new();
+        dirs.retain(|d| seen.insert(d.canonicalize().unwrap_or_else(|_| d.clone())));
+        if let Some(path) = dirs.iter().map(|d| d.join(&file)).find(|f| f.is_file()) {
+            return Profile::load(&path);
         }
-        Profile::load(&path)
+        let mut known: Vec<String> = dirs
+            .iter()
+            .flat_map(|d| crate::paths::names_in(d, |p| p.file_stem().map(|s| s.to_string_lossy().into_owned())))
+            .collect();
+        known.sort();
+        known.dedup();
+        let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        bail!(
+            "profile `{name_or_path}` not found in {}; known: {} (or give a profile file's path)",
+            if looked.is_empty() { "any profiles/ folder".to_string() } else { looked.join(" or ") },
+            known.join(", ")
+        );
     }
 
     pub fn load(path: &Path) -> Result<Profile> {

@@ -141,3 +141,27 @@ fn study_plan_refuses_unbounded_profiles_and_runs_instead_of_hanging() {
     refused(t, &["study", &study(&prof, &axis), "--plan"], &["1600 cells", "at most 1000"]);
     refused(t, &["study", &study(&prof, ""), "--plan", "--probe-tolerance", "nan"], &["--probe-tolerance"]);
 }
+
+#[test]
+fn a_profiles_folder_of_ones_own_adds_profiles_without_hiding_the_bundled_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    std::fs::create_dir(t.join("profiles")).unwrap();
+    std::fs::write(t.join("profiles/tiny.toml"), "name = \"tiny\"\n[[step]]\nconnections = 1\nduration = \"1s\"\n")
+        .unwrap();
+    let steady = fixture("steady");
+    let study = |profile: &str| {
+        let f = t.join(format!("{profile}.study.toml"));
+        let text = format!(
+            "title = 't'\nquestion = 'q'\nservices = [{:?}]\nprofile = {profile:?}\n",
+            steady.to_str().unwrap()
+        );
+        std::fs::write(&f, text).unwrap();
+        f.to_str().unwrap().to_string()
+    };
+    for profile in ["tiny", "quick"] {
+        let out = common::svcbench(&["study", &study(profile), "--plan"], t);
+        assert!(out.status.success(), "profile {profile}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    refused(t, &["study", &study("tinny"), "--plan"], &["profile `tinny` not found", "quick", "tiny"]);
+}

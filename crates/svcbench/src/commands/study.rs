@@ -27,7 +27,7 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     }
     // Everything the study names is checked before anything is built or started.
     let (services, _) = runner::load_services(&study.services, study.file.scenario.as_deref())?;
-    let mut profile = crate::profile::Profile::find(&study.profile, None)?;
+    let mut profile = crate::profile::Profile::find(&study.profile)?;
     if let Some(d) = study.step_duration {
         profile =
             profile.with_step_duration(d).with_context(|| format!("{}: quick.step_duration", a.file.display()))?;

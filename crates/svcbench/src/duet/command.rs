@@ -142,7 +142,7 @@ fn check(a: &DuetArgs) -> Result<Checked> {
             scenario.name()
         );
     }
-    let mut profile = Profile::find(&a.profile, None)?;
+    let mut profile = Profile::find(&a.profile)?;
     if let Some(d) = a.step_duration {
         profile = profile.with_step_duration(d)?;
     }

@@ -122,7 +122,7 @@ fn runtime_for(services: &mut [Service], opts: &RunOptions) -> Result<()> {
 
 /// The profile as this session runs it: its steps' durations and mixes, every mix known to the scenario.
 fn load_profile(opts: &RunOptions, scenario: &Scenario) -> Result<Profile> {
-    let mut profile = Profile::find(&opts.plan.profile, None)?;
+    let mut profile = Profile::find(&opts.plan.profile)?;
     if let Some(d) = opts.plan.step_duration {
         profile = profile.with_step_duration(d)?;
     }
