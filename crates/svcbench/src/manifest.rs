@@ -409,6 +409,58 @@ fn path_size(p: &Path) -> Result<u64> {
     }
 }
 
+/// The placeholders a process service's manifest may name beside its dependencies' (service/instance.rs
+/// fills them), and those a container service's may (service/container_start.rs).
+pub const PROCESS_PLACEHOLDERS: [&str; 4] = ["port", "host", "dir", "java"];
+pub const CONTAINER_PLACEHOLDERS: [&str; 2] = ["port", "host"];
+
+/// The `{key}`s a text names, in order.
+fn placeholder_keys(text: &str) -> Vec<&str> {
+    let mut keys = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find('{') {
+        let after = &rest[start + 1..];
+        let Some(end) = after.find('}') else { break };
+        keys.push(&after[..end]);
+        rest = &after[end + 1..];
+    }
+    keys
+}
+
+impl Service {
+    /// Every placeholder of the start command, the env and the container's args is one this service gets:
+    /// a typo (`{prot}`) is told before anything is built, not once per run after the build. `dep_kinds`: the
+    /// scenario's dependency kinds; a `{dep.<kind>.<field>}` of one of them is checked when it starts (its
+    /// fields are the dependency's own).
+    pub fn check_placeholders(&self, dep_kinds: &[&str]) -> Result<()> {
+        let container = self.manifest.container.as_ref();
+        let known: &[&str] = if container.is_some() { &CONTAINER_PLACEHOLDERS } else { &PROCESS_PLACEHOLDERS };
+        let mut texts: Vec<(String, &str)> = Vec::new();
+        if container.is_none() {
+            texts.push(("run".into(), &self.manifest.run));
+        }
+        texts.extend(self.manifest.env.iter().map(|(k, v)| (format!("env.{k}"), v.as_str())));
+        texts.extend(self.manifest.broken_env.iter().map(|(k, v)| (format!("broken_env.{k}"), v.as_str())));
+        texts
+            .extend(container.into_iter().flat_map(|c| c.args.iter().map(|a| ("[container] args".into(), a.as_str()))));
+        for (what, text) in texts {
+            for key in placeholder_keys(text) {
+                let dep_kind = key.strip_prefix("dep.").and_then(|k| k.split('.').next());
+                if known.contains(&key) || dep_kind.is_some_and(|k| dep_kinds.contains(&k)) {
+                    continue;
+                }
+                let deps: Vec<String> = dep_kinds.iter().map(|k| format!("dep.{k}.…")).collect();
+                bail!(
+                    "{}: {what}: unknown placeholder {{{key}}}; known here: {}",
+                    self.dir.join("svcbench.toml").display(),
+                    known.iter().map(|k| k.to_string()).chain(deps).collect::<Vec<_>>().join(", ")
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Fills `{port}`, `{host}`, `{dir}`, `{dep.<kind>.<field>}`, `{java}` placeholders. An unknown placeholder is an error
 /// naming it, so that a typo does not start a service with a literal `{dep.opensarch.url}`.
 pub fn fill_placeholders(text: &str, values: &BTreeMap<String, String>) -> Result<String> {
@@ -485,6 +537,48 @@ PORT = "{port}"
         assert_eq!(s.name(), "x");
         assert_eq!(s.manifest.programming_model, ProgrammingModel::Async);
         assert_eq!(s.manifest.env["PORT"], "{port}");
+    }
+
+    #[test]
+    fn a_placeholder_the_service_does_not_get_is_named_before_anything_starts() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), &GOOD.replace("{port}", "{prot}"));
+        let e = Service::load(d.path()).unwrap().check_placeholders(&[]).unwrap_err().to_string();
+        assert!(e.contains("env.PORT: unknown placeholder {prot}; known here: port, host, dir, java"), "{e}");
+        // A dependency of the scenario gives its own; another's is unknown.
+        write(d.path(), &GOOD.replace("./x", "./x --db {dep.sqlite.path}"));
+        let s = Service::load(d.path()).unwrap();
+        assert!(s.check_placeholders(&["sqlite"]).is_ok());
+        let e = s.check_placeholders(&["upstream"]).unwrap_err().to_string();
+        assert!(
+            e.contains("run: unknown placeholder {dep.sqlite.path}; known here: port, host, dir, java, dep.upstream.…"),
+            "{e}"
+        );
+    }
+
+    /// Every bundled service and variant names only placeholders it gets.
+    #[test]
+    fn the_bundled_services_name_only_placeholders_they_get() {
+        let services = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../services");
+        let mut checked = 0;
+        for scenario in std::fs::read_dir(&services).unwrap().flatten() {
+            let spec = crate::scenario::Scenario::load(
+                &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios").join(scenario.file_name()),
+            )
+            .unwrap();
+            let kinds: Vec<&str> = spec.file.dependency.iter().map(|d| d.kind.as_str()).collect();
+            for dir in std::fs::read_dir(scenario.path())
+                .unwrap()
+                .flatten()
+                .filter(|d| d.path().join("svcbench.toml").is_file())
+            {
+                for s in Service::load_spec(&format!("{}@*", dir.path().display())).unwrap() {
+                    s.check_placeholders(&kinds).unwrap();
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 20, "{checked} services and variants");
     }
 
     #[test]

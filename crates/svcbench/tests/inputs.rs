@@ -102,6 +102,15 @@ fn a_service_name_that_would_escape_file_and_cgroup_names_is_refused() {
 }
 
 #[test]
+fn a_misspelt_placeholder_is_refused_before_the_build() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = steady_with(tmp.path(), "\"{port}\"", "\"{prot}\"");
+    let want = ["env.PORT: unknown placeholder {prot}", "known here: port, host, dir, java"];
+    refused(tmp.path(), &["run", dir.to_str().unwrap(), "--scenario", "hello"], &want);
+    assert!(!tmp.path().join("results").exists(), "nothing was built or stored");
+}
+
+#[test]
 fn a_misspelt_scenario_is_named_with_the_bundled_ones_even_beside_a_service_of_another() {
     // Beside a bundled service too, a misspelt scenario is named as such, not taken for a second scenario.
     let tmp = tempfile::tempdir().unwrap();

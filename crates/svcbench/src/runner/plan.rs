@@ -75,6 +75,8 @@ pub fn load_services(paths: &[PathBuf], scenario: Option<&str>) -> Result<(Vec<S
         }
     }
     let sc = if scenario.is_none() { named_by(&services[0], &wanted)? } else { find(&services[0], &wanted)? };
+    let kinds: Vec<&str> = sc.file.dependency.iter().map(|d| d.kind.as_str()).collect();
+    services.iter().try_for_each(|s| s.check_placeholders(&kinds))?;
     Ok((services, sc))
 }
 
