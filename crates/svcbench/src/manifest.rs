@@ -179,6 +179,9 @@ pub struct Service {
     pub variant: Option<String>,
     /// The variant's `description`, for people.
     pub description: Option<String>,
+    /// The artifacts of every build of the folder, the base's and each variant's: none of them is an input
+    /// of another's build (a variant's binary beside the base's must not make the base build again).
+    pub folder_artifacts: Vec<String>,
 }
 
 /// Separates a service argument into its folder and variant: `services/x@jetty`, `services/x@*` (the base
@@ -265,6 +268,7 @@ impl Service {
             base_name: self.base_name.clone(),
             variant: Some(name.into()),
             description: v.description.clone(),
+            folder_artifacts: self.folder_artifacts.clone(),
         })
     }
 
@@ -298,7 +302,16 @@ impl Service {
         if !manifest.readiness.starts_with('/') {
             bail!("{}: key `readiness` must be a path starting with '/', got {:?}", file.display(), manifest.readiness);
         }
-        let base = Service { dir, base_name: manifest.name.clone(), manifest, variant: None, description: None };
+        let mut folder_artifacts = manifest.artifacts.clone();
+        folder_artifacts.extend(manifest.variant.values().flat_map(|v| v.artifacts.iter().flatten().cloned()));
+        let base = Service {
+            dir,
+            base_name: manifest.name.clone(),
+            manifest,
+            variant: None,
+            description: None,
+            folder_artifacts,
+        };
         base.check_start(&file)?;
         base.check_variants(&file)?;
         if let Some(missing) = base.manifest.build_inputs.iter().find(|i| !base.dir.join(i).exists()) {

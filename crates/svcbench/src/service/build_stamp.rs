@@ -63,7 +63,7 @@ pub fn remove(svc: &Service) {
 }
 
 /// The build command, its environment and every file the build may read: the service folder (without the
-/// stamps and without the artifacts' top folders, which the build writes) and the manifest's `build_inputs`.
+/// stamps and without the artifacts' top folders, which this build and the folder's others write) and the manifest's `build_inputs`.
 /// Files by path, size and modification time: a second to check, where reading them would take longer.
 fn inputs_hash(svc: &Service) -> Result<u64> {
     let mut h = DefaultHasher::new();
@@ -78,7 +78,7 @@ fn inputs_hash(svc: &Service) -> Result<u64> {
 /// the service folder, `build_inputs` entries as written) and its path.
 pub(crate) fn input_files(svc: &Service) -> Result<Vec<(String, PathBuf)>> {
     let mut skip = Vec::new();
-    for a in &svc.manifest.artifacts {
+    for a in svc.manifest.artifacts.iter().chain(&svc.folder_artifacts) {
         if let Some(top) = Path::new(a).components().next() {
             skip.push(svc.dir.join(top));
         }
@@ -195,5 +195,29 @@ mod tests {
         std::fs::remove_file(dir.join("src.txt")).unwrap();
         assert!(crate::service::build::build(&other_env, &tmp.path().join("logs"), false).is_err());
         assert!(fresh(&other_env).is_none());
+    }
+
+    #[test]
+    fn a_variants_binary_beside_the_bases_does_not_make_either_build_again() {
+        // `go build -o bin` and a variant's `go build -o bin-slow` in one folder: each build writes a file
+        // the other would otherwise read as a changed source.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("svc");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("src.txt"), "one").unwrap();
+        std::fs::write(
+            dir.join("svcbench.toml"),
+            "name = \"s\"\nscenario = \"hello\"\nlanguage = \"sh\"\nframework = \"sh\"\nframework_version = \"1\"\n\
+             model = \"blocking\"\nbuild = \"cat src.txt > bin && echo b >> ../builds.log\"\nrun = \"./bin\"\n\
+             artifacts = [\"bin\"]\nreadiness = \"/\"\n[variant.slow]\n\
+             build = \"cat src.txt > bin-slow && echo v >> ../builds.log\"\nrun = \"./bin-slow\"\nartifacts = [\"bin-slow\"]\n",
+        )
+        .unwrap();
+        let base = Service::load(&dir).unwrap();
+        let slow = base.with_variant("slow").unwrap();
+        assert_eq!(builds(tmp.path(), &base), 1);
+        assert_eq!(builds(tmp.path(), &slow), 2);
+        assert_eq!(builds(tmp.path(), &base), 2, "the variant's binary is not a source of the base");
+        assert_eq!(builds(tmp.path(), &slow), 2, "nor the base's of the variant");
     }
 }
