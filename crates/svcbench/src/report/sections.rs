@@ -344,6 +344,8 @@ pub fn runs(d: &Dataset) -> Table {
                 (true, ..) => Cell::text(format!("OOM-killed{}", stage(&r.failed_stage))).class("fail"),
                 (_, true, ..) => Cell::text(format!("crashed{}", stage(&r.failed_stage))).class("fail"),
                 (_, _, Some(true), code, _) => Cell::text(format!("graceful (exit {})", opt(&code))).class("ok"),
+                // Ctrl-C: svcbench ended the service itself, at once; not the service's stop.
+                (_, _, Some(false), ..) if r.status == "interrupted" => Cell::text("ended by svcbench (interrupted)"),
                 (_, _, Some(false), code, sig) => {
                     Cell::text(format!("not graceful (exit {}, signal {})", opt(&code), opt(&sig))).class("fail")
                 }

@@ -477,10 +477,18 @@ fn an_interrupted_run_is_not_in_the_median_nor_in_a_verdict() {
         let r = f.run(s, "go", i, 1.0, 1000);
         f.step(r, 1, "closed", Some(64), None, "default", None, rps, rps as i64, None, 1.0);
         if i == 3 {
-            f.store.raw().execute("UPDATE run SET status = 'interrupted' WHERE id = ?1", [r]).unwrap();
+            // Ctrl-C: svcbench killed the service at once.
+            let sql = "UPDATE run SET status = 'interrupted', stopped_gracefully = 0, exit_signal = 9 WHERE id = ?1";
+            f.store.raw().execute(sql, [r]).unwrap();
         }
     }
     let d = f.load(&[], false);
+    // Its stop is svcbench's, not a stop of the service's that was not graceful.
+    let t = sections::runs(&d);
+    let col = t.head.iter().position(|h| h == "stop").unwrap();
+    let stops: Vec<(String, &str)> = t.rows.iter().map(|r| (r.cells[col].text.clone(), r.cells[col].class)).collect();
+    assert_eq!(stops[2], ("ended by svcbench (interrupted)".to_string(), ""), "{stops:?}");
+    assert_eq!(stops[0].0, "graceful (exit –)");
     let (_, sums) = sections::summary(&d, 0.0275);
     let peak = sums[0].peak_rps.unwrap();
     assert_eq!((peak.n, peak.max), (2, 1100.0), "the interrupted run's 9,000 req/s is not counted");
