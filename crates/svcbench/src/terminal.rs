@@ -3,38 +3,36 @@
 //! "running". These drop what cannot be written instead, so every command ends as it would have: a run goes
 //! on to store its figures and stop what it started, an export or a report simply loses its reader.
 
-/// `println!` to stdout; a line its reader cannot take is dropped.
+/// `write!`/`writeln!` to `stream`, whatever its reader can no longer take dropped.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! write_or_drop {
+    ($stream:expr, $how:ident, $($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = $how!($stream, $($arg)*);
+    }};
+}
+
+/// `println!` to stdout.
 #[macro_export]
 macro_rules! outln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
-    }};
+    ($($arg:tt)*) => { $crate::write_or_drop!(std::io::stdout(), writeln, $($arg)*) };
 }
 
-/// `print!` to stdout; what its reader cannot take is dropped.
+/// `print!` to stdout.
 #[macro_export]
 macro_rules! out {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = write!(std::io::stdout(), $($arg)*);
-    }};
+    ($($arg:tt)*) => { $crate::write_or_drop!(std::io::stdout(), write, $($arg)*) };
 }
 
-/// `eprintln!` to stderr; a line its reader cannot take is dropped.
+/// `eprintln!` to stderr.
 #[macro_export]
 macro_rules! errln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
+    ($($arg:tt)*) => { $crate::write_or_drop!(std::io::stderr(), writeln, $($arg)*) };
 }
 
-/// `eprint!` to stderr; what its reader cannot take is dropped.
+/// `eprint!` to stderr.
 #[macro_export]
 macro_rules! err {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = write!(std::io::stderr(), $($arg)*);
-    }};
+    ($($arg:tt)*) => { $crate::write_or_drop!(std::io::stderr(), write, $($arg)*) };
 }
