@@ -30,6 +30,8 @@ pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
     let (mut services, scenario) = super::plan::load_services(&opts.plan.services, opts.plan.scenario.as_deref())?;
     runtime_for(&mut services, &opts)?;
     opts.given_deps.check(&scenario.file.dependency, scenario.name())?;
+    let links = opts.links_to_make().unwrap_or_default();
+    crate::deps::check_store_links(&links, &scenario.file.dependency, scenario.name(), &opts.given_deps)?;
     let profile = load_profile(&opts, &scenario)?;
     if opts.plan.runs == 0 {
         bail!("--runs must be at least 1");
