@@ -36,7 +36,8 @@ pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
     if opts.plan.runs == 0 {
         bail!("--runs must be at least 1");
     }
-    super::agents::check_split(&profile.steps, opts.generators)?;
+    let bundled = crate::paths::project_dir("profiles").ok();
+    super::agents::check_split(&profile.name, &profile.steps, opts.generators, bundled.as_deref())?;
     // The quota check holds for the largest quota of the limits axis.
     let widest = opts
         .cell_specs()
