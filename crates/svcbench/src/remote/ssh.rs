@@ -258,6 +258,18 @@ impl FarProcess {
     pub fn ended(&mut self) -> Option<String> {
         self.ssh.try_wait().ok().flatten().map(|s| s.to_string())
     }
+
+    /// How it ended, for a message once its output has closed: ` (exit status: 1)`, waited for a moment
+    /// (its output closes just before it exits), or nothing when it has not ended yet.
+    pub fn how_it_ended(&mut self) -> String {
+        let status = crate::poll::until(Duration::from_secs(2), Duration::from_millis(20), || self.ended());
+        in_parentheses(status)
+    }
+}
+
+/// ` (…)`, or nothing for nothing.
+fn in_parentheses(what: Option<String>) -> String {
+    what.filter(|w| !w.is_empty()).map(|w| format!(" ({w})")).unwrap_or_default()
 }
 
 impl Drop for FarProcess {
@@ -384,6 +396,12 @@ fn pass_on_lines(
 mod tests {
     use super::*;
     use std::time::Instant;
+
+    #[test]
+    fn an_unknown_end_leaves_no_empty_parentheses() {
+        assert_eq!(in_parentheses(None), "");
+        assert_eq!(in_parentheses(Some("exit status: 1".into())), " (exit status: 1)");
+    }
 
     #[test]
     fn an_unknown_host_key_is_named_with_how_to_add_it() {

@@ -53,6 +53,13 @@ pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
     opts.plan.limits.cpus = asked_cpus;
     let cells = opts.cell_specs();
     let results_dir = opts.plan.db.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    // The other machines answer (ssh, and svcbench there) before anything is built, and before this
+    // machine's lock is taken: a mistyped host fails at once, not after another measurement ends. Their
+    // facts are stored.
+    let other_hosts = match &opts.hosts_plan {
+        Some(plan) => crate::remote::ssh::other_hosts(plan, &scenario, &opts.given_deps)?,
+        None => Vec::new(),
+    };
     // One measurement at a time, then whatever a killed svcbench left behind, then the limits: all before
     // anything is built or started.
     let machine = guard::machine_lock::acquire("run", opts.wait_lock)?;
@@ -81,11 +88,6 @@ pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
     }
     // A service on another machine is limited there: its answers say what was held.
     let unlimited = if service_at.is_none() { check_limits(&opts)? } else { Vec::new() };
-    // The other machines answer (ssh, and svcbench there) before anything is built; their facts are stored.
-    let other_hosts = match &opts.hosts_plan {
-        Some(plan) => crate::remote::ssh::other_hosts(plan, &scenario, &opts.given_deps)?,
-        None => Vec::new(),
-    };
     Ok(Preflight {
         opts,
         services,
