@@ -113,6 +113,25 @@ fn namespaces_left_by_a_killed_svcbench_are_removed_by_the_next_run() {
 }
 
 #[test]
+fn check_removes_the_namespaces_a_killed_svcbench_left_as_run_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A namespace named after a pid that no longer runs, as a SIGKILLed svcbench leaves its own.
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let ns = format!("svcbench-{}-service", gone.id());
+    assert!(std::process::Command::new(ip_program()).args(["netns", "add", &ns]).status().unwrap().success());
+    let steady = fixture("steady");
+    let w = tmp.path().join("results/work/check");
+    let out = svcbench(&["check", steady.to_str().unwrap(), "--work-dir", w.to_str().unwrap()], tmp.path());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let removed =
+        said.lines().any(|l| l.contains("removed the --net namespaces") && l.contains(&gone.id().to_string()));
+    assert!(removed && !svcbench_network().contains(&ns), "{said}");
+    assert_no_leftovers("fixtures/testservice.py");
+}
+
+#[test]
 fn up_keeps_a_service_and_its_dependency_running_until_ctrl_c_then_cleans_up() {
     use std::io::{Read, Write};
     let tmp = tempfile::tempdir().unwrap();

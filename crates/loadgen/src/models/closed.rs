@@ -90,7 +90,7 @@ impl LoadModel for Closed {
         // An agent without a connection would still open one: more connections than asked for.
         if agents > 1 && self.connections < agents {
             bail!(
-                "{} connection(s) cannot be shared among {agents} generator agents; give at least one per agent, or fewer agents",
+                "{} connection(s) cannot be shared among {agents} generator agents: each needs one at least",
                 self.connections
             );
         }

@@ -39,6 +39,12 @@ pub fn check_service(
     let svc = &services[0];
     std::fs::create_dir_all(&a.work_dir)?;
     let work_dir = &std::path::absolute(&a.work_dir)?;
+    // What a killed svcbench left (its services, cgroups, --net namespaces) goes first, as for run and up.
+    // results/work/check → the results folder, whose work/ holds the lock files of the old kind.
+    let results_dir = work_dir.parent().and_then(|p| p.parent()).unwrap_or(work_dir);
+    for line in crate::teardown::leftovers::clean(results_dir) {
+        crate::errln!("{line}");
+    }
     let mut limits = Limits::default();
     let gen = crate::cpus::cpu_split(&mut limits.cpuset, limits.cpus, None)?;
     let how = super::Alone {

@@ -52,6 +52,12 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     let gen = cpu_split(&mut limits.cpuset, limits.cpus, None)?;
     let links = a.network.links()?;
     let given = a.given.given()?;
+    crate::deps::check_store_links(
+        links.as_deref().unwrap_or_default(),
+        &scenario.file.dependency,
+        scenario.name(),
+        &given,
+    )?;
     let plan = match &a.hosts {
         Some(path) if a.network.asked() => {
             bail!("--hosts places parts on machines, --net and --link on namespaces of this one: give one or the other ({})", path.display())

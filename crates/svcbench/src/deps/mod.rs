@@ -112,6 +112,39 @@ impl GivenDeps {
     }
 }
 
+/// The kinds that are a file beside the service, not a server: nothing of theirs crosses a network.
+const FILE_KINDS: [&str; 1] = ["sqlite"];
+
+/// Refuses a link to the store's host (`service-store`, `client-store`) where svcbench starts nothing there
+/// for it to carry: a scenario without dependencies, one whose only dependency is a file beside the service,
+/// a store given by URL (`--dep`). One line, before anything is built, as a hosts file's `[store]` is.
+pub fn check_store_links(
+    links: &[crate::network::Link],
+    specs: &[DependencySpec],
+    scenario: &str,
+    given: &GivenDeps,
+) -> Result<()> {
+    use crate::network::Role;
+    let Some(link) = links.iter().find(|l| l.from == Role::Store || l.to == Role::Store) else { return Ok(()) };
+    let on_store_host = |s: &&DependencySpec| !FILE_KINDS.contains(&s.kind.as_str()) && given.get(&s.kind).is_none();
+    if specs.iter().any(|s| on_store_host(&s)) {
+        return Ok(());
+    }
+    let why = if specs.is_empty() {
+        format!("scenario `{scenario}` has no dependency to place on the store's host")
+    } else {
+        let each: Vec<String> = specs
+            .iter()
+            .map(|s| match given.get(&s.kind) {
+                Some(url) => format!("its {} is given at {url} (--dep), not on the store's host", s.kind),
+                None => format!("its {} dependency is a file beside the service", s.kind),
+            })
+            .collect();
+        format!("scenario `{scenario}` has nothing on the store's host for the link to carry: {}", each.join("; "))
+    };
+    bail!("--link {link}: {why}; leave the link out")
+}
+
 pub struct Dependencies {
     pub items: Vec<Box<dyn Dependency>>,
 }
@@ -227,6 +260,32 @@ pub(crate) fn reject_unknown(kind: &str, options: &toml::Table, known: &[&str]) 
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::network::Link;
+
+    #[test]
+    fn a_link_to_the_store_needs_a_server_svcbench_starts_there() {
+        let specs = |name: &str| {
+            let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios").join(name);
+            crate::scenario::Scenario::load(&dir).unwrap().file.dependency
+        };
+        let link = |t: &str| vec![Link::parse(t).unwrap()];
+        let none = GivenDeps::default();
+        let refused = |scenario: &str, links: &[Link], given: &GivenDeps| {
+            check_store_links(links, &specs(scenario), scenario, given).map_err(|e| e.to_string())
+        };
+        let hello = refused("hello", &link("service-store=delay:5ms"), &none).unwrap_err();
+        assert!(hello.contains("`hello` has no dependency") && !hello.contains('\n'), "{hello}");
+        let users = refused("users", &link("store-service=delay:2ms"), &none).unwrap_err();
+        assert!(users.contains("sqlite dependency is a file"), "{users}");
+        let given = GivenDeps::parse(&["opensearch=http://10.0.0.9:9200".into()], false).unwrap();
+        let far = refused("locations", &link("service-store=delay:2ms"), &given).unwrap_err();
+        assert!(far.contains("given at http://10.0.0.9:9200"), "{far}");
+        refused("locations", &link("service-store=delay:2ms"), &none).unwrap();
+        refused("upstream", &link("service-store=delay:2ms"), &none).unwrap();
+        refused("hello", &link("client-service=delay:2ms"), &none).unwrap();
+    }
+
     #[test]
     fn a_url_placeholder_comes_with_its_host_and_port() {
         let v =

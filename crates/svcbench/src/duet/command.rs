@@ -184,6 +184,10 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     std::fs::create_dir_all(&a.work_dir)?;
     let work_dir = std::path::absolute(&a.work_dir)?;
     let _machine = crate::guard::machine_lock::acquire("duet", a.wait_lock)?;
+    // What a killed svcbench left goes before anything is built or started, as for run.
+    for line in crate::teardown::leftovers::clean(a.db.parent().unwrap_or(std::path::Path::new("."))) {
+        crate::errln!("{line}");
+    }
     for svc in c.services.iter() {
         crate::service::build::build(svc, &work_dir, a.no_build)?;
     }

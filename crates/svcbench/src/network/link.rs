@@ -69,15 +69,28 @@ impl Link {
             bail!("--link `{text}`: a link joins two different parts; {how}");
         }
         let mut link = Link { from, to, delay_ms: 0.0, jitter_ms: 0.0, loss_pct: 0.0 };
+        if spec.trim().is_empty() {
+            bail!("--link `{text}`: no setting after `=`; {how}");
+        }
+        let mut seen: Vec<&str> = Vec::new();
         for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (k, v) =
                 item.split_once(':').with_context(|| format!("--link `{text}`: `{item}` is not key:value; {how}"))?;
-            let bad = || format!("--link `{text}`: `{item}` is not a valid {k}; {how}");
+            let units = "a number with its unit: us, ms or s (0.5ms, 500us), up to 10 s";
+            let bad = || format!("--link `{text}`: `{item}` is not a valid {k}: give {units}; {how}");
+            if seen.contains(&k.trim()) {
+                bail!("--link `{text}`: {} is given twice; give each setting once", k.trim());
+            }
+            seen.push(k.trim());
             match k.trim() {
                 "delay" => link.delay_ms = millis(v).with_context(bad)?,
                 "jitter" => link.jitter_ms = millis(v).with_context(bad)?,
                 "loss" => {
-                    let p: f64 = v.trim().trim_end_matches('%').parse().ok().with_context(bad)?;
+                    // A bare number is refused: 0.1 could mean 0.1 % or a chance of 0.1 (10 %).
+                    let bad = || {
+                        format!("--link `{text}`: `{item}` is not a valid loss: give a percentage with its %, e.g. loss:0.1%; {how}")
+                    };
+                    let p: f64 = v.trim().strip_suffix('%').and_then(|n| n.trim().parse().ok()).with_context(bad)?;
                     if !(0.0..=100.0).contains(&p) {
                         bail!("--link `{text}`: loss {p} % is outside 0–100 %");
                     }
@@ -159,7 +172,13 @@ mod tests {
             ("service=delay:1ms", "no `-`"),
             ("service-db=delay:1ms", "unknown part `db`"),
             ("store-store=delay:1ms", "two different parts"),
-            ("client-service=delay:2", "not a valid delay"),
+            ("client-service=delay:2", "not a valid delay: give a number with its unit: us, ms or s"),
+            ("client-service=delay:2sec", "us, ms or s"),
+            ("client-service=delay:1h", "us, ms or s"),
+            ("client-service=", "no setting after `=`"),
+            ("client-service= ", "no setting after `=`"),
+            ("client-service=delay:2ms,delay:5ms", "delay is given twice"),
+            ("client-service=delay:2ms,loss:0.1", "with its %, e.g. loss:0.1%"),
             ("client-service=delay:-2ms", "not a valid delay"),
             ("client-service=loss:120%", "outside 0–100"),
             ("client-service=rate:1mbit", "unknown setting `rate`"),

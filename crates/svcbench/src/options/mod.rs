@@ -100,7 +100,7 @@ pub struct GeneratorArgs {
     pub generators: u8,
     /// A hosts file placing the generator agents (this machine, or ssh://user@host with svcbench installed)
     /// and the service's address (docs/network.md)
-    #[arg(long, value_name = "FILE", conflicts_with = "generators")]
+    #[arg(long, value_name = "FILE")]
     pub hosts: Option<PathBuf>,
 }
 
@@ -108,6 +108,14 @@ impl GeneratorArgs {
     /// The hosts file's plan, checked here and now (before anything is built).
     pub fn plan(&self, network: &NetworkArgs) -> anyhow::Result<Option<crate::remote::hosts_file::HostsPlan>> {
         let Some(path) = &self.hosts else { return Ok(None) };
+        if self.generators > 1 {
+            anyhow::bail!(
+                "--generators {} and --hosts {}: the hosts file's [[generator]] entries set the agents (one each); \
+                 leave --generators out",
+                self.generators,
+                path.display()
+            );
+        }
         if network.asked() {
             anyhow::bail!(
                 "--hosts places parts on machines, --net and --link on namespaces of this one: give one or the other"
@@ -225,6 +233,13 @@ pub fn parse_memory(s: &str) -> anyhow::Result<Option<u64>> {
 #[cfg(test)]
 mod tests {
     use super::parse_memory;
+
+    #[test]
+    fn generators_beside_a_hosts_file_are_refused_in_one_line_naming_its_entries() {
+        let a = super::GeneratorArgs { generators: 2, hosts: Some("hosts.toml".into()) };
+        let e = a.plan(&super::NetworkArgs::default()).unwrap_err().to_string();
+        assert!(e.contains("[[generator]] entries set the agents") && !e.contains('\n'), "{e}");
+    }
 
     #[test]
     fn memory_sizes() {

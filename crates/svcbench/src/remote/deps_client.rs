@@ -66,9 +66,9 @@ impl RemoteDeps {
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    let status = me.far.ended().unwrap_or_default();
+                    let status = me.far.how_it_ended();
                     bail!(
-                        "store host {}: `svcbench serve-deps` there ended before the dependencies were up ({status}): {}; \
+                        "store host {}: `svcbench serve-deps` there ended before the dependencies were up{status}: {}; \
                          check the hosts file's [store] dir (a svcbench checkout there) and svcbench path",
                         me.far.place,
                         me.far.last_words()

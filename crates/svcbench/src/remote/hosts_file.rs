@@ -125,12 +125,17 @@ impl HostsPlan {
     pub fn load(path: &Path) -> Result<HostsPlan> {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("cannot read the hosts file {}", path.display()))?;
-        HostsPlan::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e:#}", path.display()))
+        // TOML's errors name the file and the line, as for the other TOML files; the plan's name the file.
+        let f: HostsFile = crate::toml_file::parse(path, &text)?;
+        HostsPlan::from_file(f).map_err(|e| anyhow::anyhow!("{}: {e:#}", path.display()))
     }
 
+    #[cfg(test)]
     fn parse(text: &str) -> Result<HostsPlan> {
-        // TOML's messages may run over several lines; a refusal is one.
-        let f: HostsFile = toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.message().replace('\n', " ")))?;
+        HostsPlan::from_file(crate::toml_file::parse(Path::new("hosts.toml"), text)?)
+    }
+
+    fn from_file(f: HostsFile) -> Result<HostsPlan> {
         let service_at = match &f.service {
             Some(s) if s.at.as_deref().is_some_and(|a| a != "local") => Some(remote_place("[service]", s)?),
             _ => None,
@@ -306,6 +311,24 @@ mod tests {
         assert!(p.check_here().is_ok());
         let here = HostsPlan::parse("[service]\naddress = \"192.0.2.77\"\n[[generator]]\nat = \"local\"\n").unwrap();
         assert!(here.service_at.is_none() && here.check_here().is_err());
+    }
+
+    #[test]
+    fn a_toml_error_names_the_file_and_its_line_as_in_the_other_toml_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hosts.toml");
+        for (text, line, says) in [
+            ("[[generator]]\nat = \"local\"\n[service]\nadress = \"10.0.0.3\"\n", 4, "did you mean `address`?"),
+            ("[[generator]]\n\nat = \"ssh://h\\q\"\n", 3, "invalid"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let e = format!("{:#}", HostsPlan::load(&path).unwrap_err());
+            assert!(e.starts_with(&format!("{}:{line}: ", path.display())) && e.contains(says), "{text:?}: {e}");
+        }
+        // What the plan refuses still names the file.
+        std::fs::write(&path, "").unwrap();
+        let e = format!("{:#}", HostsPlan::load(&path).unwrap_err());
+        assert!(e.starts_with(&format!("{}: no [[generator]]", path.display())), "{e}");
     }
 
     #[test]

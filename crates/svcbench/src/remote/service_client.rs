@@ -88,9 +88,9 @@ impl RemoteService {
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     let why = format!(
-                        "`svcbench serve-service` there ended ({}): {}; check the hosts file's [service] dir (a \
+                        "`svcbench serve-service` there ended{}: {}; check the hosts file's [service] dir (a \
                          svcbench checkout there) and svcbench path",
-                        c.far.ended().unwrap_or_default(),
+                        c.far.how_it_ended(),
                         c.far.last_words()
                     );
                     c.broken = Some("the connection ended".into());

@@ -75,9 +75,9 @@ pub fn remote_facts(place: &Place, role: &str) -> Result<crate::host::HostFacts>
     let err = String::from_utf8_lossy(&out.stderr).trim().replace('\n', " ");
     if !out.status.success() {
         bail!(
-            "{role} host {}: cannot run `{svcbench} host-facts` there over ssh ({err}); check the hosts file's \
-             address, key and svcbench path (the same svcbench version must be installed there)",
-            place.describe()
+            "{role} host {}: cannot run `{svcbench} host-facts` there over ssh ({err}); {}",
+            place.describe(),
+            hint(place, &err)
         );
     }
     serde_json::from_slice(&out.stdout).with_context(|| {
@@ -86,6 +86,37 @@ pub fn remote_facts(place: &Place, role: &str) -> Result<crate::host::HostFacts>
             place.describe()
         )
     })
+}
+
+/// What to do about a failed ssh, from ssh's own words `err`: a host key this machine does not know (ssh
+/// runs with BatchMode, so it cannot ask) or one that changed, else the hosts file's usual suspects.
+fn hint(place: &Place, err: &str) -> String {
+    let Place::Ssh { destination, port, .. } = place else { return String::new() };
+    let host = destination.rsplit_once('@').map_or(destination.as_str(), |(_, h)| h);
+    let keyscan = match port {
+        Some(p) => format!("ssh-keyscan -p {p} {host}"),
+        None => format!("ssh-keyscan {host}"),
+    };
+    let known = match port {
+        Some(p) => format!("[{host}]:{p}"),
+        None => host.to_string(),
+    };
+    if err.contains("IDENTIFICATION HAS CHANGED") {
+        format!(
+            "its host key is not the one known_hosts holds: if the machine was reinstalled, remove the old key \
+             (`ssh-keygen -R '{known}'`) and add the new one after checking its fingerprint (`{keyscan} >> \
+             ~/.ssh/known_hosts`)"
+        )
+    } else if err.contains("Host key verification failed") {
+        format!(
+            "its host key is not in known_hosts here (ssh runs with BatchMode=yes, so it cannot ask): add it, after \
+             checking its fingerprint (`{keyscan} >> ~/.ssh/known_hosts` as the user svcbench runs as), or give \
+             ssh_options = [\"-o\", \"StrictHostKeyChecking=accept-new\"] (or UserKnownHostsFile=…) in the hosts file"
+        )
+    } else {
+        "check the hosts file's address, key and svcbench path (the same svcbench version must be installed there)"
+            .into()
+    }
 }
 
 /// Every other machine of the hosts file, checked and described: the store's (which must be able to move
@@ -227,6 +258,18 @@ impl FarProcess {
     pub fn ended(&mut self) -> Option<String> {
         self.ssh.try_wait().ok().flatten().map(|s| s.to_string())
     }
+
+    /// How it ended, for a message once its output has closed: ` (exit status: 1)`, waited for a moment
+    /// (its output closes just before it exits), or nothing when it has not ended yet.
+    pub fn how_it_ended(&mut self) -> String {
+        let status = crate::poll::until(Duration::from_secs(2), Duration::from_millis(20), || self.ended());
+        in_parentheses(status)
+    }
+}
+
+/// ` (…)`, or nothing for nothing.
+fn in_parentheses(what: Option<String>) -> String {
+    what.filter(|w| !w.is_empty()).map(|w| format!(" ({w})")).unwrap_or_default()
 }
 
 impl Drop for FarProcess {
@@ -353,6 +396,29 @@ fn pass_on_lines(
 mod tests {
     use super::*;
     use std::time::Instant;
+
+    #[test]
+    fn an_unknown_end_leaves_no_empty_parentheses() {
+        assert_eq!(in_parentheses(None), "");
+        assert_eq!(in_parentheses(Some("exit status: 1".into())), " (exit status: 1)");
+    }
+
+    #[test]
+    fn an_unknown_host_key_is_named_with_how_to_add_it() {
+        let place = |port| Place::Ssh {
+            destination: "bench@10.0.0.7".into(),
+            port,
+            options: vec![],
+            svcbench: "svcbench".into(),
+        };
+        let h = hint(&place(Some(2222)), "Host key verification failed.");
+        assert!(h.contains("known_hosts") && h.contains("ssh-keyscan -p 2222 10.0.0.7"), "{h}");
+        assert!(h.contains("StrictHostKeyChecking=accept-new") && !h.contains('\n'), "{h}");
+        let changed = "@@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@ … Host key verification failed.";
+        assert!(hint(&place(None), changed).contains("ssh-keygen -R '10.0.0.7'"));
+        let denied = hint(&place(None), "bench@10.0.0.7: Permission denied (publickey).");
+        assert!(denied.contains("address, key and svcbench path") && !denied.contains("known_hosts"), "{denied}");
+    }
 
     #[test]
     fn every_ssh_gets_the_time_limits_after_the_hosts_files_own_options() {

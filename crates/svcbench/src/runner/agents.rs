@@ -39,12 +39,41 @@ pub struct AgentStep<'a> {
 }
 
 /// Refuses a closed-model step with fewer connections than agents: an agent without a connection would
-/// still open one, and the step would run more connections than its profile asks for.
-pub fn check_split(steps: &[crate::profile::Step], agents: usize) -> Result<()> {
-    for s in steps {
-        s.load.check_agents(agents).map_err(|e| anyhow::anyhow!("profile step {}: {e}", s.label()))?;
-    }
-    Ok(())
+/// still open one, and the step would run more connections than its profile asks for. The message names
+/// the bundled profiles (in `bundled`) that `agents` agents can share, or says to write one.
+pub fn check_split(profile: &str, steps: &[crate::profile::Step], agents: usize, bundled: Option<&Path>) -> Result<()> {
+    let Some((step, e)) = steps.iter().find_map(|s| s.load.check_agents(agents).err().map(|e| (s, e))) else {
+        return Ok(());
+    };
+    let fits = bundled.map(|dir| closed_profiles_for(dir, agents)).unwrap_or_default();
+    let such = match fits.as_slice() {
+        [] => " (none is bundled: write one, docs/profile.md)".to_string(),
+        names => {
+            format!(" (bundled: {})", names.iter().map(|n| format!("--profile {n}")).collect::<Vec<_>>().join(", "))
+        }
+    };
+    bail!(
+        "profile `{profile}`, step {}: {e}; --generators {agents} needs a profile whose every step has at least {agents} \
+         connections{such} or an open-model one (a rate, shared at any count), or fewer agents",
+        step.label()
+    )
+}
+
+/// The bundled closed-model profiles whose every step `agents` agents can share, by name.
+fn closed_profiles_for(dir: &Path, agents: usize) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| crate::profile::Profile::load(&e.path()).ok())
+        .filter(|p| {
+            p.steps.iter().any(|s| s.load.axis() == loadgen::LoadAxis::Connections)
+                && p.steps.iter().all(|s| s.load.check_agents(agents).is_ok())
+        })
+        .map(|p| p.name)
+        .collect();
+    names.sort();
+    names
 }
 
 /// Where one agent runs: a host of this machine (loopback, or a `--net` namespace), or another machine.
@@ -383,8 +412,14 @@ mod tests {
             keepalive: true,
             pacing: loadgen::Pacing::Timer,
         };
-        let e = check_split(&[step(4), step(1)], 2).unwrap_err().to_string();
-        assert!(e.contains("c=1") && e.contains("2 generator agents"), "{e}");
-        assert!(check_split(&[step(2)], 2).is_ok() && check_split(&[step(1)], 1).is_ok());
+        let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../profiles");
+        let e = check_split("quick", &[step(4), step(1)], 2, Some(&bundled)).unwrap_err().to_string();
+        assert!(e.contains("`quick`, step c=1") && e.contains("2 generator agents"), "{e}");
+        // It names the fix: the bundled profiles two agents can share, the others, or fewer agents.
+        assert!(e.contains("at least 2 connections (bundled: --profile attempts, --profile replay)"), "{e}");
+        assert!(e.contains("open-model") && e.contains("fewer agents") && !e.contains('\n'), "{e}");
+        let e = check_split("quick", &[step(1)], 2, Some(Path::new("/nonexistent"))).unwrap_err().to_string();
+        assert!(e.contains("write one, docs/profile.md"), "{e}");
+        assert!(check_split("p", &[step(2)], 2, None).is_ok() && check_split("p", &[step(1)], 1, None).is_ok());
     }
 }

@@ -30,11 +30,14 @@ pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
     let (mut services, scenario) = super::plan::load_services(&opts.plan.services, opts.plan.scenario.as_deref())?;
     runtime_for(&mut services, &opts)?;
     opts.given_deps.check(&scenario.file.dependency, scenario.name())?;
+    let links = opts.links_to_make().unwrap_or_default();
+    crate::deps::check_store_links(&links, &scenario.file.dependency, scenario.name(), &opts.given_deps)?;
     let profile = load_profile(&opts, &scenario)?;
     if opts.plan.runs == 0 {
         bail!("--runs must be at least 1");
     }
-    super::agents::check_split(&profile.steps, opts.generators)?;
+    let bundled = crate::paths::project_dir("profiles").ok();
+    super::agents::check_split(&profile.name, &profile.steps, opts.generators, bundled.as_deref())?;
     // The quota check holds for the largest quota of the limits axis.
     let widest = opts
         .cell_specs()
@@ -50,6 +53,13 @@ pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
     opts.plan.limits.cpus = asked_cpus;
     let cells = opts.cell_specs();
     let results_dir = opts.plan.db.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    // The other machines answer (ssh, and svcbench there) before anything is built, and before this
+    // machine's lock is taken: a mistyped host fails at once, not after another measurement ends. Their
+    // facts are stored.
+    let other_hosts = match &opts.hosts_plan {
+        Some(plan) => crate::remote::ssh::other_hosts(plan, &scenario, &opts.given_deps)?,
+        None => Vec::new(),
+    };
     // One measurement at a time, then whatever a killed svcbench left behind, then the limits: all before
     // anything is built or started.
     let machine = guard::machine_lock::acquire("run", opts.wait_lock)?;
@@ -78,11 +88,6 @@ pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
     }
     // A service on another machine is limited there: its answers say what was held.
     let unlimited = if service_at.is_none() { check_limits(&opts)? } else { Vec::new() };
-    // The other machines answer (ssh, and svcbench there) before anything is built; their facts are stored.
-    let other_hosts = match &opts.hosts_plan {
-        Some(plan) => crate::remote::ssh::other_hosts(plan, &scenario, &opts.given_deps)?,
-        None => Vec::new(),
-    };
     Ok(Preflight {
         opts,
         services,

@@ -130,6 +130,12 @@ impl Probe for GroupProbe {
     }
 }
 
+/// Why a sandbox runs without a cgroup, naming the machine (the service's may be another host).
+fn no_cgroup_warning(asked_none: bool, host: &str) -> String {
+    let why = if asked_none { "--cgroup none" } else { "no cgroup hierarchy is mounted there" };
+    format!("no cgroup in use on {host} ({why}): running WITHOUT CPU or memory limits")
+}
+
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct StopOutcome {
     pub exit: Option<Exit>,
@@ -160,6 +166,7 @@ impl Sandbox {
     /// limits and says so in `warnings` — the run goes on, its figures flagged.
     pub fn new(name: &str, limits: &Limits, choice: CgroupChoice) -> Sandbox {
         let mut warnings = Vec::new();
+        let asked = choice;
         let choice = if choice == CgroupChoice::Auto { cgroup::detect() } else { choice };
         let created: anyhow::Result<Option<Arc<dyn CgroupBackend>>> = match choice {
             CgroupChoice::V1 => cgroup_v1::CgroupV1::create(CGROUP_PARENT, name, limits, &mut warnings)
@@ -179,8 +186,8 @@ impl Sandbox {
             }
         };
         if cgroup.is_none() && choice == CgroupChoice::None {
-            warnings
-                .push("no cgroup in use (--cgroup none or none found): running WITHOUT CPU or memory limits".into());
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+            warnings.push(no_cgroup_warning(asked == CgroupChoice::None, host.trim()));
         }
         Sandbox {
             name: name.to_string(),
@@ -386,6 +393,14 @@ mod tests {
             (procfs::group_pids(pgid).len() >= 2).then_some(())
         });
         pgid
+    }
+
+    #[test]
+    fn no_cgroup_names_the_machine_and_points_at_the_option_only_when_it_was_given() {
+        let found_none = no_cgroup_warning(false, "bench5");
+        assert!(found_none.contains("on bench5 (no cgroup hierarchy is mounted there)"), "{found_none}");
+        assert!(!found_none.contains("--cgroup"), "{found_none}");
+        assert!(no_cgroup_warning(true, "bench5").contains("on bench5 (--cgroup none)"));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Leftovers of an svcbench that was killed before it could tear down (SIGKILL, OOM, a crash): its
 //! services and dependencies still running in their cgroups, its session still `running` in the store.
-//! Every `svcbench run` and `up` looks for them first: lock files of dead owners in the sessions folder
-//! (lock_dir.rs), and svcbench cgroups named after a dead svcbench (sandbox names start with its pid; groups
+//! Every `svcbench run`, `study`, `up`, `check` and `duet` looks for them first: lock files of dead owners
+//! in the sessions folder (lock_dir.rs), and svcbench cgroups named after a dead svcbench (sandbox names start with its pid; groups
 //! still holding processes this pid namespace cannot see belong to an svcbench in another container). It
 //! ends their processes, removes the cgroups and `--net` namespaces, and marks the sessions and their runs
 //! `aborted`. Nothing a lock file names is trusted as it stands: a process is ended only inside one of the
