@@ -80,7 +80,9 @@ fn a_study_runs_interleaved_resumes_after_sigint_and_reports_its_rounds() {
     let first = stderr_of(tmp.path(), "first");
     eprintln!("--- first session\n{first}");
     assert_eq!(status.code(), Some(130), "an interrupted study exits 130");
-    assert!(first.contains("--resume"), "the way to continue is named: {first}");
+    // The way to continue names this store and the session's options, not the study's default store.
+    let hint = format!("continue it with: svcbench study {f} --db {d} --probe-tolerance {TOLERANCE} --resume\n");
+    assert!(first.contains(&hint), "the way to continue is named: {first}");
     let done_before = completed(&dbp);
     assert!((3..12).contains(&done_before), "{done_before}");
 
@@ -88,6 +90,12 @@ fn a_study_runs_interleaved_resumes_after_sigint_and_reports_its_rounds() {
     let out = study(tmp.path(), &[f, "--db", d]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("pass --resume"));
+    assert_eq!(completed(&dbp), done_before);
+    // A resume of a store that is not there has nothing to continue: refused, no store made.
+    let none = tmp.path().join("none.db");
+    let out = study(tmp.path(), &[f, "--resume", "--db", none.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code() == Some(2) && err.contains("nothing to resume") && !none.exists(), "{err}");
     assert_eq!(completed(&dbp), done_before);
 
     let out = study(tmp.path(), &[f, "--resume", "--db", d, "--probe-tolerance", TOLERANCE]);
@@ -141,9 +149,11 @@ fn a_study_runs_interleaved_resumes_after_sigint_and_reports_its_rounds() {
         assert_eq!(*got, (want.0, want.1, 1), "{order:?}");
     }
 
-    // The study's report: a round per cell with a verdict against its best, and the sizing.
-    let md = std::fs::read_to_string(tmp.path().join("two-by-two.md")).unwrap();
-    assert!(std::fs::read_to_string(tmp.path().join("two-by-two.html")).unwrap().contains("Study: Two variants"));
+    // The study's report, named after its store: a round per cell with a verdict against its best, and the
+    // sizing.
+    let md = std::fs::read_to_string(tmp.path().join("study.md")).unwrap();
+    assert!(std::fs::read_to_string(tmp.path().join("study.html")).unwrap().contains("Study: Two variants"));
+    assert!(!tmp.path().join("two-by-two.html").exists(), "another store of the study would write that one");
     for cell in ["cpus=0.5 memory=128M", "cpus=1 memory=128M"] {
         let round = md.split(&format!("#### Round under {cell}")).nth(1).expect("a round per cell");
         let round = round.split("####").next().unwrap();
