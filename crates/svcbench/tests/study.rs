@@ -91,6 +91,15 @@ fn a_study_runs_interleaved_resumes_after_sigint_and_reports_its_rounds() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("pass --resume"));
     assert_eq!(completed(&dbp), done_before);
+    // Another study file is refused this store, with or without --resume: a store holds one study.
+    let third = tmp.path().join("third.toml");
+    std::fs::copy(&file, &third).unwrap();
+    for resume in [&[][..], &["--resume"][..]] {
+        let out = study(tmp.path(), &[&[third.to_str().unwrap(), "--db", d][..], resume].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("holds the sessions of study `two-by-two`") && err.contains("--db"), "{err}");
+    }
     // A resume of a store that is not there has nothing to continue: refused, no store made.
     let none = tmp.path().join("none.db");
     let out = study(tmp.path(), &[f, "--resume", "--db", none.to_str().unwrap()]);

@@ -135,8 +135,8 @@ struct Planned<'a> {
 
 /// The runs the store already holds for this study, per (service, cell), and the warning when a service's
 /// recorded code cannot be compared. Sets the study's generation (a resume after a change is refused unless
-/// --new-cell) and refuses a store holding the study without --resume, and --resume where there is nothing
-/// to resume.
+/// --new-cell) and refuses a store holding the study without --resume, a store holding another study, and
+/// --resume where there is nothing to resume.
 fn resumed(a: &StudyArgs, study: &mut Study, loaded: &Loaded, db: &Path) -> Result<(Completed, Option<String>)> {
     let profile = &loaded.profile;
     if !db.exists() {
@@ -147,6 +147,10 @@ fn resumed(a: &StudyArgs, study: &mut Study, loaded: &Loaded, db: &Path) -> Resu
     }
     let r = crate::store::Reader::open(db)?;
     let base = study.name.clone();
+    resume::check_one_study(db, &base, &r.studies_held()?, |other| {
+        let rec = r.latest_study(other).ok().flatten()?;
+        rec.fingerprint.map(|f| f.study_file).filter(|f| !f.is_empty())
+    })?;
     let recorded = r.latest_study(&base)?;
     if a.resume && recorded.is_none() {
         bail!(
