@@ -202,6 +202,69 @@ fn a_study_runs_interleaved_resumes_after_sigint_and_reports_its_rounds() {
 }
 
 #[test]
+fn a_study_stopped_before_its_first_run_says_so_and_exits_130() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Reachable by the services' user: the service folder is in it.
+    std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let svc = tmp.path().join("slow-build");
+    std::fs::create_dir_all(&svc).unwrap();
+    std::fs::write(
+        svc.join("svcbench.toml"),
+        format!(
+            "name = \"slow-build\"\nscenario = \"{}\"\nlanguage = \"sh\"\nframework = \"none\"\n\
+             framework_version = \"0\"\nmodel = \"blocking\"\nreadiness = \"/\"\nbuild = \"sleep 60\"\nrun = \"./x\"\n",
+            repo().join("crates/svcbench/tests/fixtures/scenarios/testing").display()
+        ),
+    )
+    .unwrap();
+    let prof = tmp.path().join("p.toml");
+    std::fs::write(&prof, "name = \"p\"\n[[step]]\nconnections = 1\nduration = \"1s\"\n").unwrap();
+    let file = tmp.path().join("early.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "title = \"t\"\nquestion = \"q\"\nservices = [\"{}\"]\nprofile = \"{}\"\nruns = 1\n",
+            svc.display(),
+            prof.display()
+        ),
+    )
+    .unwrap();
+    let dbp = tmp.path().join("early.db");
+    let (f, d) = (file.to_str().unwrap(), dbp.to_str().unwrap());
+    let wait_for = |name: &str, what: &str| {
+        let t0 = Instant::now();
+        while !stderr_of(tmp.path(), name).contains(what) {
+            assert!(t0.elapsed() < Duration::from_secs(60), "never said {what:?}: {}", stderr_of(tmp.path(), name));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+
+    // Queued behind another measurement (this test holds the machine's lock): Ctrl-C ends the wait, and
+    // nothing is made.
+    let lock = std::fs::File::create(tmp.path().join("measure.lock")).unwrap();
+    assert_eq!(unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) }, 0);
+    let mut bg = spawn_svcbench(tmp.path(), "queued", &["study", f, "--db", d, "--wait-lock"]);
+    wait_for("queued", "waiting for the other measurement");
+    let status = bg.interrupt(Duration::from_secs(30));
+    let err = stderr_of(tmp.path(), "queued");
+    assert_eq!(status.and_then(|s| s.code()), Some(130), "{err}");
+    assert!(err.contains("interrupted while waiting") && !err.contains("error"), "{err}");
+    assert!(!dbp.exists(), "nothing stored: {err}");
+    drop(lock);
+
+    // Stopped during its build: nothing measured, said so, no report to write.
+    let mut bg = spawn_svcbench(tmp.path(), "building", &["study", f, "--db", d]);
+    wait_for("building", "svcbench: building slow-build");
+    let status = bg.interrupt(Duration::from_secs(30));
+    let err = stderr_of(tmp.path(), "building");
+    assert_eq!(status.and_then(|s| s.code()), Some(130), "{err}");
+    assert!(err.contains("interrupted before its first run: nothing measured"), "{err}");
+    assert!(err.contains(&format!("continue it with: svcbench study {f} --db {d} --resume")), "{err}");
+    assert!(!err.contains("error:") && !tmp.path().join("early.html").exists(), "{err}");
+    assert_no_leftovers("slow-build");
+}
+
+#[test]
 fn variants_built_differently_get_their_own_artifacts_and_environment() {
     let tmp = tempfile::tempdir().unwrap();
     let prof = tmp.path().join("p.toml");

@@ -45,7 +45,12 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     if todo == 0 {
         eprintln!("svcbench: every run of the study is done; rendering its report");
     } else {
-        code = run_cells(&a, &study, &loaded, &db, (completed, unverified), net, stop.clone())?;
+        let ran = run_cells(&a, &study, &loaded, &db, (completed, unverified), net, stop.clone())?;
+        if ran.nothing {
+            // Stopped before its first run: the report would be what it was (or there is none yet).
+            return Ok(ran.code);
+        }
+        code = ran.code;
     }
     if code == 0 {
         code = duet(&a, &study, &db, stop)?;
@@ -239,8 +244,14 @@ fn print_plan(a: &StudyArgs, study: &Study, profile: &crate::profile::Profile, d
     }
 }
 
-/// One session of the runs the study still lacks, every cell interleaved; its exit code (130 interrupted,
-/// 1 a run failed).
+/// How a session of the study ended: its exit code (130 interrupted, 1 a run failed), and whether it was
+/// stopped before its first run (nothing measured).
+struct Ran {
+    code: i32,
+    nothing: bool,
+}
+
+/// One session of the runs the study still lacks, every cell interleaved.
 fn run_cells(
     a: &StudyArgs,
     study: &Study,
@@ -249,7 +260,7 @@ fn run_cells(
     (completed, unverified): (Completed, Option<String>),
     net: Option<Vec<crate::network::Link>>,
     stop: Arc<AtomicBool>,
-) -> Result<i32> {
+) -> Result<Ran> {
     let first = &study.cells[0];
     let plan = crate::options::SessionPlan {
         services: study.services.clone(),
@@ -286,21 +297,29 @@ fn run_cells(
     if let Some(w) = unverified {
         store.add_session_warning(s.session_id, &w)?;
     }
-    eprintln!(
-        "svcbench: study `{}` session {} {}: {} run(s) completed, {} interrupted, {} failed",
-        study.name,
-        s.session_id,
-        if s.interrupted { "interrupted" } else { "done" },
-        s.runs_ok,
-        s.runs_interrupted,
-        s.runs_failed
-    );
+    let nothing = s.interrupted && s.runs_ok + s.runs_interrupted + s.runs_failed == 0;
+    if nothing {
+        eprintln!(
+            "svcbench: study `{}` session {} interrupted before its first run: nothing measured",
+            study.name, s.session_id
+        );
+    } else {
+        eprintln!(
+            "svcbench: study `{}` session {} {}: {} run(s) completed, {} interrupted, {} failed",
+            study.name,
+            s.session_id,
+            if s.interrupted { "interrupted" } else { "done" },
+            s.runs_ok,
+            s.runs_interrupted,
+            s.runs_failed
+        );
+    }
     if s.interrupted {
         let args: Vec<String> = std::env::args().skip(1).collect();
         eprintln!("svcbench: continue it with: {}", resume_command(&args));
-        return Ok(130);
+        return Ok(Ran { code: 130, nothing });
     }
-    Ok(if s.runs_failed > 0 { 1 } else { 0 })
+    Ok(Ran { code: if s.runs_failed > 0 { 1 } else { 0 }, nothing: false })
 }
 
 /// The study's `[duet]`, once its runs are done: its two services as one duet labelled with the study's
