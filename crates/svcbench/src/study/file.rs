@@ -197,6 +197,24 @@ pub struct Study {
 }
 
 impl Study {
+    /// Refuses, naming the study's keys, a CPU split its session would refuse (`cpus::cpu_split`): a CPU set
+    /// this machine lacks, sets that share a CPU, a quota of the limits axis above the service's CPUs.
+    /// `allowed`: this machine's CPUs (`cpus::allowed`).
+    pub fn check_cpus(&self, allowed: &[usize]) -> Result<()> {
+        let widest = self.cells.iter().filter_map(|c| c.limits.cpus).reduce(f64::max);
+        let table = if self.quick && self.file.quick.limits.is_some() { "quick.limits" } else { "limits" };
+        let limits = &self.file.limits;
+        crate::cpus::split_cpus(
+            &mut limits.cpuset.clone(),
+            widest,
+            limits.loadgen_cpuset.as_deref(),
+            allowed,
+            &crate::cpus::CpuKeys::table(table),
+        )
+        .with_context(|| self.path.display().to_string())?;
+        Ok(())
+    }
+
     /// Whether the study has a link axis (and so runs on the emulated network).
     pub fn has_link_axis(&self) -> bool {
         self.cells.iter().any(|c| c.links.is_some())
@@ -367,6 +385,31 @@ mod tests {
         };
         assert_eq!(keys(false), ["cpus=0.25 memory=512M"]);
         assert_eq!(keys(true), ["cpus=none memory=1G"]);
+    }
+
+    #[test]
+    fn a_quota_above_the_services_cpus_is_refused_naming_the_studys_keys() {
+        let two = [0, 1];
+        let s = load("[limits]\ncpus = [0.5, 2]\n").unwrap();
+        let e = format!("{:#}", s.check_cpus(&two).unwrap_err());
+        assert!(e.contains("s.toml: [limits] cpus 2 is more than the 1 CPU(s) of the service's cpuset (1)"), "{e}");
+        assert!(e.contains("lower [limits] cpus or widen [limits] cpuset") && !e.contains("--"), "{e}");
+        assert!(s.check_cpus(&[0, 1, 2, 3]).is_ok(), "two CPUs of four are the service's");
+        assert!(load("[limits]\ncpus = [1]\n").unwrap().check_cpus(&two).is_ok());
+        assert!(load("").unwrap().check_cpus(&two).is_ok());
+        let e = format!(
+            "{:#}",
+            load("[limits]\ncpuset = \"1\"\nloadgen_cpuset = \"1\"\n").unwrap().check_cpus(&two).unwrap_err()
+        );
+        assert!(e.contains("[limits] cpuset 1 and [limits] loadgen_cpuset 1 share CPU 1"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("q.toml");
+        let body =
+            "title = \"t\"\nquestion = \"q\"\nservices = [\"a\"]\nprofile = \"quick\"\n[quick.limits]\ncpus = [3]\n";
+        std::fs::write(&f, body).unwrap();
+        let e = format!("{:#}", Study::load(&f, true).unwrap().check_cpus(&two).unwrap_err());
+        assert!(e.contains("[quick.limits] cpus 3 is more"), "{e}");
+        assert!(Study::load(&f, false).unwrap().check_cpus(&two).is_ok());
     }
 
     #[test]
