@@ -27,6 +27,7 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     }
     // Everything the study names is checked before anything is built or started, and before it is planned:
     // a plan says only what a run would do.
+    study.check_folders()?;
     study.check_cpus(&crate::cpus::allowed())?;
     let (services, _) = runner::load_services(&study.services, study.file.scenario.as_deref())?;
     let mut profile = crate::profile::Profile::find(&study.profile, None)?;

@@ -194,6 +194,8 @@ pub struct Study {
     pub runs: u32,
     /// Limits × links, in the order the plan visits them within a round.
     pub cells: Vec<AxisCell>,
+    /// The services whose folder is in none of the places looked, with those places (check_folders).
+    missing: Vec<(String, Vec<PathBuf>)>,
 }
 
 impl Study {
@@ -313,16 +315,16 @@ impl Study {
         if listed.is_empty() {
             bail!("{at}: quick.services is empty; leave it out to run every service in the quick form");
         }
-        let services = listed
-            .iter()
-            .map(|s| {
-                let (folder, _) = crate::manifest::split_spec(s);
-                match &root {
-                    Some(r) if Path::new(folder).is_relative() && !Path::new(folder).exists() => r.join(s),
-                    _ => PathBuf::from(s),
-                }
-            })
-            .collect();
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let mut services = Vec::new();
+        let mut missing = Vec::new();
+        for spec in &listed {
+            let (path, looked) = locate(spec, &cwd, root.as_deref());
+            services.push(path);
+            if let Some(looked) = looked {
+                missing.push((spec.clone(), looked));
+            }
+        }
         if let Some(d) = &file.duet {
             d.check(&at.to_string(), &listed)?;
         }
@@ -338,7 +340,51 @@ impl Study {
             profile,
             cells,
             file,
+            missing,
         })
+    }
+
+    /// Refuses, in one line naming every place looked, a service folder that is in none of them (before
+    /// anything is built; a study's report is rendered without its folders).
+    pub fn check_folders(&self) -> Result<()> {
+        let Some((spec, looked)) = self.missing.first() else { return Ok(()) };
+        let (folder, _) = crate::manifest::split_spec(spec);
+        if let [only] = &looked[..] {
+            bail!("{}: service folder {}: no such folder", self.path.display(), only.display());
+        }
+        let places: Vec<String> = looked
+            .iter()
+            .zip(["the current folder", "the checkout"])
+            .map(|(p, w)| format!("{w} ({})", p.display()))
+            .collect();
+        bail!(
+            "{}: service folder `{folder}` is in neither {}: a relative folder in `services` is looked up in the \
+             current folder, then in the checkout (docs/study.md)",
+            self.path.display(),
+            places.join(" nor ")
+        )
+    }
+}
+
+/// Where a study's service (`folder`, `folder@variant`, `folder@*`) is: an absolute folder as it is; a
+/// relative one in the current folder `cwd`, else in the checkout `root` (where the bundled studies' paths,
+/// `services/hello/…`, are from). With the places looked when the folder is in none of them (the path is
+/// then the checkout's, or the one given).
+fn locate(spec: &str, cwd: &Path, root: Option<&Path>) -> (PathBuf, Option<Vec<PathBuf>>) {
+    let (folder, _) = crate::manifest::split_spec(spec);
+    if Path::new(folder).is_absolute() {
+        let missing = !Path::new(folder).exists();
+        return (PathBuf::from(spec), missing.then(|| vec![PathBuf::from(folder)]));
+    }
+    let mut looked = vec![cwd.join(folder)];
+    looked.extend(root.map(|r| r.join(folder)).filter(|r| *r != looked[0]));
+    if looked[0].exists() {
+        return (PathBuf::from(spec), None);
+    }
+    match root {
+        Some(r) if r.join(folder).exists() => (r.join(spec), None),
+        Some(r) => (r.join(spec), Some(looked)),
+        None => (PathBuf::from(spec), Some(looked)),
     }
 }
 
@@ -410,6 +456,37 @@ mod tests {
         let e = format!("{:#}", Study::load(&f, true).unwrap().check_cpus(&two).unwrap_err());
         assert!(e.contains("[quick.limits] cpus 3 is more"), "{e}");
         assert!(Study::load(&f, false).unwrap().check_cpus(&two).is_ok());
+    }
+
+    #[test]
+    fn a_service_folder_is_looked_up_in_the_current_folder_then_the_checkout_and_the_error_names_both() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cwd, root) = (tmp.path().join("here"), tmp.path().join("checkout"));
+        for d in [cwd.join("services/x"), root.join("services/x"), root.join("services/y")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        // The checkout's, as the bundled studies' paths are (the test's own folder holds neither).
+        assert_eq!(locate("services/y@*", &cwd, Some(&root)), (root.join("services/y@*"), None));
+        let (path, looked) = locate("mine", &cwd, Some(&root));
+        assert_eq!((path, looked), (root.join("mine"), Some(vec![cwd.join("mine"), root.join("mine")])));
+        assert_eq!(locate("mine", &cwd, None).1, Some(vec![cwd.join("mine")]));
+        let abs = root.join("services/x").display().to_string();
+        assert_eq!(locate(&abs, &cwd, Some(&root)), (PathBuf::from(&abs), None));
+        assert_eq!(locate("/no/such", &cwd, Some(&root)).1, Some(vec![PathBuf::from("/no/such")]));
+
+        let s = load("").unwrap();
+        assert!(s.check_folders().unwrap_err().to_string().contains("`a` is in neither the current folder ("));
+        let study = |missing| Study { missing, ..s.clone() };
+        let e = study(vec![("mine@fast".into(), vec![cwd.join("mine"), root.join("mine")])]).check_folders();
+        let e = e.unwrap_err().to_string();
+        let both = format!(
+            "service folder `mine` is in neither the current folder ({}) nor the checkout ({}): a relative folder",
+            cwd.join("mine").display(),
+            root.join("mine").display()
+        );
+        assert!(e.contains(&both) && e.contains("current folder, then in the checkout"), "{e}");
+        let e = study(vec![("/no/such".into(), vec!["/no/such".into()])]).check_folders().unwrap_err().to_string();
+        assert!(e.ends_with("s.toml: service folder /no/such: no such folder"), "{e}");
     }
 
     #[test]
