@@ -172,7 +172,7 @@ pub struct StudyArgs {
     /// Only render the study's report from what the store holds.
     #[arg(long)]
     pub report_only: bool,
-    /// The study report (HTML; a .md beside it). Default: beside the store, <study>.html.
+    /// The study report (HTML; a .md beside it). Default: beside the store, named after it (<store>.html).
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
     #[command(flatten)]

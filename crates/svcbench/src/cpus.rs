@@ -37,7 +37,29 @@ pub fn default_split(allowed: &[usize]) -> (Vec<usize>, Vec<usize>) {
 /// user chose either set, and a quota the service's CPUs could never reach.
 /// `cpuset` is the service's (normalised in place), `quota` its CPU quota.
 pub fn cpu_split(cpuset: &mut Option<String>, quota: Option<f64>, loadgen_cpuset: Option<&str>) -> Result<Vec<usize>> {
-    split_cpus(cpuset, quota, loadgen_cpuset, &allowed())
+    split_cpus(cpuset, quota, loadgen_cpuset, &allowed(), &CpuKeys::flags())
+}
+
+/// What the CPU settings are called where they were given, for the refusals to name: the command line's
+/// flags, or a study file's keys.
+#[derive(Debug, Clone)]
+pub struct CpuKeys {
+    pub cpus: String,
+    pub cpuset: String,
+    pub loadgen_cpuset: String,
+}
+
+impl CpuKeys {
+    /// `--cpus`, `--cpuset`, `--loadgen-cpuset`.
+    pub fn flags() -> CpuKeys {
+        CpuKeys { cpus: "--cpus".into(), cpuset: "--cpuset".into(), loadgen_cpuset: "--loadgen-cpuset".into() }
+    }
+
+    /// A study file's keys of the table `table` (`limits`, `quick.limits`): `[limits] cpus`, ….
+    pub fn table(table: &str) -> CpuKeys {
+        let key = |k: &str| format!("[{table}] {k}");
+        CpuKeys { cpus: key("cpus"), cpuset: key("cpuset"), loadgen_cpuset: key("loadgen_cpuset") }
+    }
 }
 
 /// The CPUs this process may run on.
@@ -51,11 +73,14 @@ pub fn allowed() -> Vec<usize> {
     }
 }
 
-fn split_cpus(
+/// [`cpu_split`] on the CPUs `allowed`, its refusals naming the settings as `keys` says (a study checks its
+/// own so before it plans, as its session will).
+pub fn split_cpus(
     cpuset: &mut Option<String>,
     quota: Option<f64>,
     loadgen_cpuset: Option<&str>,
     allowed: &[usize],
+    keys: &CpuKeys,
 ) -> Result<Vec<usize>> {
     let (svc_default, gen_default) = default_split(allowed);
     let all = format(allowed);
@@ -72,7 +97,7 @@ fn split_cpus(
         Some(s) => parse(s)?,
         None => svc_default,
     };
-    check("--cpuset", &svc)?;
+    check(&keys.cpuset, &svc)?;
     *cpuset = Some(format(&svc));
     let gen = match loadgen_cpuset {
         Some(s) => parse(s)?,
@@ -80,8 +105,9 @@ fn split_cpus(
             let rest: Vec<usize> = allowed.iter().copied().filter(|c| !svc.contains(c)).collect();
             if rest.is_empty() && chosen {
                 bail!(
-                    "--cpuset {} takes every CPU here ({all}), leaving none for the load generator: give the service \
+                    "{} {} takes every CPU here ({all}), leaving none for the load generator: give the service \
                      fewer CPUs",
+                    keys.cpuset,
                     format(&svc)
                 );
             }
@@ -92,13 +118,15 @@ fn split_cpus(
             }
         }
     };
-    check("--loadgen-cpuset", &gen)?;
+    check(&keys.loadgen_cpuset, &gen)?;
     if chosen {
         if let Some(c) = gen.iter().find(|c| svc.contains(c)) {
             bail!(
-                "--cpuset {} and --loadgen-cpuset {} share CPU {c}: the generator would take the service's CPU time; \
-                 give them disjoint sets",
+                "{} {} and {} {} share CPU {c}: the generator would take the service's CPU time; give them \
+                 disjoint sets",
+                keys.cpuset,
                 format(&svc),
+                keys.loadgen_cpuset,
                 format(&gen)
             );
         }
@@ -106,10 +134,13 @@ fn split_cpus(
     if let Some(q) = quota {
         if q > svc.len() as f64 {
             bail!(
-                "--cpus {q} is more than the {} CPU(s) of the service's cpuset ({}): the quota could never be reached; \
-                 lower --cpus or widen --cpuset",
+                "{} {q} is more than the {} CPU(s) of the service's cpuset ({}): the quota could never be reached; \
+                 lower {} or widen {}",
+                keys.cpus,
                 svc.len(),
-                format(&svc)
+                format(&svc),
+                keys.cpus,
+                keys.cpuset
             );
         }
     }
@@ -131,7 +162,7 @@ mod tests {
 
     fn split(cpuset: Option<&str>, cpus: Option<f64>, gen: Option<&str>) -> Result<(String, Vec<usize>)> {
         let mut set = cpuset.map(String::from);
-        let g = split_cpus(&mut set, cpus, gen, &[0, 1])?;
+        let g = split_cpus(&mut set, cpus, gen, &[0, 1], &CpuKeys::flags())?;
         Ok((set.unwrap(), g))
     }
 

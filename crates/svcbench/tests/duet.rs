@@ -183,7 +183,8 @@ fn a_study_with_a_duet_runs_it_after_its_runs_reports_it_and_does_not_run_it_aga
     // every pair's own ratio at 1.6–2.2 (a faster machine, the 60 µs a larger share of the request).
     assert_eq!((d.label.as_deref(), d.status.as_str(), d.pairs_done), (Some("pair"), "done", 5));
     assert_eq!(d.services[1], "hello-go-nethttp@extra60us");
-    let md = std::fs::read_to_string(tmp.path().join("pair.md")).unwrap();
+    // The study's report, named after its store.
+    let md = std::fs::read_to_string(tmp.path().join("study.md")).unwrap();
     let section = md
         .split("### Duet 1: hello-go-nethttp@extra60us against hello-go-nethttp")
         .nth(1)
@@ -193,7 +194,7 @@ fn a_study_with_a_duet_runs_it_after_its_runs_reports_it_and_does_not_run_it_aga
     // 60 µs on about 90: a difference the pairs' spread on a shared machine (up to ±20 % here) cannot hide.
     let (ratio, verdict) = line(&d, "cpu_us_per_req");
     assert!(ratio > 1.3 && verdict == "slower", "60 µs extra per request: CPU per request B/A {ratio} {verdict}");
-    assert!(std::fs::read_to_string(tmp.path().join("pair.html")).unwrap().contains("chart-duet-1-step0-cpu"));
+    assert!(std::fs::read_to_string(tmp.path().join("study.html")).unwrap().contains("chart-duet-1-step0-cpu"));
     // Resumed: the runs and the duet are done; nothing runs again.
     let mut resumed = args.to_vec();
     resumed.push("--resume");

@@ -149,6 +149,17 @@ fn study_plan_refuses_unbounded_profiles_and_runs_instead_of_hanging() {
     let axis = format!("[limits]\ncpus = [{}]\nmemory = [{}]\n", cpus.join(","), memory.join(","));
     refused(t, &["study", &study(&prof, &axis), "--plan"], &["1600 cells", "at most 1000"]);
     refused(t, &["study", &study(&prof, ""), "--plan", "--probe-tolerance", "nan"], &["--probe-tolerance"]);
+    // A quota its run would refuse is refused by the plan too, in the study's own words.
+    let want = ["[limits] cpus 4096 is more than the", "lower [limits] cpus or widen [limits] cpuset"];
+    refused(t, &["study", &study(&prof, "[limits]\ncpus = [0.5, 4096]\n"), "--plan"], &want);
+    // A service folder in neither place a relative one is looked up: both named.
+    let f = t.join("missing.toml");
+    std::fs::write(&f, format!("title = 't'\nquestion = 'q'\nservices = ['mine']\nprofile = {prof:?}\n")).unwrap();
+    let want = [
+        &format!("`mine` is in neither the current folder ({})", t.join("mine").display()),
+        &format!("nor the checkout ({})", repo().join("mine").display()),
+    ];
+    refused(t, &["study", f.to_str().unwrap(), "--plan"], &want.map(String::as_str));
 }
 
 #[test]

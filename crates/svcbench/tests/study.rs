@@ -80,7 +80,9 @@ fn a_study_runs_interleaved_resumes_after_sigint_and_reports_its_rounds() {
     let first = stderr_of(tmp.path(), "first");
     eprintln!("--- first session\n{first}");
     assert_eq!(status.code(), Some(130), "an interrupted study exits 130");
-    assert!(first.contains("--resume"), "the way to continue is named: {first}");
+    // The way to continue names this store and the session's options, not the study's default store.
+    let hint = format!("continue it with: svcbench study {f} --db {d} --probe-tolerance {TOLERANCE} --resume\n");
+    assert!(first.contains(&hint), "the way to continue is named: {first}");
     let done_before = completed(&dbp);
     assert!((3..12).contains(&done_before), "{done_before}");
 
@@ -88,6 +90,21 @@ fn a_study_runs_interleaved_resumes_after_sigint_and_reports_its_rounds() {
     let out = study(tmp.path(), &[f, "--db", d]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("pass --resume"));
+    assert_eq!(completed(&dbp), done_before);
+    // Another study file is refused this store, with or without --resume: a store holds one study.
+    let third = tmp.path().join("third.toml");
+    std::fs::copy(&file, &third).unwrap();
+    for resume in [&[][..], &["--resume"][..]] {
+        let out = study(tmp.path(), &[&[third.to_str().unwrap(), "--db", d][..], resume].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("holds the sessions of study `two-by-two`") && err.contains("--db"), "{err}");
+    }
+    // A resume of a store that is not there has nothing to continue: refused, no store made.
+    let none = tmp.path().join("none.db");
+    let out = study(tmp.path(), &[f, "--resume", "--db", none.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code() == Some(2) && err.contains("nothing to resume") && !none.exists(), "{err}");
     assert_eq!(completed(&dbp), done_before);
 
     let out = study(tmp.path(), &[f, "--resume", "--db", d, "--probe-tolerance", TOLERANCE]);
@@ -141,9 +158,11 @@ fn a_study_runs_interleaved_resumes_after_sigint_and_reports_its_rounds() {
         assert_eq!(*got, (want.0, want.1, 1), "{order:?}");
     }
 
-    // The study's report: a round per cell with a verdict against its best, and the sizing.
-    let md = std::fs::read_to_string(tmp.path().join("two-by-two.md")).unwrap();
-    assert!(std::fs::read_to_string(tmp.path().join("two-by-two.html")).unwrap().contains("Study: Two variants"));
+    // The study's report, named after its store: a round per cell with a verdict against its best, and the
+    // sizing.
+    let md = std::fs::read_to_string(tmp.path().join("study.md")).unwrap();
+    assert!(std::fs::read_to_string(tmp.path().join("study.html")).unwrap().contains("Study: Two variants"));
+    assert!(!tmp.path().join("two-by-two.html").exists(), "another store of the study would write that one");
     for cell in ["cpus=0.5 memory=128M", "cpus=1 memory=128M"] {
         let round = md.split(&format!("#### Round under {cell}")).nth(1).expect("a round per cell");
         let round = round.split("####").next().unwrap();
@@ -180,6 +199,69 @@ fn a_study_runs_interleaved_resumes_after_sigint_and_reports_its_rounds() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("elsewhere/two-by-two.toml") && err.contains("--db"), "{err}");
     assert_no_leftovers("testservice.py");
+}
+
+#[test]
+fn a_study_stopped_before_its_first_run_says_so_and_exits_130() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Reachable by the services' user: the service folder is in it.
+    std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let svc = tmp.path().join("slow-build");
+    std::fs::create_dir_all(&svc).unwrap();
+    std::fs::write(
+        svc.join("svcbench.toml"),
+        format!(
+            "name = \"slow-build\"\nscenario = \"{}\"\nlanguage = \"sh\"\nframework = \"none\"\n\
+             framework_version = \"0\"\nmodel = \"blocking\"\nreadiness = \"/\"\nbuild = \"sleep 60\"\nrun = \"./x\"\n",
+            repo().join("crates/svcbench/tests/fixtures/scenarios/testing").display()
+        ),
+    )
+    .unwrap();
+    let prof = tmp.path().join("p.toml");
+    std::fs::write(&prof, "name = \"p\"\n[[step]]\nconnections = 1\nduration = \"1s\"\n").unwrap();
+    let file = tmp.path().join("early.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "title = \"t\"\nquestion = \"q\"\nservices = [\"{}\"]\nprofile = \"{}\"\nruns = 1\n",
+            svc.display(),
+            prof.display()
+        ),
+    )
+    .unwrap();
+    let dbp = tmp.path().join("early.db");
+    let (f, d) = (file.to_str().unwrap(), dbp.to_str().unwrap());
+    let wait_for = |name: &str, what: &str| {
+        let t0 = Instant::now();
+        while !stderr_of(tmp.path(), name).contains(what) {
+            assert!(t0.elapsed() < Duration::from_secs(60), "never said {what:?}: {}", stderr_of(tmp.path(), name));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+
+    // Queued behind another measurement (this test holds the machine's lock): Ctrl-C ends the wait, and
+    // nothing is made.
+    let lock = std::fs::File::create(tmp.path().join("measure.lock")).unwrap();
+    assert_eq!(unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) }, 0);
+    let mut bg = spawn_svcbench(tmp.path(), "queued", &["study", f, "--db", d, "--wait-lock"]);
+    wait_for("queued", "waiting for the other measurement");
+    let status = bg.interrupt(Duration::from_secs(30));
+    let err = stderr_of(tmp.path(), "queued");
+    assert_eq!(status.and_then(|s| s.code()), Some(130), "{err}");
+    assert!(err.contains("interrupted while waiting") && !err.contains("error"), "{err}");
+    assert!(!dbp.exists(), "nothing stored: {err}");
+    drop(lock);
+
+    // Stopped during its build: nothing measured, said so, no report to write.
+    let mut bg = spawn_svcbench(tmp.path(), "building", &["study", f, "--db", d]);
+    wait_for("building", "svcbench: building slow-build");
+    let status = bg.interrupt(Duration::from_secs(30));
+    let err = stderr_of(tmp.path(), "building");
+    assert_eq!(status.and_then(|s| s.code()), Some(130), "{err}");
+    assert!(err.contains("interrupted before its first run: nothing measured"), "{err}");
+    assert!(err.contains(&format!("continue it with: svcbench study {f} --db {d} --resume")), "{err}");
+    assert!(!err.contains("error:") && !tmp.path().join("early.html").exists(), "{err}");
+    assert_no_leftovers("slow-build");
 }
 
 #[test]

@@ -11,6 +11,7 @@ pub fn run(a: &BuildArgs, stop: Arc<AtomicBool>) -> anyhow::Result<i32> {
     let mut specs: Vec<String> = a.services.clone();
     for file in &a.study {
         let study = crate::study::file::Study::load(file, a.quick)?;
+        study.check_folders()?;
         specs.extend(study.services.iter().map(|p| p.display().to_string()));
     }
     if specs.is_empty() {

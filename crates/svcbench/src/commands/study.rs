@@ -25,7 +25,10 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         }
         return crate::report::study::write(&db, &study, &html).map(|_| 0);
     }
-    // Everything the study names is checked before anything is built or started.
+    // Everything the study names is checked before anything is built or started, and before it is planned:
+    // a plan says only what a run would do.
+    study.check_folders()?;
+    study.check_cpus(&crate::cpus::allowed())?;
     let (services, _) = runner::load_services(&study.services, study.file.scenario.as_deref())?;
     let mut profile = crate::profile::Profile::find(&study.profile)?;
     if let Some(d) = study.step_duration {
@@ -45,7 +48,12 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     if todo == 0 {
         crate::errln!("svcbench: every run of the study is done; rendering its report");
     } else {
-        code = run_cells(&a, &study, &loaded, &db, (completed, unverified), net, stop.clone())?;
+        let ran = run_cells(&a, &study, &loaded, &db, (completed, unverified), net, stop.clone())?;
+        if ran.nothing {
+            // Stopped before its first run: the report would be what it was (or there is none yet).
+            return Ok(ran.code);
+        }
+        code = ran.code;
     }
     if code == 0 {
         code = duet(&a, &study, &db, stop)?;
@@ -79,15 +87,41 @@ fn network(a: &StudyArgs, study: &Study) -> Result<Option<Vec<crate::network::Li
     }
 }
 
-/// The study's store and its report's path: `results/studies/<file stem>.db` and `.html` beside it by default.
+/// The study's store and its report's path: `results/studies/<file stem>.db` by default, and the report
+/// beside the store, named after it (`<store stem>.html`, `-quick.html` for the quick form), so that two
+/// stores of one study never write over each other's reports.
 fn paths(a: &StudyArgs, study: &Study) -> (PathBuf, PathBuf) {
     let stem = a.file.file_stem().and_then(|s| s.to_str()).unwrap_or("study");
     let db = a.db.clone().unwrap_or_else(|| PathBuf::from("results/studies").join(format!("{stem}.db")));
-    let html = a.output.clone().unwrap_or_else(|| {
-        let name = if study.quick { format!("{stem}-quick.html") } else { format!("{stem}.html") };
-        db.parent().unwrap_or(std::path::Path::new(".")).join(name)
-    });
+    let html = a.output.clone().unwrap_or_else(|| report_beside(&db, study.quick));
     (db, html)
+}
+
+/// The report's default path: beside the store, named after it.
+fn report_beside(db: &Path, quick: bool) -> PathBuf {
+    let stem = db.file_stem().and_then(|s| s.to_str()).unwrap_or("study");
+    let name = if quick { format!("{stem}-quick.html") } else { format!("{stem}.html") };
+    db.parent().unwrap_or(Path::new(".")).join(name)
+}
+
+/// The command that continues an interrupted session: its own arguments (the store, the quick form, the
+/// report, the session's options), with `--resume` and without `--new-cell` (a resume continues the latest
+/// generation; another `--new-cell` would start one more).
+fn resume_command(args: &[String]) -> String {
+    let mut words = vec!["svcbench".to_string()];
+    words.extend(args.iter().filter(|a| !matches!(a.as_str(), "--resume" | "--new-cell")).map(|a| shell_word(a)));
+    words.push("--resume".into());
+    words.join(" ")
+}
+
+/// A word as a shell reads it back: quoted when it holds anything but plain path and option characters.
+fn shell_word(w: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
+    if !w.is_empty() && w.chars().all(plain) {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', r"'\''"))
+    }
 }
 
 /// What the study names, loaded and checked before anything is built or started.
@@ -109,15 +143,29 @@ struct Planned<'a> {
 
 /// The runs the store already holds for this study, per (service, cell), and the warning when a service's
 /// recorded code cannot be compared. Sets the study's generation (a resume after a change is refused unless
-/// --new-cell) and refuses a store holding the study without --resume.
+/// --new-cell) and refuses a store holding the study without --resume, a store holding another study, and
+/// --resume where there is nothing to resume.
 fn resumed(a: &StudyArgs, study: &mut Study, loaded: &Loaded, db: &Path) -> Result<(Completed, Option<String>)> {
     let profile = &loaded.profile;
     if !db.exists() {
+        if a.resume {
+            bail!("{}: no such store, so nothing to resume; run the study without --resume to start it", db.display());
+        }
         return Ok(Default::default());
     }
     let r = crate::store::Reader::open(db)?;
     let base = study.name.clone();
+    resume::check_one_study(db, &base, &r.studies_held()?, |other| {
+        let rec = r.latest_study(other).ok().flatten()?;
+        rec.fingerprint.map(|f| f.study_file).filter(|f| !f.is_empty())
+    })?;
     let recorded = r.latest_study(&base)?;
+    if a.resume && recorded.is_none() {
+        bail!(
+            "{} holds no session of study `{base}`, so nothing to resume; run it without --resume to start it",
+            db.display()
+        );
+    }
     let mut unverified = None;
     if recorded.is_some() {
         let now = resume::fingerprint(study, profile, &loaded.services)?;
@@ -199,8 +247,14 @@ fn print_plan(a: &StudyArgs, study: &Study, profile: &crate::profile::Profile, d
     }
 }
 
-/// One session of the runs the study still lacks, every cell interleaved; its exit code (130 interrupted,
-/// 1 a run failed).
+/// How a session of the study ended: its exit code (130 interrupted, 1 a run failed), and whether it was
+/// stopped before its first run (nothing measured).
+struct Ran {
+    code: i32,
+    nothing: bool,
+}
+
+/// One session of the runs the study still lacks, every cell interleaved.
 fn run_cells(
     a: &StudyArgs,
     study: &Study,
@@ -209,7 +263,7 @@ fn run_cells(
     (completed, unverified): (Completed, Option<String>),
     net: Option<Vec<crate::network::Link>>,
     stop: Arc<AtomicBool>,
-) -> Result<i32> {
+) -> Result<Ran> {
     let first = &study.cells[0];
     let plan = crate::options::SessionPlan {
         services: study.services.clone(),
@@ -246,25 +300,30 @@ fn run_cells(
     if let Some(w) = unverified {
         store.add_session_warning(s.session_id, &w)?;
     }
-    crate::errln!(
-        "svcbench: study `{}` session {} {}: {} run(s) completed, {} interrupted, {} failed",
-        study.name,
-        s.session_id,
-        if s.interrupted { "interrupted" } else { "done" },
-        s.runs_ok,
-        s.runs_interrupted,
-        s.runs_failed
-    );
-    if s.interrupted {
+    let nothing = s.interrupted && s.runs_ok + s.runs_interrupted + s.runs_failed == 0;
+    if nothing {
         crate::errln!(
-            "svcbench: continue it with: svcbench study {} --resume{}{}",
-            a.file.display(),
-            if a.quick { " --quick" } else { "" },
-            if a.make_up { " --make-up" } else { "" }
+            "svcbench: study `{}` session {} interrupted before its first run: nothing measured",
+            study.name,
+            s.session_id
         );
-        return Ok(130);
+    } else {
+        crate::errln!(
+            "svcbench: study `{}` session {} {}: {} run(s) completed, {} interrupted, {} failed",
+            study.name,
+            s.session_id,
+            if s.interrupted { "interrupted" } else { "done" },
+            s.runs_ok,
+            s.runs_interrupted,
+            s.runs_failed
+        );
     }
-    Ok(if s.runs_failed > 0 { 1 } else { 0 })
+    if s.interrupted {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        crate::errln!("svcbench: continue it with: {}", resume_command(&args));
+        return Ok(Ran { code: 130, nothing });
+    }
+    Ok(Ran { code: if s.runs_failed > 0 { 1 } else { 0 }, nothing: false })
 }
 
 /// The study's `[duet]`, once its runs are done: its two services as one duet labelled with the study's
@@ -309,4 +368,39 @@ fn duet(a: &StudyArgs, study: &Study, db: &Path, stop: Arc<AtomicBool>) -> Resul
         work_dir: PathBuf::from(crate::duet::command::WORK_DIR),
     };
     crate::duet::command::run(args, stop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(w: &[&str]) -> Vec<String> {
+        w.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_way_to_continue_repeats_the_sessions_own_options() {
+        let args =
+            words(&["study", "studies/mine.toml", "--db", "results/studies/mine-b.db", "--quick", "--wait-lock"]);
+        assert_eq!(
+            resume_command(&args),
+            "svcbench study studies/mine.toml --db results/studies/mine-b.db --quick --wait-lock --resume"
+        );
+        // A resume continues the latest generation: another --new-cell would start one more.
+        let args = words(&["study", "s.toml", "--resume", "--new-cell", "--make-up", "-o", "my report.html"]);
+        assert_eq!(resume_command(&args), "svcbench study s.toml --make-up -o 'my report.html' --resume");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(shell_word(""), "''");
+    }
+
+    #[test]
+    fn the_report_is_named_after_its_store() {
+        let at = |db: &str, quick| report_beside(Path::new(db), quick);
+        // The default store's, as it always was.
+        assert_eq!(at("results/studies/mine.db", false), Path::new("results/studies/mine.html"));
+        assert_eq!(at("results/studies/mine.db", true), Path::new("results/studies/mine-quick.html"));
+        // A second store of the study writes its own.
+        assert_eq!(at("results/studies/mine-b.db", false), Path::new("results/studies/mine-b.html"));
+        assert_eq!(at("mine-b.db", true), Path::new("mine-b-quick.html"));
+    }
 }

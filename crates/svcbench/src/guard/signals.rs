@@ -10,6 +10,19 @@ use std::sync::Arc;
 /// Set by the first signal, for waits that are not handed the session's flag (a service's stop grace).
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
+/// A command asked to stop before it started or stored anything (a wait for the machine's lock): it exits
+/// 130 with this one line, not as an error.
+#[derive(Debug)]
+pub struct StoppedBeforeStart(pub String);
+
+impl std::fmt::Display for StoppedBeforeStart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StoppedBeforeStart {}
+
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
 }

@@ -115,6 +115,7 @@ fn peaks(d: &Dataset, g: usize) -> Vec<f64> {
 }
 
 fn round_table(d: &Dataset, sums: &[GroupSummary], groups: &[usize], cell: Option<&str>) -> Table {
+    let valid = groups.iter().filter(|&&g| sums[g].peak_rps.is_some()).count();
     let best = groups
         .iter()
         .copied()
@@ -156,7 +157,8 @@ fn round_table(d: &Dataset, sums: &[GroupSummary], groups: &[usize], cell: Optio
         },
         note: "peak req/s: median over runs of each run's highest valid step (range below); at: its connections \
                (closed model) or offered req/s (open); failed requests: median per run over all its steps. Runs \
-               left out of the figures are counted in the Validity section."
+               left out of the figures are counted in the Validity section. Where a row has no valid peak, the \
+               highest is the only valid peak or the best of the valid peaks, not the round's best."
             .into(),
         head: head.map(String::from).to_vec(),
         rows: Vec::new(),
@@ -171,7 +173,13 @@ fn round_table(d: &Dataset, sums: &[GroupSummary], groups: &[usize], cell: Optio
             // Its build failed: no run to judge, but the round still names it.
             Cell::text("build failed").class("fail").title(grp.service.build_error.clone().unwrap_or_default())
         } else if Some(g) == best {
-            Cell::text("best").class("ok")
+            // The round's best only when every row has a peak to be beaten by: beside a row without one (its
+            // build failed, no valid step), the highest is not called the winner, nor coloured as one.
+            match (valid, groups.len()) {
+                (v, n) if v == n => Cell::text("best").class("ok"),
+                (1, _) => Cell::text("only valid peak"),
+                _ => Cell::text("best of the valid peaks"),
+            }
         } else {
             match lines.iter().find(|l| l.service == grp.name) {
                 Some(l) => {

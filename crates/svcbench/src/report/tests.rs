@@ -656,6 +656,47 @@ fn a_service_whose_build_failed_is_named_in_every_round_of_a_study() {
 }
 
 #[test]
+fn a_round_names_no_best_beside_a_row_without_a_valid_peak() {
+    let f = store();
+    let s = f.session("hello", Some("round"));
+    f.store.raw().execute("UPDATE session SET study = 'round' WHERE id = ?1", params![s]).unwrap();
+    for (i, (name, rps)) in [("cheap", 1000.0), ("costly", 3000.0), ("other", 500.0)].iter().enumerate() {
+        f.service(s, name);
+        let r = f.run(s, name, i as i64 + 1, 1.0, *rps as i64);
+        f.step(r, 1, "closed", Some(8), None, "default", None, *rps, *rps as i64, None, 1.0);
+    }
+    let file = f.path.with_file_name("round.toml");
+    std::fs::write(
+        &file,
+        "title = \"t\"\nquestion = \"q\"\nservices = [\"cheap\", \"costly\", \"other\"]\nprofile = \"quick\"\n",
+    )
+    .unwrap();
+    let study = crate::study::file::Study::load(&file, false).unwrap();
+    let verdicts = || {
+        let d = f.load(&["label=round"], true);
+        let t = study::section(&d, &study).tables.into_iter().find(|t| t.id.starts_with("round-")).unwrap();
+        t.rows.iter().map(|r| (r.cells[0].text.clone(), r.cells.last().unwrap().clone())).collect::<Vec<_>>()
+    };
+    let of = |v: &[(String, table::Cell)], name: &str| v.iter().find(|(n, _)| n == name).unwrap().1.clone();
+    let all = verdicts();
+    assert_eq!((of(&all, "costly").text.as_str(), of(&all, "costly").class), ("best", "ok"));
+    // The costliest row's steps are all left out: the others are not beaten by it, nor is either the best.
+    let spoil = |name: &str| {
+        let flags = r#"[{"code":"schedule_lag","detail":"set"}]"#;
+        let sql = "UPDATE step SET valid = 0, flags = ?1 WHERE run_id IN (SELECT id FROM run WHERE service = ?2)";
+        f.store.raw().execute(sql, params![flags, name]).unwrap();
+    };
+    spoil("costly");
+    let v = verdicts();
+    assert_eq!(of(&v, "costly").text, "no valid peak");
+    assert_eq!((of(&v, "cheap").text.as_str(), of(&v, "cheap").class), ("best of the valid peaks", ""));
+    spoil("other");
+    let v = verdicts();
+    assert_eq!((of(&v, "cheap").text.as_str(), of(&v, "cheap").class), ("only valid peak", ""));
+    assert!(v.iter().all(|(_, c)| c.text != "best" && c.class != "ok"), "{v:?}");
+}
+
+#[test]
 fn a_study_resumed_on_another_cpu_model_says_which_sessions_ran_where() {
     let f = store();
     let mut sessions = Vec::new();

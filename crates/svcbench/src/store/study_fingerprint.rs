@@ -28,6 +28,16 @@ pub struct RecordedStudy {
 }
 
 impl Reader {
+    /// The names every study's sessions in this store are stored under (`NAME`, `NAME#N`, `NAME:quick`, …),
+    /// the latest first.
+    pub fn studies_held(&self) -> Result<Vec<String>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT study FROM session WHERE study IS NOT NULL GROUP BY study ORDER BY max(id) DESC")?;
+        let names = st.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<Vec<String>>>()?;
+        Ok(names)
+    }
+
     /// The latest generation of study `base` (its sessions are stored as `base` or `base#N`).
     pub fn latest_study(&self, base: &str) -> Result<Option<RecordedStudy>> {
         let name: Option<String> = self

@@ -194,9 +194,29 @@ pub struct Study {
     pub runs: u32,
     /// Limits × links, in the order the plan visits them within a round.
     pub cells: Vec<AxisCell>,
+    /// The services whose folder is in none of the places looked, with those places (check_folders).
+    missing: Vec<(String, Vec<PathBuf>)>,
 }
 
 impl Study {
+    /// Refuses, naming the study's keys, a CPU split its session would refuse (`cpus::cpu_split`): a CPU set
+    /// this machine lacks, sets that share a CPU, a quota of the limits axis above the service's CPUs.
+    /// `allowed`: this machine's CPUs (`cpus::allowed`).
+    pub fn check_cpus(&self, allowed: &[usize]) -> Result<()> {
+        let widest = self.cells.iter().filter_map(|c| c.limits.cpus).reduce(f64::max);
+        let table = if self.quick && self.file.quick.limits.is_some() { "quick.limits" } else { "limits" };
+        let limits = &self.file.limits;
+        crate::cpus::split_cpus(
+            &mut limits.cpuset.clone(),
+            widest,
+            limits.loadgen_cpuset.as_deref(),
+            allowed,
+            &crate::cpus::CpuKeys::table(table),
+        )
+        .with_context(|| self.path.display().to_string())?;
+        Ok(())
+    }
+
     /// Whether the study has a link axis (and so runs on the emulated network).
     pub fn has_link_axis(&self) -> bool {
         self.cells.iter().any(|c| c.links.is_some())
@@ -295,16 +315,16 @@ impl Study {
         if listed.is_empty() {
             bail!("{at}: quick.services is empty; leave it out to run every service in the quick form");
         }
-        let services = listed
-            .iter()
-            .map(|s| {
-                let (folder, _) = crate::manifest::split_spec(s);
-                match &root {
-                    Some(r) if Path::new(folder).is_relative() && !Path::new(folder).exists() => r.join(s),
-                    _ => PathBuf::from(s),
-                }
-            })
-            .collect();
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let mut services = Vec::new();
+        let mut missing = Vec::new();
+        for spec in &listed {
+            let (path, looked) = locate(spec, &cwd, root.as_deref());
+            services.push(path);
+            if let Some(looked) = looked {
+                missing.push((spec.clone(), looked));
+            }
+        }
         if let Some(d) = &file.duet {
             d.check(&at.to_string(), &listed)?;
         }
@@ -320,7 +340,51 @@ impl Study {
             profile,
             cells,
             file,
+            missing,
         })
+    }
+
+    /// Refuses, in one line naming every place looked, a service folder that is in none of them (before
+    /// anything is built; a study's report is rendered without its folders).
+    pub fn check_folders(&self) -> Result<()> {
+        let Some((spec, looked)) = self.missing.first() else { return Ok(()) };
+        let (folder, _) = crate::manifest::split_spec(spec);
+        if let [only] = &looked[..] {
+            bail!("{}: service folder {}: no such folder", self.path.display(), only.display());
+        }
+        let places: Vec<String> = looked
+            .iter()
+            .zip(["the current folder", "the checkout"])
+            .map(|(p, w)| format!("{w} ({})", p.display()))
+            .collect();
+        bail!(
+            "{}: service folder `{folder}` is in neither {}: a relative folder in `services` is looked up in the \
+             current folder, then in the checkout (docs/study.md)",
+            self.path.display(),
+            places.join(" nor ")
+        )
+    }
+}
+
+/// Where a study's service (`folder`, `folder@variant`, `folder@*`) is: an absolute folder as it is; a
+/// relative one in the current folder `cwd`, else in the checkout `root` (where the bundled studies' paths,
+/// `services/hello/…`, are from). With the places looked when the folder is in none of them (the path is
+/// then the checkout's, or the one given).
+fn locate(spec: &str, cwd: &Path, root: Option<&Path>) -> (PathBuf, Option<Vec<PathBuf>>) {
+    let (folder, _) = crate::manifest::split_spec(spec);
+    if Path::new(folder).is_absolute() {
+        let missing = !Path::new(folder).exists();
+        return (PathBuf::from(spec), missing.then(|| vec![PathBuf::from(folder)]));
+    }
+    let mut looked = vec![cwd.join(folder)];
+    looked.extend(root.map(|r| r.join(folder)).filter(|r| *r != looked[0]));
+    if looked[0].exists() {
+        return (PathBuf::from(spec), None);
+    }
+    match root {
+        Some(r) if r.join(folder).exists() => (r.join(spec), None),
+        Some(r) => (r.join(spec), Some(looked)),
+        None => (PathBuf::from(spec), Some(looked)),
     }
 }
 
@@ -367,6 +431,62 @@ mod tests {
         };
         assert_eq!(keys(false), ["cpus=0.25 memory=512M"]);
         assert_eq!(keys(true), ["cpus=none memory=1G"]);
+    }
+
+    #[test]
+    fn a_quota_above_the_services_cpus_is_refused_naming_the_studys_keys() {
+        let two = [0, 1];
+        let s = load("[limits]\ncpus = [0.5, 2]\n").unwrap();
+        let e = format!("{:#}", s.check_cpus(&two).unwrap_err());
+        assert!(e.contains("s.toml: [limits] cpus 2 is more than the 1 CPU(s) of the service's cpuset (1)"), "{e}");
+        assert!(e.contains("lower [limits] cpus or widen [limits] cpuset") && !e.contains("--"), "{e}");
+        assert!(s.check_cpus(&[0, 1, 2, 3]).is_ok(), "two CPUs of four are the service's");
+        assert!(load("[limits]\ncpus = [1]\n").unwrap().check_cpus(&two).is_ok());
+        assert!(load("").unwrap().check_cpus(&two).is_ok());
+        let e = format!(
+            "{:#}",
+            load("[limits]\ncpuset = \"1\"\nloadgen_cpuset = \"1\"\n").unwrap().check_cpus(&two).unwrap_err()
+        );
+        assert!(e.contains("[limits] cpuset 1 and [limits] loadgen_cpuset 1 share CPU 1"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("q.toml");
+        let body =
+            "title = \"t\"\nquestion = \"q\"\nservices = [\"a\"]\nprofile = \"quick\"\n[quick.limits]\ncpus = [3]\n";
+        std::fs::write(&f, body).unwrap();
+        let e = format!("{:#}", Study::load(&f, true).unwrap().check_cpus(&two).unwrap_err());
+        assert!(e.contains("[quick.limits] cpus 3 is more"), "{e}");
+        assert!(Study::load(&f, false).unwrap().check_cpus(&two).is_ok());
+    }
+
+    #[test]
+    fn a_service_folder_is_looked_up_in_the_current_folder_then_the_checkout_and_the_error_names_both() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cwd, root) = (tmp.path().join("here"), tmp.path().join("checkout"));
+        for d in [cwd.join("services/x"), root.join("services/x"), root.join("services/y")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        // The checkout's, as the bundled studies' paths are (the test's own folder holds neither).
+        assert_eq!(locate("services/y@*", &cwd, Some(&root)), (root.join("services/y@*"), None));
+        let (path, looked) = locate("mine", &cwd, Some(&root));
+        assert_eq!((path, looked), (root.join("mine"), Some(vec![cwd.join("mine"), root.join("mine")])));
+        assert_eq!(locate("mine", &cwd, None).1, Some(vec![cwd.join("mine")]));
+        let abs = root.join("services/x").display().to_string();
+        assert_eq!(locate(&abs, &cwd, Some(&root)), (PathBuf::from(&abs), None));
+        assert_eq!(locate("/no/such", &cwd, Some(&root)).1, Some(vec![PathBuf::from("/no/such")]));
+
+        let s = load("").unwrap();
+        assert!(s.check_folders().unwrap_err().to_string().contains("`a` is in neither the current folder ("));
+        let study = |missing| Study { missing, ..s.clone() };
+        let e = study(vec![("mine@fast".into(), vec![cwd.join("mine"), root.join("mine")])]).check_folders();
+        let e = e.unwrap_err().to_string();
+        let both = format!(
+            "service folder `mine` is in neither the current folder ({}) nor the checkout ({}): a relative folder",
+            cwd.join("mine").display(),
+            root.join("mine").display()
+        );
+        assert!(e.contains(&both) && e.contains("current folder, then in the checkout"), "{e}");
+        let e = study(vec![("/no/such".into(), vec!["/no/such".into()])]).check_folders().unwrap_err().to_string();
+        assert!(e.ends_with("s.toml: service folder /no/such: no such folder"), "{e}");
     }
 
     #[test]

@@ -103,6 +103,36 @@ pub fn unverifiable_warning(recorded: Option<&RecordedStudy>, now: &StudyFingerp
     })
 }
 
+/// The study a stored name belongs to, as its file's stem: `NAME`, `NAME#3`, `NAME:quick`, `NAME:quick#2`
+/// → `NAME` (its generations and its quick form are sessions of the same file).
+pub fn study_of(stored: &str) -> &str {
+    let name = match stored.rsplit_once('#') {
+        Some((name, n)) if n.parse::<u32>().is_ok() => name,
+        _ => stored,
+    };
+    name.strip_suffix(":quick").unwrap_or(name)
+}
+
+/// Refuses a store that holds the sessions of another study (`held`: the names its sessions are stored
+/// under, the latest first; `held_file`: the file a stored name's latest session recorded, when it did): a store holds
+/// the study of one file, so that its report and its resumes never mix two.
+pub fn check_one_study(
+    db: &Path,
+    name: &str,
+    held: &[String],
+    held_file: impl Fn(&str) -> Option<String>,
+) -> Result<()> {
+    let mine = study_of(name);
+    let Some(latest) = held.iter().find(|h| study_of(h) != mine) else { return Ok(()) };
+    let of = held_file(latest).map(|f| format!(" (of {f})")).unwrap_or_default();
+    bail!(
+        "{} holds the sessions of study `{}`{of}, and a store holds one study's: pass --db with a store for \
+         study `{mine}` of its own",
+        db.display(),
+        study_of(latest)
+    )
+}
+
 /// `NAME#N` → `NAME#N+1`; `NAME` (the first generation) → `NAME#2`.
 pub fn next_generation(name: &str, base: &str) -> String {
     let n = name.strip_prefix(base).and_then(|r| r.strip_prefix('#')).and_then(|n| n.parse::<u32>().ok()).unwrap_or(1);
@@ -225,6 +255,26 @@ mod tests {
         );
         assert!(generation(Path::new("s.db"), "s", Some(&old), &inside("other/s.toml"), true, false).is_err());
         assert!(generation(Path::new("s.db"), "s", Some(&old), &inside("ies/s.toml"), true, false).is_err());
+    }
+
+    #[test]
+    fn a_store_holding_another_studys_sessions_is_refused_naming_it() {
+        let db = Path::new("results/studies/mine.db");
+        let held = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let file = |s: &str| (study_of(s) == "mine").then(|| "studies/mine.toml".to_string());
+        // Its own generations and its quick form are the same study.
+        for name in ["mine", "mine:quick", "mine#2", "mine:quick#3"] {
+            assert!(check_one_study(db, name, &held(&["mine", "mine#2", "mine:quick"]), file).is_ok(), "{name}");
+        }
+        assert!(check_one_study(db, "mine2", &[], file).is_ok(), "an empty store, or one of plain runs");
+        for name in ["mine2", "third:quick"] {
+            let e = check_one_study(db, name, &held(&["mine:quick", "mine"]), file).unwrap_err().to_string();
+            let want = format!("study `{}` of its own", study_of(name));
+            assert!(e.contains("mine.db holds the sessions of study `mine` (of studies/mine.toml)"), "{e}");
+            assert!(e.contains("--db") && e.contains(&want) && !e.contains('\n'), "{e}");
+        }
+        assert_eq!(study_of("a#b"), "a#b");
+        assert_eq!(study_of("seed-004-capacity:quick#2"), "seed-004-capacity");
     }
 
     #[test]
