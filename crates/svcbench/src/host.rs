@@ -8,6 +8,10 @@ pub struct HostFacts {
     pub cpu_cores: u32,
     pub memory_mib: f64,
     pub kernel: String,
+    /// Whether svcbench there can hold a service to a CPU quota and a memory cap (a cgroup hierarchy with
+    /// those controllers); None from an svcbench too old to say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<bool>,
 }
 
 impl HostFacts {
@@ -51,5 +55,6 @@ pub fn facts() -> HostFacts {
         cpu_cores,
         memory_mib,
         kernel: format!("{} {}", read("/proc/sys/kernel/ostype"), read("/proc/sys/kernel/osrelease")),
+        limits: Some(crate::sandbox::cgroup::limits_applicable()),
     }
 }

@@ -60,6 +60,7 @@ pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
         Some(plan) => crate::remote::ssh::other_hosts(plan, &scenario, &opts.given_deps)?,
         None => Vec::new(),
     };
+    refuse_unlimited_service_host(&other_hosts, opts.allow_unlimited)?;
     // One measurement at a time, then whatever a killed svcbench left behind, then the limits: all before
     // anything is built or started.
     let machine = guard::machine_lock::acquire("run", opts.wait_lock)?;
@@ -140,6 +141,20 @@ fn load_profile(opts: &RunOptions, scenario: &Scenario) -> Result<Profile> {
     Ok(profile)
 }
 
+/// A service on another machine is held to its limits there: a machine without the cgroup controllers is
+/// refused as this one would be, unless `--allow-unlimited`.
+fn refuse_unlimited_service_host(hosts: &[crate::host::OtherHost], allow_unlimited: bool) -> Result<()> {
+    match hosts.iter().find(|h| h.role == "service" && h.facts.limits == Some(false)) {
+        Some(h) if !allow_unlimited => bail!(
+            "the limits cannot be applied on the service's host {} (no cgroup hierarchy with the cpu and memory \
+             controllers there): fix its cgroup mount, or pass --allow-unlimited to measure without them (every run \
+             is then marked unlimited)",
+            h.place
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// Refuses a session whose limits this machine cannot apply (a cgroup version not mounted, a controller
 /// missing, no write access): a sandbox is set up and read back before anything is built. With
 /// `--allow-unlimited` the session goes on and every run is recorded as unlimited.
@@ -158,4 +173,26 @@ fn check_limits(opts: &RunOptions) -> Result<Vec<String>> {
         );
     }
     Ok(mismatches)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::{HostFacts, OtherHost};
+
+    #[test]
+    fn a_service_host_that_cannot_hold_limits_is_refused_unless_unlimited_is_allowed() {
+        let host = |role: &str, limits| OtherHost {
+            role: role.into(),
+            place: "ssh://root@bench2".into(),
+            facts: HostFacts { limits, ..HostFacts::default() },
+        };
+        let e = refuse_unlimited_service_host(&[host("service", Some(false))], false).unwrap_err().to_string();
+        assert!(e.contains("service's host ssh://root@bench2") && e.contains("--allow-unlimited"), "{e}");
+        assert!(refuse_unlimited_service_host(&[host("service", Some(false))], true).is_ok());
+        // A generator host's limits do not matter; an older svcbench that does not say is let through.
+        assert!(refuse_unlimited_service_host(&[host("generator 1", Some(false))], false).is_ok());
+        assert!(refuse_unlimited_service_host(&[host("service", None)], false).is_ok());
+        assert!(refuse_unlimited_service_host(&[host("service", Some(true))], false).is_ok());
+    }
 }

@@ -121,19 +121,24 @@ pub(crate) fn v1_mount(controller: &str) -> Option<PathBuf> {
 /// else v1 when the cpu, cpuacct and memory controllers are mounted, else v2 without controllers (CPU time
 /// can still be read), else none.
 pub fn detect() -> CgroupChoice {
+    with_limits().unwrap_or(if v2_mount().is_some() { CgroupChoice::V2 } else { CgroupChoice::None })
+}
+
+/// The cgroup version that can hold a service to a CPU quota and a memory cap here, if one can.
+fn with_limits() -> Option<CgroupChoice> {
     if let Some(m) = v2_mount() {
         let c = v2_controllers(&m);
         if c.iter().any(|x| x == "cpu") && c.iter().any(|x| x == "memory") {
-            return CgroupChoice::V2;
+            return Some(CgroupChoice::V2);
         }
     }
-    if ["cpu", "cpuacct", "memory"].iter().all(|c| v1_mount(c).is_some()) {
-        return CgroupChoice::V1;
-    }
-    if v2_mount().is_some() {
-        return CgroupChoice::V2;
-    }
-    CgroupChoice::None
+    ["cpu", "cpuacct", "memory"].iter().all(|c| v1_mount(c).is_some()).then_some(CgroupChoice::V1)
+}
+
+/// Whether a CPU quota and a memory cap can be applied on this machine (told to another machine's
+/// svcbench in its host facts).
+pub fn limits_applicable() -> bool {
+    with_limits().is_some()
 }
 
 pub(crate) fn read_u64(path: &Path) -> Option<u64> {
