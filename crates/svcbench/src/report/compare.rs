@@ -150,7 +150,8 @@ pub struct Advice {
     /// inverse) with 80 % power; None below the minimum, where nothing is called. Cautious at 3–5 runs (see
     /// `stats::detectable_change`).
     pub detectable_ratio: Option<f64>,
-    /// α over the number of lines with values on both sides: Holm's strictest step in this comparison.
+    /// α over the number of lines tested (the family Holm–Bonferroni corrects over; when none could be tested,
+    /// the lines with values on both sides): Holm's strictest step in this comparison.
     pub alpha_per_line: f64,
 }
 
@@ -378,9 +379,13 @@ pub fn judge(values: &[Values], alpha: f64) -> (Vec<Line>, usize) {
     for (&i, a) in tested.iter().zip(stats::holm(&raw)) {
         adjusted[i] = Some(a);
     }
-    // The advice is sized for the strictest Holm step over every line that could be tested with enough runs.
-    let comparable = tests.iter().filter(|t| t.is_some()).count().max(1);
-    let alpha_per_line = alpha / comparable as f64;
+    // The advice is sized at Holm's strictest step over the family the verdicts were corrected over (the lines
+    // tested); when none could be tested, over the lines with values on both sides, which enough runs would test.
+    let family = match tested.len() {
+        0 => tests.iter().filter(|t| t.is_some()).count().max(1),
+        n => n,
+    };
+    let alpha_per_line = alpha / family as f64;
 
     let mut lines = Vec::with_capacity(values.len());
     for (i, v) in values.iter().enumerate() {
@@ -761,15 +766,22 @@ pub fn markdown(base: &Dataset, new: &Dataset, c: &Comparison, failed: &[String]
         .collect();
     if !advice.is_empty() {
         let alpha_per_line = lines.iter().find_map(|l| l.advice.as_ref()).map_or(c.alpha, |a| a.alpha_per_line);
+        let family = (c.alpha / alpha_per_line).round() as usize;
+        let which = if c.tested > 0 {
+            format!("Holm's strictest step over the {} tested", n_lines(family))
+        } else {
+            format!(
+                "no line could be tested: Holm's strictest step over the {} with values on both sides",
+                n_lines(family)
+            )
+        };
         let _ = writeln!(s, "\n### Runs needed\n");
         let _ = writeln!(
             s,
-            "From the runs' spread on both sides: runs a side to call a change with {:.0} % power at α = {} / {} \
-             per line, the {} compared (`--metric` narrows them).\n",
+            "From the runs' spread on both sides: runs a side to call a change with {:.0} % power at α = {} / {family} \
+             per line, {which} (`--metric` narrows them).\n",
             POWER * 100.0,
             c.alpha,
-            (c.alpha / alpha_per_line).round(),
-            n_lines((c.alpha / alpha_per_line).round() as usize)
         );
         for a in advice {
             let _ = writeln!(s, "{a}");
@@ -927,6 +939,44 @@ mod tests {
         assert!(parse_metrics(&["peak_rps,cpu_per_req".into()]).unwrap().len() == 2);
         assert!(parse_metrics(&["all".into()]).unwrap().is_empty());
         assert!(parse_metrics(&["speed".into()]).is_err());
+    }
+
+    fn empty_side() -> Dataset {
+        Dataset {
+            source: "t.db".into(),
+            filter: "all".into(),
+            sessions: Vec::new(),
+            groups: Vec::new(),
+            runs: Vec::new(),
+            include_invalid: false,
+        }
+    }
+
+    #[test]
+    fn the_advice_is_sized_for_the_family_the_verdicts_were_corrected_over() {
+        let mut r = rng(5);
+        // 13 lines; 3 runs a side on the first 9, 2 in BASE on the other 4: those 4 have too few runs.
+        let mut values = family(&mut r, 3, 0.05, 1.0);
+        for v in values.iter_mut().skip(9) {
+            v.base.as_mut().unwrap().pop();
+        }
+        let (lines, tested) = judge(&values, 0.05);
+        assert_eq!(tested, 9);
+        assert!(lines.iter().all(|l| l.advice.as_ref().unwrap().alpha_per_line == 0.05 / 9.0));
+        let c = Comparison { alpha: 0.05, tested, warnings: vec![], left_out: vec![], lines };
+        let md = markdown(&empty_side(), &empty_side(), &c, &[]);
+        assert!(md.contains("Holm–Bonferroni over the 9 lines tested at family-wise α = 0.05"), "{md}");
+        assert!(md.contains("at α = 0.05 / 9 per line, Holm's strictest step over the 9 lines tested"), "{md}");
+        // None tested (2 runs a side everywhere): sized for the lines enough runs would test.
+        let (lines, tested) = judge(&family(&mut r, 2, 0.05, 1.0), 0.05);
+        assert_eq!(tested, 0);
+        assert!(lines.iter().all(|l| l.advice.as_ref().unwrap().alpha_per_line == 0.05 / 13.0));
+        let c = Comparison { alpha: 0.05, tested, warnings: vec![], left_out: vec![], lines };
+        let md = markdown(&empty_side(), &empty_side(), &c, &[]);
+        assert!(
+            md.contains("α = 0.05 / 13 per line, no line could be tested: Holm's strictest step over the 13 lines with values on both sides"),
+            "{md}"
+        );
     }
 
     #[test]

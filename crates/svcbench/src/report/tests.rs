@@ -386,7 +386,7 @@ fn compare_gives_a_verdict_per_attempt_between_two_services() {
     assert_eq!(one.tested, 1);
     let md = compare::markdown(&f.load(&["service=spray"], true), &f.load(&["service=akka"], true), &one, &[]);
     assert!(md.contains("over the 1 line tested at"), "{md}");
-    assert!(md.contains("the 1 line compared"), "{md}");
+    assert!(md.contains("over the 1 line tested (`--metric` narrows them)"), "{md}");
 }
 
 #[test]
