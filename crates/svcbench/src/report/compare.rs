@@ -7,6 +7,7 @@
 //! whether a JIT-compiled service caught up attempt by attempt. Only counted runs enter (completed, or ended by
 //! the service, under the limits asked); the others are listed apart, and BASE and NEW recorded on other hosts
 //! or far apart in time get a warning.
+use super::compare_absence;
 use super::data::{Dataset, StepRow};
 use super::quality::steps_by_position;
 use super::stats::{self, Change, LogTest, Spread, Untestable, MIN_RUNS, POWER};
@@ -177,8 +178,31 @@ pub struct Line {
     /// Why there is no verdict, when there is none.
     pub note: Option<String>,
     pub advice: Option<Advice>,
-    /// How much worse NEW is, in percent, when the verdict is a regression (or no data in NEW).
+    /// How much worse NEW is, in percent, when the verdict is a regression (slower or larger).
     pub regression_pct: Option<f64>,
+}
+
+/// The verdict of a line BASE has figures for and NEW none, because its service failed there (OOM-killed,
+/// crashed, starved connections, its checks or its build failed): a regression for `--fail-on`, whatever its
+/// threshold. The line's note says what failed.
+pub const FAILED_IN_NEW: &str = "failed in NEW";
+
+/// The verdict of a line BASE has figures for and NEW none, because NEW's measurement could not be made (its
+/// steps or runs left out for the generator's, the machine's or the run's reasons, not the service's): nothing
+/// is said of the service, and `--fail-on` does not judge it. The line's note says why.
+pub const NOT_JUDGED: &str = "not judged";
+
+impl Line {
+    /// Whether NEW got worse: a corrected slower/larger verdict, or its service failed where BASE's did not.
+    pub fn regressed(&self) -> bool {
+        self.regression_pct.is_some() || self.verdict == FAILED_IN_NEW
+    }
+
+    /// "go step #4 c=64 step_rps".
+    fn name(&self) -> String {
+        let step = self.step.as_ref().map(|s| format!(" step {s}")).unwrap_or_default();
+        format!("{}{step} {}", self.service, self.metric)
+    }
 }
 
 /// Runs that did not complete: they never enter a comparison (a run cut short has a lower peak and fewer
@@ -411,10 +435,8 @@ pub fn judge(values: &[Values], alpha: f64) -> (Vec<Line>, usize) {
             (_, None, ..) => ("only in BASE", None),
             (_, _, None, None) => ("no data", None),
             (_, _, None, Some(_)) => ("no data in BASE", None),
-            (_, _, Some(_), None) => {
-                l.regression_pct = Some(100.0);
-                ("no data in NEW", None)
-            }
+            // compare() says why, from the runs (FAILED_IN_NEW or NOT_JUDGED).
+            (_, _, Some(_), None) => ("no data in NEW", None),
             (Some(b), Some(n), Some(_), Some(_)) => ("", Some((b, n))),
         };
         l.verdict = b.to_string();
@@ -532,6 +554,10 @@ fn setting_warnings(base: &Dataset, new: &Dataset) -> Vec<String> {
     out
 }
 
+/// Where a line's NEW figures come from: NEW's group (None: NEW lacks the service), and for a per-step line the
+/// step's position and load.
+type Origin = Option<(usize, Option<(i64, String)>)>;
+
 /// Compares the counted runs of BASE and NEW (store::read::Run::enters_figures): every service both sides name,
 /// every metric in `metrics` (all when empty), with verdicts at family-wise `alpha`.
 pub fn compare(base: &Dataset, new: &Dataset, alpha: f64, metrics: &[String]) -> Comparison {
@@ -539,12 +565,15 @@ pub fn compare(base: &Dataset, new: &Dataset, alpha: f64, metrics: &[String]) ->
     // The price cancels out in ratios; any value will do.
     let price = 1.0;
     let mut values = Vec::new();
+    // Where each line's NEW figures come from, to say why it has none.
+    let mut origins: Vec<Origin> = Vec::new();
     for (name, bg, ng) in pairs(base, new) {
         let b = bg.map(|g| figures(base, g, price));
         let n = ng.map(|g| figures(new, g, price));
         for m in METRICS.iter().filter(|m| wanted(m.key)) {
             let side = |f: &Option<Vec<RunFigures>>| f.as_ref().map(|f| f.iter().filter_map(m.value).collect());
             values.push(Values::of(&name, None, m, side(&b), side(&n)));
+            origins.push(ng.map(|g| (g, None)));
         }
         // Per step: only positions both sides ran with the same load.
         let (Some(bg), Some(ng)) = (bg, ng) else { continue };
@@ -555,39 +584,81 @@ pub fn compare(base: &Dataset, new: &Dataset, alpha: f64, metrics: &[String]) ->
                 let side =
                     |v: &[&StepRow]| Some(v.iter().filter(|s| base.quotable(s)).filter_map(|s| (m.value)(s)).collect());
                 values.push(Values::of(&name, Some(format!("#{seq} {label}")), m, side(&bsteps), side(nsteps)));
+                origins.push(Some((ng, Some((seq, label.clone())))));
             }
         }
     }
-    let (lines, tested) = judge(&values, alpha);
+    let (mut lines, tested) = judge(&values, alpha);
+    for ((l, v), origin) in lines.iter_mut().zip(&values).zip(&origins) {
+        let Some((g, step)) = origin else { continue };
+        if let Some(a) = absence(l, v, new, *g, step.as_ref()) {
+            l.verdict = if a.service { FAILED_IN_NEW } else { NOT_JUDGED }.to_string();
+            l.note = Some(a.why);
+        }
+    }
     let mut out = left_out(base, "BASE");
     out.extend(left_out(new, "NEW"));
     Comparison { alpha, tested, warnings: setting_warnings(base, new), left_out: out, lines }
 }
 
+/// Why NEW has no figure to judge on a line BASE has one for: "no data in NEW", or a figure where higher is
+/// better that is zero in every NEW run (no request succeeded) against BASE's positive ones.
+fn absence(
+    l: &Line,
+    v: &Values,
+    new: &Dataset,
+    g: usize,
+    step: Option<&(i64, String)>,
+) -> Option<compare_absence::Absence> {
+    let all =
+        |x: &Option<Vec<f64>>, f: fn(f64) -> bool| x.as_ref().is_some_and(|x| !x.is_empty() && x.iter().all(|&v| f(v)));
+    let zero_in_new =
+        l.verdict == "not tested" && v.higher_is_better && all(&v.new, |x| x == 0.0) && all(&v.base, |x| x > 0.0);
+    if l.verdict != "no data in NEW" && !zero_in_new {
+        return None;
+    }
+    let from_steps = ["peak_rps", "p50_ms", "p99_ms"].contains(&l.metric);
+    let mut a = match step {
+        Some((seq, label)) => compare_absence::at_step(new, g, *seq, label),
+        None => compare_absence::of_runs(new, g, from_steps),
+    };
+    if zero_in_new {
+        a = compare_absence::Absence { service: true, why: "no request succeeded in any NEW run".into() };
+    }
+    Some(a)
+}
+
 /// The lines that break a `--fail-on` rule, as messages: a corrected slower/larger verdict whose ratio of
-/// geometric means is worse than the threshold (or no data in NEW).
+/// geometric means is worse than the threshold, or a service that failed in NEW where BASE's gave figures.
 pub fn failures(lines: &[Line], rules: &[FailRule]) -> Vec<String> {
     let mut out = Vec::new();
-    for l in lines {
+    for l in lines.iter().filter(|l| gated(l, rules)) {
+        if l.verdict == FAILED_IN_NEW {
+            out.push(format!("{}: the service failed in NEW: {}", l.name(), l.note.as_deref().unwrap_or("no figure")));
+            continue;
+        }
         let Some(pct) = l.regression_pct else { continue };
-        for r in rules {
-            if (r.metric == "all" || r.metric == l.metric) && pct > r.threshold_pct {
-                out.push(format!(
-                    "{}{} {}: {} by {:.1} % (NEW/BASE {}{}; --fail-on threshold {} %)",
-                    l.service,
-                    l.step.as_ref().map(|s| format!(" step {s}")).unwrap_or_default(),
-                    l.metric,
-                    l.verdict,
-                    pct,
-                    l.ratio.map(|r| format!("{r:.3}")).unwrap_or_else(|| "–".into()),
-                    l.p_adjusted.map(|p| format!(", Holm p {}", p_value(p))).unwrap_or_default(),
-                    r.threshold_pct
-                ));
-                break;
-            }
+        if let Some(r) = rules.iter().find(|r| applies(r, l) && pct > r.threshold_pct) {
+            out.push(format!(
+                "{}: {} by {:.1} % (NEW/BASE {}{}; --fail-on threshold {} %)",
+                l.name(),
+                l.verdict,
+                pct,
+                l.ratio.map(|r| format!("{r:.3}")).unwrap_or_else(|| "–".into()),
+                l.p_adjusted.map(|p| format!(", Holm p {}", p_value(p))).unwrap_or_default(),
+                r.threshold_pct
+            ));
         }
     }
     out
+}
+
+fn applies(r: &FailRule, l: &Line) -> bool {
+    r.metric == "all" || r.metric == l.metric
+}
+
+fn gated(l: &Line, rules: &[FailRule]) -> bool {
+    rules.iter().any(|r| applies(r, l))
 }
 
 fn p_value(p: f64) -> String {
@@ -629,12 +700,12 @@ fn cells(l: &Line) -> Vec<Cell> {
         })
         .unwrap_or_else(|| "–".into());
     let num = |t: String| Cell { text: t, class: "num", ..Cell::default() };
-    // A regression beyond --fail-on's threshold stands out (bold in Markdown).
-    let verdict = Cell {
-        text: l.verdict.clone(),
-        class: if l.regression_pct.is_some() { "fail" } else { "" },
-        ..Cell::default()
+    // A regression stands out (bold in Markdown); a line NEW has no figure for says why.
+    let text = match (&l.note, l.verdict.as_str()) {
+        (Some(why), FAILED_IN_NEW | NOT_JUDGED) => format!("{}: {why}", l.verdict),
+        _ => l.verdict.clone(),
     };
+    let verdict = Cell { text, class: if l.regressed() { "fail" } else { "" }, ..Cell::default() };
     vec![
         num(format!("{} / {}", count(&l.base), count(&l.new))),
         num(fmt(&l.base)),
@@ -917,7 +988,8 @@ mod tests {
         values[2].new = Some(vec![]);
         let (lines, _) = judge(&values, 0.05);
         assert_eq!((lines[1].verdict.as_str(), lines[2].verdict.as_str()), ("only in BASE", "no data in NEW"));
-        assert_eq!(lines[2].regression_pct, Some(100.0));
+        // compare() says why from the runs; no ratio, so no percentage worse.
+        assert_eq!(lines[2].regression_pct, None);
     }
 
     #[test]

@@ -860,3 +860,90 @@ fn connection_attempts_dropped_at_the_accept_queue_get_a_column_only_where_some_
     f2.store.raw().execute("UPDATE step SET listen_drops = 0 WHERE run_id = ?1", params![r]).unwrap();
     assert!(quality::errors(&f2.load(&[], false)).is_none());
 }
+
+/// Two labelled sessions of one service, 3 runs each with two steps (valid, with every step's flags given),
+/// peak req/s about `rps` of each side.
+fn two_sides(f: &Fixture, rps: [f64; 2]) -> [Vec<i64>; 2] {
+    let mut out = [Vec::new(), Vec::new()];
+    for (k, label) in ["base", "new"].into_iter().enumerate() {
+        let s = f.session("hello", Some(label));
+        f.service(s, "go");
+        for i in 1..=3 {
+            let r = f.run(s, "go", i, 1.0, 1000);
+            f.step(r, 1, "closed", Some(1), None, "default", None, rps[k] * (0.99 + 0.01 * i as f64), 100, None, 1.0);
+            f.step(r, 2, "closed", Some(64), None, "default", None, rps[k] * (1.49 + 0.01 * i as f64), 100, None, 1.0);
+            out[k].push(r);
+        }
+    }
+    f.store.raw().execute("UPDATE step SET flags = '[]', valid = 1", []).unwrap();
+    out
+}
+
+fn flag_steps(f: &Fixture, runs: &[i64], seq: i64, code: &str) {
+    let flags = format!(r#"[{{"code":"{code}","detail":"as the test says"}}]"#);
+    for r in runs {
+        f.store
+            .raw()
+            .execute("UPDATE step SET flags = ?3, valid = 0 WHERE run_id = ?1 AND seq = ?2", params![r, seq, flags])
+            .unwrap();
+    }
+}
+
+#[test]
+fn compare_says_why_new_has_no_figure_and_the_gate_fails_only_on_the_services_own_failures() {
+    let f = store();
+    let [base_runs, new_runs] = two_sides(&f, [1000.0, 1000.0]);
+    // BASE kept 2 valid runs at c=64; every NEW step at c=64 lost its generator's CPU: a measurement that
+    // could not be made, not the service's doing.
+    flag_steps(&f, &base_runs[..1], 2, "generator_contended");
+    flag_steps(&f, &new_runs, 2, "generator_contended");
+    let (base, new) = (f.load(&["label=base"], true), f.load(&["label=new"], true));
+    let c = compare::compare(&base, &new, 0.05, &[]);
+    let line = c.lines.iter().find(|l| l.metric == "step_rps" && l.step.as_deref() == Some("#2 step 2")).unwrap();
+    assert_eq!(line.verdict, compare::NOT_JUDGED);
+    assert_eq!(
+        line.note.as_deref(),
+        Some("every NEW step at #2 step 2 left out: 3 × load generator lost CPU to other processes")
+    );
+    assert!(line.regression_pct.is_none());
+    let json = serde_json::to_value(&c).unwrap();
+    let j = json["lines"].as_array().unwrap().iter().find(|l| l["step"] == "#2 step 2").unwrap();
+    assert!(j["note"].as_str().unwrap().contains("load generator lost CPU"), "{j}");
+    assert!(compare::failures(&c.lines, &[compare::parse_fail_on("step_rps").unwrap()]).is_empty());
+    let md = compare::markdown(&base, &new, &c, &[]);
+    assert!(md.contains("| not judged: every NEW step at #2 step 2 left out: 3 × load generator lost CPU"), "{md}");
+
+    // The service OOM-killed at c=64 in every NEW run: its own failure, a regression whatever the threshold
+    // (and though BASE has 2 runs there), said without a percentage.
+    flag_steps(&f, &new_runs, 2, "oom_killed");
+    let c = compare::compare(&f.load(&["label=base"], true), &f.load(&["label=new"], true), 0.05, &[]);
+    let line = c.lines.iter().find(|l| l.metric == "step_rps" && l.step.as_deref() == Some("#2 step 2")).unwrap();
+    assert_eq!(line.verdict, compare::FAILED_IN_NEW);
+    let failures = compare::failures(&c.lines, &[compare::parse_fail_on("step_rps:50%").unwrap()]);
+    assert_eq!(
+        failures,
+        ["go step #2 step 2 step_rps: the service failed in NEW: every NEW step at #2 step 2 left out: 3 × service \
+          OOM-killed"]
+    );
+    assert!(!failures[0].contains('%'), "{}", failures[0]);
+
+    // Every NEW run interrupted: no whole-run figure, and nothing said of the service.
+    f.store.raw().execute("UPDATE step SET flags = '[]', valid = 1", []).unwrap();
+    for r in &new_runs {
+        f.store.raw().execute("UPDATE run SET status = 'interrupted' WHERE id = ?1", [r]).unwrap();
+    }
+    let c = compare::compare(&f.load(&["label=base"], true), &f.load(&["label=new"], true), 0.05, &[]);
+    let peak = c.lines.iter().find(|l| l.metric == "peak_rps").unwrap();
+    assert_eq!(peak.verdict, compare::NOT_JUDGED);
+    assert_eq!(peak.note.as_deref(), Some("no NEW run gives it (runs: 3 × interrupted)"));
+    assert!(compare::failures(&c.lines, &[compare::parse_fail_on("all").unwrap()]).is_empty());
+    // Every NEW run failed its conformance checks: the service's failure.
+    for r in &new_runs {
+        f.store.raw().execute("UPDATE run SET status = 'failed', checks_failed = 1 WHERE id = ?1", [r]).unwrap();
+    }
+    let c = compare::compare(&f.load(&["label=base"], true), &f.load(&["label=new"], true), 0.05, &[]);
+    let peak = c.lines.iter().find(|l| l.metric == "peak_rps").unwrap();
+    assert_eq!(peak.verdict, compare::FAILED_IN_NEW);
+    assert_eq!(peak.note.as_deref(), Some("no NEW run gives it (runs: 3 × failed its conformance checks)"));
+    assert_eq!(compare::failures(&c.lines, &[compare::parse_fail_on("peak_rps").unwrap()]).len(), 1);
+}
