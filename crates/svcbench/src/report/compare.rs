@@ -661,6 +661,91 @@ fn gated(l: &Line, rules: &[FailRule]) -> bool {
     rules.iter().any(|r| applies(r, l))
 }
 
+/// Verdicts that judge a line: a test's, or a service that failed in NEW.
+const JUDGED: [&str; 6] = ["faster", "slower", "smaller", "larger", "within noise", FAILED_IN_NEW];
+
+/// What `--fail-on` made of the comparison, for the output's last lines and the exit code.
+#[derive(Debug, Clone, Serialize)]
+pub struct Gate {
+    /// `passed` (exit 0) or `failed` (exit 1).
+    pub result: &'static str,
+    /// Gated lines with a verdict (a test's, or the service failed in NEW).
+    pub judged: usize,
+    pub failures: Vec<String>,
+    /// Gated lines NEW's measurement could not give a figure for, with why.
+    pub not_judged: Vec<String>,
+    /// One line: what was gated, at which threshold, over how many lines, and the result.
+    pub summary: String,
+}
+
+impl Gate {
+    pub fn exit_code(&self) -> i32 {
+        match self.result {
+            "passed" => 0,
+            _ => 1,
+        }
+    }
+}
+
+/// "peak_rps (worse by more than 10 %), cpu_per_req (any regression)".
+fn rules_text(rules: &[FailRule]) -> String {
+    let each: Vec<String> = rules
+        .iter()
+        .map(|r| match r.threshold_pct {
+            0.0 => format!("{} (any regression)", r.metric),
+            t => format!("{} (worse by more than {t} %)", r.metric),
+        })
+        .collect();
+    each.join(", ")
+}
+
+/// The gate over `rules` (None without any): every gated line judged, a failure for each regression beyond its
+/// threshold and each service that failed in NEW; lines without a verdict (too few runs, NEW's measurement left
+/// out) never fail it, and are counted.
+pub fn gate(c: &Comparison, rules: &[FailRule]) -> Option<Gate> {
+    if rules.is_empty() {
+        return None;
+    }
+    let gated_rules = format!("--fail-on {}", rules_text(rules));
+    let lines: Vec<&Line> = c.lines.iter().filter(|l| gated(l, rules)).collect();
+    let judged = lines.iter().filter(|l| JUDGED.contains(&l.verdict.as_str())).count();
+    let not_judged: Vec<String> = (lines.iter().filter(|l| l.verdict == NOT_JUDGED))
+        .map(|l| format!("{}: {}", l.name(), l.note.as_deref().unwrap_or("no figure in NEW")))
+        .collect();
+    // The lines without a verdict, by why.
+    let mut unjudged: Vec<(String, usize)> = Vec::new();
+    for l in lines.iter().filter(|l| !JUDGED.contains(&l.verdict.as_str())) {
+        let why = match l.verdict.as_str() {
+            NOT_JUDGED => "left out in NEW for the measurement's reasons".to_string(),
+            "too few runs" => "with too few runs".to_string(),
+            "no spread" => "without spread".to_string(),
+            w => w.to_string(),
+        };
+        match unjudged.iter_mut().find(|(w, _)| *w == why) {
+            Some(e) => e.1 += 1,
+            None => unjudged.push((why, 1)),
+        }
+    }
+    let rest = match unjudged.is_empty() {
+        true => String::new(),
+        false => {
+            let each: Vec<String> = unjudged.iter().map(|(why, n)| format!("{n} {why}")).collect();
+            format!("; not judged: {}", each.join(", "))
+        }
+    };
+    let failures = failures(&c.lines, rules);
+    let (result, summary) = if !failures.is_empty() {
+        let n = failures.len();
+        let what = if n == 1 { "regression" } else { "regressions" };
+        ("failed", format!("{gated_rules}: failed: {n} {what} in the {} judged{rest}", n_lines(judged)))
+    } else if judged == 0 {
+        ("passed", format!("{gated_rules}: passed, but no line could be judged{rest}"))
+    } else {
+        ("passed", format!("{gated_rules}: passed: no regression in the {} judged{rest}", n_lines(judged)))
+    };
+    Some(Gate { result, judged, failures, not_judged, summary })
+}
+
 fn p_value(p: f64) -> String {
     if p < 0.001 {
         "< 0.001".into()
@@ -790,7 +875,7 @@ fn advice_text(l: &Line, a: &Advice) -> Option<String> {
     Some(format!("noise {:.1} % (log SD): {text}{now}", a.log_sd * 100.0))
 }
 
-pub fn markdown(base: &Dataset, new: &Dataset, c: &Comparison, failed: &[String]) -> String {
+pub fn markdown(base: &Dataset, new: &Dataset, c: &Comparison, gate: Option<&Gate>) -> String {
     let lines = &c.lines;
     let mut s = String::new();
     let _ = writeln!(s, "## svcbench compare\n");
@@ -858,10 +943,16 @@ pub fn markdown(base: &Dataset, new: &Dataset, c: &Comparison, failed: &[String]
             let _ = writeln!(s, "{a}");
         }
     }
-    if !failed.is_empty() {
-        let _ = writeln!(s, "\n**--fail-on: regression beyond the threshold**\n");
-        for f in failed {
-            let _ = writeln!(s, "- {f}");
+    if let Some(g) = gate {
+        let _ = writeln!(s, "\n**{}**", g.summary);
+        if !g.failures.is_empty() || !g.not_judged.is_empty() {
+            let _ = writeln!(s);
+        }
+        for f in &g.failures {
+            let _ = writeln!(s, "- regression: {f}");
+        }
+        for n in &g.not_judged {
+            let _ = writeln!(s, "- not judged: {n}");
         }
     }
     s
@@ -1036,7 +1127,7 @@ mod tests {
         assert_eq!(tested, 9);
         assert!(lines.iter().all(|l| l.advice.as_ref().unwrap().alpha_per_line == 0.05 / 9.0));
         let c = Comparison { alpha: 0.05, tested, warnings: vec![], left_out: vec![], lines };
-        let md = markdown(&empty_side(), &empty_side(), &c, &[]);
+        let md = markdown(&empty_side(), &empty_side(), &c, None);
         assert!(md.contains("Holm–Bonferroni over the 9 lines tested at family-wise α = 0.05"), "{md}");
         assert!(md.contains("at α = 0.05 / 9 per line, Holm's strictest step over the 9 lines tested"), "{md}");
         // None tested (2 runs a side everywhere): sized for the lines enough runs would test.
@@ -1044,7 +1135,7 @@ mod tests {
         assert_eq!(tested, 0);
         assert!(lines.iter().all(|l| l.advice.as_ref().unwrap().alpha_per_line == 0.05 / 13.0));
         let c = Comparison { alpha: 0.05, tested, warnings: vec![], left_out: vec![], lines };
-        let md = markdown(&empty_side(), &empty_side(), &c, &[]);
+        let md = markdown(&empty_side(), &empty_side(), &c, None);
         assert!(
             md.contains("α = 0.05 / 13 per line, no line could be tested: Holm's strictest step over the 13 lines with values on both sides"),
             "{md}"

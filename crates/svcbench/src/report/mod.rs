@@ -81,7 +81,9 @@ pub struct CompareArgs {
     /// Filter of the NEW side.
     #[arg(long, value_name = "TERM[,TERM…]")]
     pub new: Vec<String>,
-    /// Exit 1 when METRIC regressed (verdict slower/larger) by more than PCT; repeatable; METRIC `all` for any.
+    /// Exit 1 when METRIC regressed (verdict slower/larger) by more than PCT, or the service failed in NEW
+    /// where it gave figures in BASE; repeatable; METRIC `all` for any. Lines without a verdict (too few runs,
+    /// NEW's measurement left out) never fail it; the last line says what the gate judged.
     /// Metrics: peak_rps, cpu_per_req, p50_ms, p99_ms, startup_ms, idle_mem, peak_mem; per step: step_rps, step_p99_ms.
     #[arg(long, value_name = "METRIC[:PCT%]")]
     pub fail_on: Vec<String>,
@@ -262,13 +264,14 @@ pub fn run_compare(a: &CompareArgs) -> Result<i32> {
     let base = load(&base_db, &a.base).context("BASE")?;
     let new = load(&new_db, &a.new).context("NEW")?;
     let c = compare::compare(&base, &new, a.alpha, &metrics);
-    let failed = compare::failures(&c.lines, &rules);
+    let gate = compare::gate(&c, &rules);
     let text = match a.format {
-        CompareFormat::Markdown => compare::markdown(&base, &new, &c, &failed),
+        CompareFormat::Markdown => compare::markdown(&base, &new, &c, gate.as_ref()),
         CompareFormat::Json => {
             let mut v = serde_json::to_value(&c)?;
             v["fail_on"] = serde_json::to_value(&rules)?;
-            v["failures"] = serde_json::to_value(&failed)?;
+            v["failures"] = serde_json::to_value(gate.as_ref().map_or(&[][..], |g| &g.failures[..]))?;
+            v["gate"] = serde_json::to_value(&gate)?;
             serde_json::to_string_pretty(&v)? + "\n"
         }
     };
@@ -279,8 +282,13 @@ pub fn run_compare(a: &CompareArgs) -> Result<i32> {
         Some(p) => write_output(p, &text)?,
         None => print!("{text}"),
     }
-    for f in &failed {
+    let Some(gate) = gate else { return Ok(0) };
+    for f in &gate.failures {
         eprintln!("svcbench: compare: regression: {f}");
     }
-    Ok(if failed.is_empty() { 0 } else { 1 })
+    for n in &gate.not_judged {
+        eprintln!("svcbench: compare: not judged: {n}");
+    }
+    eprintln!("svcbench: compare: {}", gate.summary);
+    Ok(gate.exit_code())
 }

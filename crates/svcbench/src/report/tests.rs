@@ -349,7 +349,7 @@ fn compare_gives_a_verdict_per_attempt_between_two_services() {
     assert_eq!(lines.iter().filter(|l| l.metric == "step_p99_ms").count(), 3);
     let rules = vec![compare::parse_fail_on("step_rps:60%").unwrap()];
     assert_eq!(compare::failures(lines, &rules).len(), 1, "only attempt 1 lost more than 60 %");
-    let md = compare::markdown(&f.load(&["service=spray"], true), &f.load(&["service=akka"], true), &c, &[]);
+    let md = compare::markdown(&f.load(&["service=spray"], true), &f.load(&["service=akka"], true), &c, None);
     assert!(md.contains("### Per step") && md.contains("| spray → akka | #3 step 3 | success req/s (`step_rps`) |"));
     // The same service on both sides is matched by name, not paired across names.
     let same = compare::compare(&f.load(&["service=spray"], true), &f.load(&["service=spray"], true), 0.05, &[]);
@@ -370,7 +370,7 @@ fn compare_gives_a_verdict_per_attempt_between_two_services() {
         |c: &compare::Comparison| c.lines.iter().find(|l| l.step.as_deref() == Some("#1 step 1")).unwrap().p_adjusted;
     assert!(p_adj(&only) < p_adj(&c));
     // Only per-step lines: their table alone, no empty table of whole-run lines before it.
-    let md = compare::markdown(&f.load(&["service=spray"], true), &f.load(&["service=akka"], true), &only, &[]);
+    let md = compare::markdown(&f.load(&["service=spray"], true), &f.load(&["service=akka"], true), &only, None);
     assert_eq!(md.matches("| service |").count(), 1, "{md}");
     assert!(md.contains("### Per step"), "{md}");
     // The verdicts' count is a paragraph of its own, not a last row of the table above it.
@@ -384,7 +384,7 @@ fn compare_gives_a_verdict_per_attempt_between_two_services() {
         &compare::parse_metrics(&["peak_rps".into()]).unwrap(),
     );
     assert_eq!(one.tested, 1);
-    let md = compare::markdown(&f.load(&["service=spray"], true), &f.load(&["service=akka"], true), &one, &[]);
+    let md = compare::markdown(&f.load(&["service=spray"], true), &f.load(&["service=akka"], true), &one, None);
     assert!(md.contains("over the 1 line tested at"), "{md}");
     assert!(md.contains("over the 1 line tested (`--metric` narrows them)"), "{md}");
 }
@@ -423,7 +423,7 @@ fn compare_leaves_out_unfinished_runs_and_warns_of_other_hosts_and_days() {
     assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
     assert!(c.warnings[0].contains("host-base (EPYC)") && c.warnings[0].contains("host-new (EPYC)"));
     assert!(c.warnings[1].contains("26 hours apart"), "{}", c.warnings[1]);
-    let md = compare::markdown(&base, &new, &c, &[]);
+    let md = compare::markdown(&base, &new, &c, None);
     assert!(md.contains("left out (did not complete): 1 interrupted run of go in NEW (go #4)"), "{md}");
     assert!(md.starts_with("## svcbench compare\n\n> **Warning:** BASE and NEW were recorded on different hosts"));
     assert!(
@@ -909,9 +909,20 @@ fn compare_says_why_new_has_no_figure_and_the_gate_fails_only_on_the_services_ow
     let json = serde_json::to_value(&c).unwrap();
     let j = json["lines"].as_array().unwrap().iter().find(|l| l["step"] == "#2 step 2").unwrap();
     assert!(j["note"].as_str().unwrap().contains("load generator lost CPU"), "{j}");
-    assert!(compare::failures(&c.lines, &[compare::parse_fail_on("step_rps").unwrap()]).is_empty());
-    let md = compare::markdown(&base, &new, &c, &[]);
+    let rules = [compare::parse_fail_on("step_rps").unwrap()];
+    let gate = compare::gate(&c, &rules).unwrap();
+    assert_eq!((gate.result, gate.exit_code()), ("passed", 0), "{gate:?}");
+    assert!(gate.failures.is_empty());
+    assert_eq!(gate.not_judged.len(), 1);
+    assert!(gate.not_judged[0].starts_with("go step #2 step 2 step_rps: every NEW step at #2 step 2 left out"));
+    assert_eq!(
+        gate.summary,
+        "--fail-on step_rps (any regression): passed: no regression in the 1 line judged; not judged: 1 left out \
+         in NEW for the measurement's reasons"
+    );
+    let md = compare::markdown(&base, &new, &c, Some(&gate));
     assert!(md.contains("| not judged: every NEW step at #2 step 2 left out: 3 × load generator lost CPU"), "{md}");
+    assert!(md.contains(&format!("**{}**", gate.summary)) && md.contains("- not judged: go step #2"), "{md}");
 
     // The service OOM-killed at c=64 in every NEW run: its own failure, a regression whatever the threshold
     // (and though BASE has 2 runs there), said without a percentage.
@@ -919,13 +930,15 @@ fn compare_says_why_new_has_no_figure_and_the_gate_fails_only_on_the_services_ow
     let c = compare::compare(&f.load(&["label=base"], true), &f.load(&["label=new"], true), 0.05, &[]);
     let line = c.lines.iter().find(|l| l.metric == "step_rps" && l.step.as_deref() == Some("#2 step 2")).unwrap();
     assert_eq!(line.verdict, compare::FAILED_IN_NEW);
-    let failures = compare::failures(&c.lines, &[compare::parse_fail_on("step_rps:50%").unwrap()]);
+    let gate = compare::gate(&c, &[compare::parse_fail_on("step_rps:50%").unwrap()]).unwrap();
+    assert_eq!((gate.result, gate.exit_code()), ("failed", 1));
     assert_eq!(
-        failures,
+        gate.failures,
         ["go step #2 step 2 step_rps: the service failed in NEW: every NEW step at #2 step 2 left out: 3 × service \
           OOM-killed"]
     );
-    assert!(!failures[0].contains('%'), "{}", failures[0]);
+    assert!(!gate.failures[0].contains('%'), "{}", gate.failures[0]);
+    assert!(gate.summary.contains("failed: 1 regression in the 2 lines judged"), "{}", gate.summary);
 
     // Every NEW run interrupted: no whole-run figure, and nothing said of the service.
     f.store.raw().execute("UPDATE step SET flags = '[]', valid = 1", []).unwrap();
@@ -936,7 +949,13 @@ fn compare_says_why_new_has_no_figure_and_the_gate_fails_only_on_the_services_ow
     let peak = c.lines.iter().find(|l| l.metric == "peak_rps").unwrap();
     assert_eq!(peak.verdict, compare::NOT_JUDGED);
     assert_eq!(peak.note.as_deref(), Some("no NEW run gives it (runs: 3 × interrupted)"));
-    assert!(compare::failures(&c.lines, &[compare::parse_fail_on("all").unwrap()]).is_empty());
+    let gate = compare::gate(&c, &[compare::parse_fail_on("all").unwrap()]).unwrap();
+    assert_eq!(gate.result, "passed");
+    assert!(
+        gate.summary.contains("passed, but no line could be judged; not judged: 7 left out in NEW"),
+        "{}",
+        gate.summary
+    );
     // Every NEW run failed its conformance checks: the service's failure.
     for r in &new_runs {
         f.store.raw().execute("UPDATE run SET status = 'failed', checks_failed = 1 WHERE id = ?1", [r]).unwrap();
@@ -945,5 +964,24 @@ fn compare_says_why_new_has_no_figure_and_the_gate_fails_only_on_the_services_ow
     let peak = c.lines.iter().find(|l| l.metric == "peak_rps").unwrap();
     assert_eq!(peak.verdict, compare::FAILED_IN_NEW);
     assert_eq!(peak.note.as_deref(), Some("no NEW run gives it (runs: 3 × failed its conformance checks)"));
-    assert_eq!(compare::failures(&c.lines, &[compare::parse_fail_on("peak_rps").unwrap()]).len(), 1);
+    assert_eq!(compare::gate(&c, &[compare::parse_fail_on("peak_rps").unwrap()]).unwrap().exit_code(), 1);
+}
+
+#[test]
+fn a_passing_gate_says_so_in_one_line() {
+    let f = store();
+    two_sides(&f, [1000.0, 1000.0]);
+    let (base, new) = (f.load(&["label=base"], true), f.load(&["label=new"], true));
+    let c = compare::compare(&base, &new, 0.05, &compare::parse_metrics(&["peak_rps".into()]).unwrap());
+    let gate = compare::gate(&c, &[compare::parse_fail_on("peak_rps:10%").unwrap()]).unwrap();
+    assert_eq!((gate.result, gate.judged), ("passed", 1));
+    assert_eq!(
+        gate.summary,
+        "--fail-on peak_rps (worse by more than 10 %): passed: no regression in the 1 line judged"
+    );
+    let md = compare::markdown(&base, &new, &c, Some(&gate));
+    assert!(md.ends_with(&format!("\n**{}**\n", gate.summary)), "{md}");
+    // No --fail-on, no gate line.
+    assert!(compare::gate(&c, &[]).is_none());
+    assert!(!compare::markdown(&base, &new, &c, None).contains("--fail-on"));
 }
