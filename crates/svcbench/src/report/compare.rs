@@ -7,12 +7,12 @@
 //! whether a JIT-compiled service caught up attempt by attempt. Only counted runs enter (completed, or ended by
 //! the service, under the limits asked); the others are listed apart, and BASE and NEW recorded on other hosts
 //! or far apart in time get a warning.
-use super::compare_absence;
 use super::data::{Dataset, StepRow};
 use super::quality::steps_by_position;
 use super::stats::{self, Change, LogTest, Spread, Untestable, MIN_RUNS, POWER};
 use super::summary::{run_figures, RunFigures};
 use super::table::{num, spread, Cell, Row, Table};
+use super::{compare_absence, compare_settings};
 use anyhow::{bail, Result};
 use chrono::DateTime;
 use serde::Serialize;
@@ -223,8 +223,11 @@ pub struct Comparison {
     pub alpha: f64,
     /// Lines with a p value: the family Holm–Bonferroni corrects over.
     pub tested: usize,
-    /// Different hosts or sessions far apart in time: reasons to doubt any verdict.
+    /// BASE and NEW measured differently (profile, limits, …), on different hosts or far apart in time:
+    /// reasons to doubt any verdict.
     pub warnings: Vec<String>,
+    /// The settings BASE and NEW were measured with differently (`--fail-on` does not judge them unless told).
+    pub differences: Vec<compare_settings::Difference>,
     pub left_out: Vec<LeftOut>,
     pub lines: Vec<Line>,
 }
@@ -524,7 +527,7 @@ fn hosts(d: &Dataset) -> Vec<String> {
 }
 
 /// Reasons the two sides may differ for other causes than the code: other hosts, other times.
-fn setting_warnings(base: &Dataset, new: &Dataset) -> Vec<String> {
+fn host_and_time_warnings(base: &Dataset, new: &Dataset) -> Vec<String> {
     let mut out = Vec::new();
     let (hb, hn) = (hosts(base), hosts(new));
     if hb != hn {
@@ -567,6 +570,7 @@ pub fn compare(base: &Dataset, new: &Dataset, alpha: f64, metrics: &[String]) ->
     let mut values = Vec::new();
     // Where each line's NEW figures come from, to say why it has none.
     let mut origins: Vec<Origin> = Vec::new();
+    let mut both = Vec::new();
     for (name, bg, ng) in pairs(base, new) {
         let b = bg.map(|g| figures(base, g, price));
         let n = ng.map(|g| figures(new, g, price));
@@ -577,6 +581,7 @@ pub fn compare(base: &Dataset, new: &Dataset, alpha: f64, metrics: &[String]) ->
         }
         // Per step: only positions both sides ran with the same load.
         let (Some(bg), Some(ng)) = (bg, ng) else { continue };
+        both.push((name.clone(), bg, ng));
         let new_steps = steps_by_position(new, ng);
         for (seq, label, bsteps) in steps_by_position(base, bg) {
             let Some((_, _, nsteps)) = new_steps.iter().find(|(s, l, _)| *s == seq && *l == label) else { continue };
@@ -598,7 +603,11 @@ pub fn compare(base: &Dataset, new: &Dataset, alpha: f64, metrics: &[String]) ->
     }
     let mut out = left_out(base, "BASE");
     out.extend(left_out(new, "NEW"));
-    Comparison { alpha, tested, warnings: setting_warnings(base, new), left_out: out, lines }
+    let differences = compare_settings::differences(base, new, &both);
+    let mut warnings: Vec<String> =
+        differences.iter().map(|d| compare_settings::warning(d, d.services.len() == both.len())).collect();
+    warnings.extend(host_and_time_warnings(base, new));
+    Comparison { alpha, tested, warnings, differences, left_out: out, lines }
 }
 
 /// Why NEW has no figure to judge on a line BASE has one for: "no data in NEW", or a figure where higher is
@@ -667,7 +676,7 @@ const JUDGED: [&str; 6] = ["faster", "slower", "smaller", "larger", "within nois
 /// What `--fail-on` made of the comparison, for the output's last lines and the exit code.
 #[derive(Debug, Clone, Serialize)]
 pub struct Gate {
-    /// `passed` (exit 0) or `failed` (exit 1).
+    /// `passed` (exit 0), `failed` (exit 1) or `refused` (exit 3: BASE and NEW were measured differently).
     pub result: &'static str,
     /// Gated lines with a verdict (a test's, or the service failed in NEW).
     pub judged: usize,
@@ -682,7 +691,8 @@ impl Gate {
     pub fn exit_code(&self) -> i32 {
         match self.result {
             "passed" => 0,
-            _ => 1,
+            "failed" => 1,
+            _ => 3,
         }
     }
 }
@@ -701,12 +711,28 @@ fn rules_text(rules: &[FailRule]) -> String {
 
 /// The gate over `rules` (None without any): every gated line judged, a failure for each regression beyond its
 /// threshold and each service that failed in NEW; lines without a verdict (too few runs, NEW's measurement left
-/// out) never fail it, and are counted.
-pub fn gate(c: &Comparison, rules: &[FailRule]) -> Option<Gate> {
+/// out) never fail it, and are counted. A comparison of sides measured differently is refused unless
+/// `allow_different` (`--allow-different-settings`).
+pub fn gate(c: &Comparison, rules: &[FailRule], allow_different: bool) -> Option<Gate> {
     if rules.is_empty() {
         return None;
     }
     let gated_rules = format!("--fail-on {}", rules_text(rules));
+    if !c.differences.is_empty() && !allow_different {
+        let what: Vec<&str> = c.differences.iter().map(|d| d.setting).collect();
+        return Some(Gate {
+            result: "refused",
+            judged: 0,
+            failures: Vec::new(),
+            not_judged: Vec::new(),
+            summary: format!(
+                "{gated_rules}: not judged: BASE and NEW were measured differently ({}; the warnings above say how), so \
+                 a difference may be the measurement's, not the code's; measure both alike, or add \
+                 --allow-different-settings to judge them anyway (exit 3)",
+                what.join(", ")
+            ),
+        });
+    }
     let lines: Vec<&Line> = c.lines.iter().filter(|l| gated(l, rules)).collect();
     let judged = lines.iter().filter(|l| JUDGED.contains(&l.verdict.as_str())).count();
     let not_judged: Vec<String> = (lines.iter().filter(|l| l.verdict == NOT_JUDGED))
@@ -1126,7 +1152,7 @@ mod tests {
         let (lines, tested) = judge(&values, 0.05);
         assert_eq!(tested, 9);
         assert!(lines.iter().all(|l| l.advice.as_ref().unwrap().alpha_per_line == 0.05 / 9.0));
-        let c = Comparison { alpha: 0.05, tested, warnings: vec![], left_out: vec![], lines };
+        let c = Comparison { alpha: 0.05, tested, warnings: vec![], differences: vec![], left_out: vec![], lines };
         let md = markdown(&empty_side(), &empty_side(), &c, None);
         assert!(md.contains("Holm–Bonferroni over the 9 lines tested at family-wise α = 0.05"), "{md}");
         assert!(md.contains("at α = 0.05 / 9 per line, Holm's strictest step over the 9 lines tested"), "{md}");
@@ -1134,7 +1160,7 @@ mod tests {
         let (lines, tested) = judge(&family(&mut r, 2, 0.05, 1.0), 0.05);
         assert_eq!(tested, 0);
         assert!(lines.iter().all(|l| l.advice.as_ref().unwrap().alpha_per_line == 0.05 / 13.0));
-        let c = Comparison { alpha: 0.05, tested, warnings: vec![], left_out: vec![], lines };
+        let c = Comparison { alpha: 0.05, tested, warnings: vec![], differences: vec![], left_out: vec![], lines };
         let md = markdown(&empty_side(), &empty_side(), &c, None);
         assert!(
             md.contains("α = 0.05 / 13 per line, no line could be tested: Holm's strictest step over the 13 lines with values on both sides"),

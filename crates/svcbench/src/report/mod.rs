@@ -6,6 +6,7 @@
 mod charts;
 mod compare;
 mod compare_absence;
+mod compare_settings;
 mod data;
 mod duets;
 mod filter;
@@ -83,10 +84,14 @@ pub struct CompareArgs {
     pub new: Vec<String>,
     /// Exit 1 when METRIC regressed (verdict slower/larger) by more than PCT, or the service failed in NEW
     /// where it gave figures in BASE; repeatable; METRIC `all` for any. Lines without a verdict (too few runs,
-    /// NEW's measurement left out) never fail it; the last line says what the gate judged.
+    /// NEW's measurement left out) never fail it; BASE and NEW measured differently are not judged (exit 3).
     /// Metrics: peak_rps, cpu_per_req, p50_ms, p99_ms, startup_ms, idle_mem, peak_mem; per step: step_rps, step_p99_ms.
     #[arg(long, value_name = "METRIC[:PCT%]")]
     pub fail_on: Vec<String>,
+    /// Let --fail-on judge BASE and NEW measured differently (another profile, limits, scenario or load
+    /// generator settings): a difference may then be the measurement's; the warnings still say how they differ.
+    #[arg(long)]
+    pub allow_different_settings: bool,
     /// Family-wise false-positive rate of the verdicts: the chance that any line of this comparison says
     /// faster/slower/smaller/larger when nothing changed (Holm–Bonferroni over all lines).
     #[arg(long, default_value_t = 0.05)]
@@ -264,7 +269,7 @@ pub fn run_compare(a: &CompareArgs) -> Result<i32> {
     let base = load(&base_db, &a.base).context("BASE")?;
     let new = load(&new_db, &a.new).context("NEW")?;
     let c = compare::compare(&base, &new, a.alpha, &metrics);
-    let gate = compare::gate(&c, &rules);
+    let gate = compare::gate(&c, &rules, a.allow_different_settings);
     let text = match a.format {
         CompareFormat::Markdown => compare::markdown(&base, &new, &c, gate.as_ref()),
         CompareFormat::Json => {

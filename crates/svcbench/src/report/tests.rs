@@ -910,7 +910,7 @@ fn compare_says_why_new_has_no_figure_and_the_gate_fails_only_on_the_services_ow
     let j = json["lines"].as_array().unwrap().iter().find(|l| l["step"] == "#2 step 2").unwrap();
     assert!(j["note"].as_str().unwrap().contains("load generator lost CPU"), "{j}");
     let rules = [compare::parse_fail_on("step_rps").unwrap()];
-    let gate = compare::gate(&c, &rules).unwrap();
+    let gate = compare::gate(&c, &rules, false).unwrap();
     assert_eq!((gate.result, gate.exit_code()), ("passed", 0), "{gate:?}");
     assert!(gate.failures.is_empty());
     assert_eq!(gate.not_judged.len(), 1);
@@ -930,7 +930,7 @@ fn compare_says_why_new_has_no_figure_and_the_gate_fails_only_on_the_services_ow
     let c = compare::compare(&f.load(&["label=base"], true), &f.load(&["label=new"], true), 0.05, &[]);
     let line = c.lines.iter().find(|l| l.metric == "step_rps" && l.step.as_deref() == Some("#2 step 2")).unwrap();
     assert_eq!(line.verdict, compare::FAILED_IN_NEW);
-    let gate = compare::gate(&c, &[compare::parse_fail_on("step_rps:50%").unwrap()]).unwrap();
+    let gate = compare::gate(&c, &[compare::parse_fail_on("step_rps:50%").unwrap()], false).unwrap();
     assert_eq!((gate.result, gate.exit_code()), ("failed", 1));
     assert_eq!(
         gate.failures,
@@ -949,7 +949,7 @@ fn compare_says_why_new_has_no_figure_and_the_gate_fails_only_on_the_services_ow
     let peak = c.lines.iter().find(|l| l.metric == "peak_rps").unwrap();
     assert_eq!(peak.verdict, compare::NOT_JUDGED);
     assert_eq!(peak.note.as_deref(), Some("no NEW run gives it (runs: 3 × interrupted)"));
-    let gate = compare::gate(&c, &[compare::parse_fail_on("all").unwrap()]).unwrap();
+    let gate = compare::gate(&c, &[compare::parse_fail_on("all").unwrap()], false).unwrap();
     assert_eq!(gate.result, "passed");
     assert!(
         gate.summary.contains("passed, but no line could be judged; not judged: 7 left out in NEW"),
@@ -964,7 +964,87 @@ fn compare_says_why_new_has_no_figure_and_the_gate_fails_only_on_the_services_ow
     let peak = c.lines.iter().find(|l| l.metric == "peak_rps").unwrap();
     assert_eq!(peak.verdict, compare::FAILED_IN_NEW);
     assert_eq!(peak.note.as_deref(), Some("no NEW run gives it (runs: 3 × failed its conformance checks)"));
-    assert_eq!(compare::gate(&c, &[compare::parse_fail_on("peak_rps").unwrap()]).unwrap().exit_code(), 1);
+    assert_eq!(compare::gate(&c, &[compare::parse_fail_on("peak_rps").unwrap()], false).unwrap().exit_code(), 1);
+}
+
+#[test]
+fn compare_warns_when_base_and_new_were_measured_differently_and_the_gate_does_not_judge_them() {
+    let f = store();
+    let [_, new_runs] = two_sides(&f, [1000.0, 500.0]);
+    let alike =
+        |f: &Fixture| compare::compare(&f.load(&["label=base"], true), &f.load(&["label=new"], true), 0.05, &[]);
+    assert!(alike(&f).differences.is_empty() && alike(&f).warnings.is_empty());
+    // Another profile, and half the CPU and memory.
+    f.store
+        .raw()
+        .execute(
+            "UPDATE session SET profile = 'tiny', limit_cpus = 0.5, limit_memory_mib = 128 WHERE label = 'new'",
+            [],
+        )
+        .unwrap();
+    f.store
+        .raw()
+        .execute("UPDATE session SET profile = 'quick', limit_memory_mib = 256 WHERE label = 'base'", [])
+        .unwrap();
+    let (base, new) = (f.load(&["label=base"], true), f.load(&["label=new"], true));
+    let c = compare::compare(&base, &new, 0.05, &[]);
+    let settings: Vec<&str> = c.differences.iter().map(|d| d.setting).collect();
+    assert_eq!(settings, ["profile", "limits"]);
+    assert_eq!(
+        c.warnings[0],
+        "BASE and NEW were measured with different profiles (BASE: quick; NEW: tiny): other load steps give other \
+         figures, so a difference may be the profile's, not the code's."
+    );
+    assert!(c.warnings[1].contains("different limits (BASE: cpus=1.5 memory=256M; NEW: cpus=0.5 memory=128M)"));
+    let md = compare::markdown(&base, &new, &c, None);
+    assert!(md.starts_with("## svcbench compare\n\n> **Warning:** BASE and NEW were measured with different profiles"));
+    let json = serde_json::to_value(&c).unwrap();
+    assert_eq!(json["warnings"].as_array().unwrap().len(), 2);
+    assert_eq!(json["differences"][1]["new"][0], "cpus=0.5 memory=128M");
+    // The gate does not judge them (exit 3), whatever the verdicts; told to, it does.
+    let rules = [compare::parse_fail_on("all:10%").unwrap()];
+    let refused = compare::gate(&c, &rules, false).unwrap();
+    assert_eq!((refused.result, refused.exit_code(), refused.judged), ("refused", 3, 0));
+    assert!(refused.failures.is_empty());
+    assert!(refused.summary.contains("measured differently (profile, limits;"), "{}", refused.summary);
+    assert!(refused.summary.contains("--allow-different-settings"), "{}", refused.summary);
+    let judged = compare::gate(&c, &rules, true).unwrap();
+    assert_eq!((judged.result, judged.exit_code()), ("failed", 1), "{judged:?}");
+
+    // One session, two cells of a study's limits axis, against a session of the other cell's limits: the
+    // runs' own limits count.
+    f.store
+        .raw()
+        .execute("UPDATE session SET profile = 'quick', limit_cpus = 1.5, limit_memory_mib = 256", [])
+        .unwrap();
+    assert!(alike(&f).differences.is_empty());
+    for r in &new_runs {
+        f.store.raw().execute("UPDATE run SET cell = 'cpus=0.75 memory=256M', asked_cpus = 0.75, asked_memory_mib = 256 WHERE id = ?1", [r]).unwrap();
+    }
+    let c = alike(&f);
+    assert_eq!(c.differences.len(), 1);
+    assert_eq!(
+        (c.differences[0].base[0].as_str(), c.differences[0].new[0].as_str()),
+        ("cpus=1.5 memory=256M", "cpus=0.75 memory=256M")
+    );
+    // The same profile with longer steps (--step-duration), and another generator set-up.
+    f.store.raw().execute("UPDATE run SET cell = NULL, asked_cpus = NULL, asked_memory_mib = NULL", []).unwrap();
+    for r in &new_runs {
+        f.store.raw().execute("UPDATE step SET duration_s = 5.0 WHERE run_id = ?1", [r]).unwrap();
+    }
+    f.store
+        .raw()
+        .execute(
+            "UPDATE session SET loadgen_cpuset = '0', network = 'loopback; 2 generator agents' WHERE label = 'new'",
+            [],
+        )
+        .unwrap();
+    f.store.raw().execute("UPDATE session SET loadgen_cpuset = '0' WHERE label = 'base'", []).unwrap();
+    let c = alike(&f);
+    let settings: Vec<&str> = c.differences.iter().map(|d| d.setting).collect();
+    assert_eq!(settings, ["load generator", "steps"]);
+    assert!(c.warnings[0].contains("drove the load differently (BASE: generator CPUs 0; loopback; NEW: generator CPUs 0; loopback; 2 generator agents)"), "{}", c.warnings[0]);
+    assert!(c.warnings[1].contains("(BASE: #1 step 1 mix=default for 1.00 s; NEW: #1 step 1 mix=default for 5.00 s) (--step-duration or --mix)"), "{}", c.warnings[1]);
 }
 
 #[test]
@@ -973,7 +1053,7 @@ fn a_passing_gate_says_so_in_one_line() {
     two_sides(&f, [1000.0, 1000.0]);
     let (base, new) = (f.load(&["label=base"], true), f.load(&["label=new"], true));
     let c = compare::compare(&base, &new, 0.05, &compare::parse_metrics(&["peak_rps".into()]).unwrap());
-    let gate = compare::gate(&c, &[compare::parse_fail_on("peak_rps:10%").unwrap()]).unwrap();
+    let gate = compare::gate(&c, &[compare::parse_fail_on("peak_rps:10%").unwrap()], false).unwrap();
     assert_eq!((gate.result, gate.judged), ("passed", 1));
     assert_eq!(
         gate.summary,
@@ -982,6 +1062,6 @@ fn a_passing_gate_says_so_in_one_line() {
     let md = compare::markdown(&base, &new, &c, Some(&gate));
     assert!(md.ends_with(&format!("\n**{}**\n", gate.summary)), "{md}");
     // No --fail-on, no gate line.
-    assert!(compare::gate(&c, &[]).is_none());
+    assert!(compare::gate(&c, &[], false).is_none());
     assert!(!compare::markdown(&base, &new, &c, None).contains("--fail-on"));
 }
