@@ -390,10 +390,13 @@ fn compare_sees_half_the_cpu_quota_as_slower_and_fails_ci() {
     // The peak alone, a family of one: with all eleven metrics Holm's correction asks p ≤ 0.0045 of the
     // first line, which five runs a side on a shared machine (20–30 % spread) do not always give.
     let peak_only = ["--metric", "peak_rps"];
-    let (code, v) = compare_json(
-        &[&["--db", &dbp, "--base", "label=full", "--new", "label=half", "--fail-on", "peak_rps:10%"][..], &peak_only]
-            .concat(),
-    );
+    let gate = ["--db", &dbp, "--base", "label=full", "--new", "label=half", "--fail-on", "peak_rps:10%"];
+    // Two quotas are two ways of measuring: the gate does not judge them unless told to, and says why.
+    let (code, v) = compare_json(&[&gate[..], &peak_only].concat());
+    assert_eq!(code, 3, "{v}");
+    assert_eq!(v["gate"]["result"], "refused");
+    assert!(v["warnings"][0].as_str().unwrap().contains("different limits (BASE: cpus=0.1"), "{v}");
+    let (code, v) = compare_json(&[&gate[..], &peak_only, &["--allow-different-settings"]].concat());
     let peak = v["lines"].as_array().unwrap().iter().find(|l| l["metric"] == "peak_rps").unwrap().clone();
     assert_eq!(peak["service"], "test-steady");
     assert_eq!(peak["verdict"], "slower", "{peak}");
@@ -408,10 +411,15 @@ fn compare_sees_half_the_cpu_quota_as_slower_and_fails_ci() {
     let (code, _) = compare_json(&["--db", &dbp, "--base", "label=full", "--new", "label=half"]);
     assert_eq!(code, 0);
     let (code, v) = compare_json(
-        &[&["--db", &dbp, "--base", "label=half", "--new", "label=full", "--fail-on", "peak_rps"][..], &peak_only]
-            .concat(),
+        &[
+            &["--db", &dbp, "--base", "label=half", "--new", "label=full", "--fail-on", "peak_rps"][..],
+            &peak_only,
+            &["--allow-different-settings"],
+        ]
+        .concat(),
     );
     assert_eq!(code, 0);
+    assert_eq!(v["gate"]["result"], "passed");
     assert!(v["lines"].as_array().unwrap().iter().any(|l| l["metric"] == "peak_rps" && l["verdict"] == "faster"));
     // --metric: only the metrics asked for, a family of that size.
     let (_, v) = compare_json(&["--db", &dbp, "--base", "label=full", "--new", "label=half", "--metric", "peak_rps"]);

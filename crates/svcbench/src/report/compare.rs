@@ -12,6 +12,7 @@ use super::quality::steps_by_position;
 use super::stats::{self, Change, LogTest, Spread, Untestable, MIN_RUNS, POWER};
 use super::summary::{run_figures, RunFigures};
 use super::table::{num, spread, Cell, Row, Table};
+use super::{compare_absence, compare_settings};
 use anyhow::{bail, Result};
 use chrono::DateTime;
 use serde::Serialize;
@@ -150,7 +151,8 @@ pub struct Advice {
     /// inverse) with 80 % power; None below the minimum, where nothing is called. Cautious at 3–5 runs (see
     /// `stats::detectable_change`).
     pub detectable_ratio: Option<f64>,
-    /// α over the number of lines with values on both sides: Holm's strictest step in this comparison.
+    /// α over the number of lines tested (the family Holm–Bonferroni corrects over; when none could be tested,
+    /// the lines with values on both sides): Holm's strictest step in this comparison.
     pub alpha_per_line: f64,
 }
 
@@ -176,8 +178,31 @@ pub struct Line {
     /// Why there is no verdict, when there is none.
     pub note: Option<String>,
     pub advice: Option<Advice>,
-    /// How much worse NEW is, in percent, when the verdict is a regression (or no data in NEW).
+    /// How much worse NEW is, in percent, when the verdict is a regression (slower or larger).
     pub regression_pct: Option<f64>,
+}
+
+/// The verdict of a line BASE has figures for and NEW none, because its service failed there (OOM-killed,
+/// crashed, starved connections, its checks or its build failed): a regression for `--fail-on`, whatever its
+/// threshold. The line's note says what failed.
+pub const FAILED_IN_NEW: &str = "failed in NEW";
+
+/// The verdict of a line BASE has figures for and NEW none, because NEW's measurement could not be made (its
+/// steps or runs left out for the generator's, the machine's or the run's reasons, not the service's): nothing
+/// is said of the service, and `--fail-on` does not judge it. The line's note says why.
+pub const NOT_JUDGED: &str = "not judged";
+
+impl Line {
+    /// Whether NEW got worse: a corrected slower/larger verdict, or its service failed where BASE's did not.
+    pub fn regressed(&self) -> bool {
+        self.regression_pct.is_some() || self.verdict == FAILED_IN_NEW
+    }
+
+    /// "go step #4 c=64 step_rps".
+    fn name(&self) -> String {
+        let step = self.step.as_ref().map(|s| format!(" step {s}")).unwrap_or_default();
+        format!("{}{step} {}", self.service, self.metric)
+    }
 }
 
 /// Runs that did not complete: they never enter a comparison (a run cut short has a lower peak and fewer
@@ -198,8 +223,11 @@ pub struct Comparison {
     pub alpha: f64,
     /// Lines with a p value: the family Holm–Bonferroni corrects over.
     pub tested: usize,
-    /// Different hosts or sessions far apart in time: reasons to doubt any verdict.
+    /// BASE and NEW measured differently (profile, limits, …), on different hosts or far apart in time:
+    /// reasons to doubt any verdict.
     pub warnings: Vec<String>,
+    /// The settings BASE and NEW were measured with differently (`--fail-on` does not judge them unless told).
+    pub differences: Vec<compare_settings::Difference>,
     pub left_out: Vec<LeftOut>,
     pub lines: Vec<Line>,
 }
@@ -210,13 +238,18 @@ pub struct FailRule {
     pub threshold_pct: f64,
 }
 
-/// `metric[:threshold%]`, metric `all` for every one; threshold 0 when omitted (any regression fails).
+/// `metric[:threshold%]`, metric `all` for every one; threshold 0 when omitted (any regression fails). A
+/// threshold that no regression can pass is refused: one that is not a finite number, and a drop of 100 % or
+/// more of a metric where higher is better (its ratio NEW/BASE stays above 0, so it never drops by 100 %).
 pub fn parse_fail_on(s: &str) -> Result<FailRule> {
     let (metric, pct) = match s.split_once(':') {
         Some((m, p)) => {
             let p = p.trim().trim_end_matches('%');
             let v: f64 = p.parse().map_err(|_| anyhow::anyhow!("--fail-on {s:?}: write a threshold like 10%"))?;
-            if v.is_nan() || v < 0.0 {
+            if !v.is_finite() {
+                bail!("--fail-on {s:?}: the threshold must be a finite percentage, like 10%");
+            }
+            if v < 0.0 {
                 bail!("--fail-on {s:?}: the threshold must be 0 % or more");
             }
             (m.trim(), v)
@@ -224,7 +257,34 @@ pub fn parse_fail_on(s: &str) -> Result<FailRule> {
         None => (s.trim(), 0.0),
     };
     check_metric("--fail-on", s, metric)?;
-    Ok(FailRule { metric: metric.to_string(), threshold_pct: pct })
+    let rule = FailRule { metric: metric.to_string(), threshold_pct: pct };
+    if metric != "all" {
+        rule_can_fail(s, &rule, &[])?;
+    }
+    Ok(rule)
+}
+
+/// Refuses a rule that can never fail: a drop threshold of 100 % or more on a metric where higher is better
+/// (for `all`, on any such metric among those compared: `metrics`, every one when empty).
+pub fn rule_can_fail(given: &str, rule: &FailRule, metrics: &[String]) -> Result<()> {
+    if rule.threshold_pct < 100.0 {
+        return Ok(());
+    }
+    let compared = |key: &str| metrics.is_empty() || metrics.iter().any(|m| m == key);
+    let never: Vec<&str> = (METRICS.iter().map(|m| (m.key, m.higher_is_better)))
+        .chain(STEP_METRICS.iter().map(|m| (m.key, m.higher_is_better)))
+        .filter(|&(key, higher)| higher && (rule.metric == key || (rule.metric == "all" && compared(key))))
+        .map(|(key, _)| key)
+        .collect();
+    if never.is_empty() {
+        return Ok(());
+    }
+    let more = if rule.metric == "all" { ", or a rule of its own to each metric" } else { "" };
+    bail!(
+        "--fail-on {given:?}: never fails on {}: higher is better there, so NEW/BASE stays above 0 and never drops \
+         by 100 % or more; give a threshold below 100 %{more}",
+        never.join(" and ")
+    )
 }
 
 fn figures(d: &Dataset, g: usize, vcpu_hour_price: f64) -> Vec<RunFigures> {
@@ -346,9 +406,13 @@ pub fn judge(values: &[Values], alpha: f64) -> (Vec<Line>, usize) {
     for (&i, a) in tested.iter().zip(stats::holm(&raw)) {
         adjusted[i] = Some(a);
     }
-    // The advice is sized for the strictest Holm step over every line that could be tested with enough runs.
-    let comparable = tests.iter().filter(|t| t.is_some()).count().max(1);
-    let alpha_per_line = alpha / comparable as f64;
+    // The advice is sized at Holm's strictest step over the family the verdicts were corrected over (the lines
+    // tested); when none could be tested, over the lines with values on both sides, which enough runs would test.
+    let family = match tested.len() {
+        0 => tests.iter().filter(|t| t.is_some()).count().max(1),
+        n => n,
+    };
+    let alpha_per_line = alpha / family as f64;
 
     let mut lines = Vec::with_capacity(values.len());
     for (i, v) in values.iter().enumerate() {
@@ -374,10 +438,8 @@ pub fn judge(values: &[Values], alpha: f64) -> (Vec<Line>, usize) {
             (_, None, ..) => ("only in BASE", None),
             (_, _, None, None) => ("no data", None),
             (_, _, None, Some(_)) => ("no data in BASE", None),
-            (_, _, Some(_), None) => {
-                l.regression_pct = Some(100.0);
-                ("no data in NEW", None)
-            }
+            // compare() says why, from the runs (FAILED_IN_NEW or NOT_JUDGED).
+            (_, _, Some(_), None) => ("no data in NEW", None),
             (Some(b), Some(n), Some(_), Some(_)) => ("", Some((b, n))),
         };
         l.verdict = b.to_string();
@@ -465,7 +527,7 @@ fn hosts(d: &Dataset) -> Vec<String> {
 }
 
 /// Reasons the two sides may differ for other causes than the code: other hosts, other times.
-fn setting_warnings(base: &Dataset, new: &Dataset) -> Vec<String> {
+fn host_and_time_warnings(base: &Dataset, new: &Dataset) -> Vec<String> {
     let mut out = Vec::new();
     let (hb, hn) = (hosts(base), hosts(new));
     if hb != hn {
@@ -495,6 +557,10 @@ fn setting_warnings(base: &Dataset, new: &Dataset) -> Vec<String> {
     out
 }
 
+/// Where a line's NEW figures come from: NEW's group (None: NEW lacks the service), and for a per-step line the
+/// step's position and load.
+type Origin = Option<(usize, Option<(i64, String)>)>;
+
 /// Compares the counted runs of BASE and NEW (store::read::Run::enters_figures): every service both sides name,
 /// every metric in `metrics` (all when empty), with verdicts at family-wise `alpha`.
 pub fn compare(base: &Dataset, new: &Dataset, alpha: f64, metrics: &[String]) -> Comparison {
@@ -502,15 +568,20 @@ pub fn compare(base: &Dataset, new: &Dataset, alpha: f64, metrics: &[String]) ->
     // The price cancels out in ratios; any value will do.
     let price = 1.0;
     let mut values = Vec::new();
+    // Where each line's NEW figures come from, to say why it has none.
+    let mut origins: Vec<Origin> = Vec::new();
+    let mut both = Vec::new();
     for (name, bg, ng) in pairs(base, new) {
         let b = bg.map(|g| figures(base, g, price));
         let n = ng.map(|g| figures(new, g, price));
         for m in METRICS.iter().filter(|m| wanted(m.key)) {
             let side = |f: &Option<Vec<RunFigures>>| f.as_ref().map(|f| f.iter().filter_map(m.value).collect());
             values.push(Values::of(&name, None, m, side(&b), side(&n)));
+            origins.push(ng.map(|g| (g, None)));
         }
         // Per step: only positions both sides ran with the same load.
         let (Some(bg), Some(ng)) = (bg, ng) else { continue };
+        both.push((name.clone(), bg, ng));
         let new_steps = steps_by_position(new, ng);
         for (seq, label, bsteps) in steps_by_position(base, bg) {
             let Some((_, _, nsteps)) = new_steps.iter().find(|(s, l, _)| *s == seq && *l == label) else { continue };
@@ -518,39 +589,187 @@ pub fn compare(base: &Dataset, new: &Dataset, alpha: f64, metrics: &[String]) ->
                 let side =
                     |v: &[&StepRow]| Some(v.iter().filter(|s| base.quotable(s)).filter_map(|s| (m.value)(s)).collect());
                 values.push(Values::of(&name, Some(format!("#{seq} {label}")), m, side(&bsteps), side(nsteps)));
+                origins.push(Some((ng, Some((seq, label.clone())))));
             }
         }
     }
-    let (lines, tested) = judge(&values, alpha);
+    let (mut lines, tested) = judge(&values, alpha);
+    for ((l, v), origin) in lines.iter_mut().zip(&values).zip(&origins) {
+        let Some((g, step)) = origin else { continue };
+        if let Some(a) = absence(l, v, new, *g, step.as_ref()) {
+            l.verdict = if a.service { FAILED_IN_NEW } else { NOT_JUDGED }.to_string();
+            l.note = Some(a.why);
+        }
+    }
     let mut out = left_out(base, "BASE");
     out.extend(left_out(new, "NEW"));
-    Comparison { alpha, tested, warnings: setting_warnings(base, new), left_out: out, lines }
+    let differences = compare_settings::differences(base, new, &both);
+    let mut warnings: Vec<String> =
+        differences.iter().map(|d| compare_settings::warning(d, d.services.len() == both.len())).collect();
+    warnings.extend(host_and_time_warnings(base, new));
+    Comparison { alpha, tested, warnings, differences, left_out: out, lines }
+}
+
+/// Why NEW has no figure to judge on a line BASE has one for: "no data in NEW", or a figure where higher is
+/// better that is zero in every NEW run (no request succeeded) against BASE's positive ones.
+fn absence(
+    l: &Line,
+    v: &Values,
+    new: &Dataset,
+    g: usize,
+    step: Option<&(i64, String)>,
+) -> Option<compare_absence::Absence> {
+    let all =
+        |x: &Option<Vec<f64>>, f: fn(f64) -> bool| x.as_ref().is_some_and(|x| !x.is_empty() && x.iter().all(|&v| f(v)));
+    let zero_in_new =
+        l.verdict == "not tested" && v.higher_is_better && all(&v.new, |x| x == 0.0) && all(&v.base, |x| x > 0.0);
+    if l.verdict != "no data in NEW" && !zero_in_new {
+        return None;
+    }
+    let from_steps = ["peak_rps", "p50_ms", "p99_ms"].contains(&l.metric);
+    let mut a = match step {
+        Some((seq, label)) => compare_absence::at_step(new, g, *seq, label),
+        None => compare_absence::of_runs(new, g, from_steps),
+    };
+    if zero_in_new {
+        a = compare_absence::Absence { service: true, why: "no request succeeded in any NEW run".into() };
+    }
+    Some(a)
 }
 
 /// The lines that break a `--fail-on` rule, as messages: a corrected slower/larger verdict whose ratio of
-/// geometric means is worse than the threshold (or no data in NEW).
+/// geometric means is worse than the threshold, or a service that failed in NEW where BASE's gave figures.
 pub fn failures(lines: &[Line], rules: &[FailRule]) -> Vec<String> {
     let mut out = Vec::new();
-    for l in lines {
+    for l in lines.iter().filter(|l| gated(l, rules)) {
+        if l.verdict == FAILED_IN_NEW {
+            out.push(format!("{}: the service failed in NEW: {}", l.name(), l.note.as_deref().unwrap_or("no figure")));
+            continue;
+        }
         let Some(pct) = l.regression_pct else { continue };
-        for r in rules {
-            if (r.metric == "all" || r.metric == l.metric) && pct > r.threshold_pct {
-                out.push(format!(
-                    "{}{} {}: {} by {:.1} % (NEW/BASE {}{}; --fail-on threshold {} %)",
-                    l.service,
-                    l.step.as_ref().map(|s| format!(" step {s}")).unwrap_or_default(),
-                    l.metric,
-                    l.verdict,
-                    pct,
-                    l.ratio.map(|r| format!("{r:.3}")).unwrap_or_else(|| "–".into()),
-                    l.p_adjusted.map(|p| format!(", Holm p {}", p_value(p))).unwrap_or_default(),
-                    r.threshold_pct
-                ));
-                break;
-            }
+        if let Some(r) = rules.iter().find(|r| applies(r, l) && pct > r.threshold_pct) {
+            out.push(format!(
+                "{}: {} by {:.1} % (NEW/BASE {}{}; --fail-on threshold {} %)",
+                l.name(),
+                l.verdict,
+                pct,
+                l.ratio.map(|r| format!("{r:.3}")).unwrap_or_else(|| "–".into()),
+                l.p_adjusted.map(|p| format!(", Holm p {}", p_value(p))).unwrap_or_default(),
+                r.threshold_pct
+            ));
         }
     }
     out
+}
+
+fn applies(r: &FailRule, l: &Line) -> bool {
+    r.metric == "all" || r.metric == l.metric
+}
+
+fn gated(l: &Line, rules: &[FailRule]) -> bool {
+    rules.iter().any(|r| applies(r, l))
+}
+
+/// Verdicts that judge a line: a test's, or a service that failed in NEW.
+const JUDGED: [&str; 6] = ["faster", "slower", "smaller", "larger", "within noise", FAILED_IN_NEW];
+
+/// What `--fail-on` made of the comparison, for the output's last lines and the exit code.
+#[derive(Debug, Clone, Serialize)]
+pub struct Gate {
+    /// `passed` (exit 0), `failed` (exit 1) or `refused` (exit 3: BASE and NEW were measured differently).
+    pub result: &'static str,
+    /// Gated lines with a verdict (a test's, or the service failed in NEW).
+    pub judged: usize,
+    pub failures: Vec<String>,
+    /// Gated lines NEW's measurement could not give a figure for, with why.
+    pub not_judged: Vec<String>,
+    /// One line: what was gated, at which threshold, over how many lines, and the result.
+    pub summary: String,
+}
+
+impl Gate {
+    pub fn exit_code(&self) -> i32 {
+        match self.result {
+            "passed" => 0,
+            "failed" => 1,
+            _ => 3,
+        }
+    }
+}
+
+/// "peak_rps (worse by more than 10 %), cpu_per_req (any regression)".
+fn rules_text(rules: &[FailRule]) -> String {
+    let each: Vec<String> = rules
+        .iter()
+        .map(|r| match r.threshold_pct {
+            0.0 => format!("{} (any regression)", r.metric),
+            t => format!("{} (worse by more than {t} %)", r.metric),
+        })
+        .collect();
+    each.join(", ")
+}
+
+/// The gate over `rules` (None without any): every gated line judged, a failure for each regression beyond its
+/// threshold and each service that failed in NEW; lines without a verdict (too few runs, NEW's measurement left
+/// out) never fail it, and are counted. A comparison of sides measured differently is refused unless
+/// `allow_different` (`--allow-different-settings`).
+pub fn gate(c: &Comparison, rules: &[FailRule], allow_different: bool) -> Option<Gate> {
+    if rules.is_empty() {
+        return None;
+    }
+    let gated_rules = format!("--fail-on {}", rules_text(rules));
+    if !c.differences.is_empty() && !allow_different {
+        let what: Vec<&str> = c.differences.iter().map(|d| d.setting).collect();
+        return Some(Gate {
+            result: "refused",
+            judged: 0,
+            failures: Vec::new(),
+            not_judged: Vec::new(),
+            summary: format!(
+                "{gated_rules}: not judged: BASE and NEW were measured differently ({}; the warnings above say how), so \
+                 a difference may be the measurement's, not the code's; measure both alike, or add \
+                 --allow-different-settings to judge them anyway (exit 3)",
+                what.join(", ")
+            ),
+        });
+    }
+    let lines: Vec<&Line> = c.lines.iter().filter(|l| gated(l, rules)).collect();
+    let judged = lines.iter().filter(|l| JUDGED.contains(&l.verdict.as_str())).count();
+    let not_judged: Vec<String> = (lines.iter().filter(|l| l.verdict == NOT_JUDGED))
+        .map(|l| format!("{}: {}", l.name(), l.note.as_deref().unwrap_or("no figure in NEW")))
+        .collect();
+    // The lines without a verdict, by why.
+    let mut unjudged: Vec<(String, usize)> = Vec::new();
+    for l in lines.iter().filter(|l| !JUDGED.contains(&l.verdict.as_str())) {
+        let why = match l.verdict.as_str() {
+            NOT_JUDGED => "left out in NEW for the measurement's reasons".to_string(),
+            "too few runs" => "with too few runs".to_string(),
+            "no spread" => "without spread".to_string(),
+            w => w.to_string(),
+        };
+        match unjudged.iter_mut().find(|(w, _)| *w == why) {
+            Some(e) => e.1 += 1,
+            None => unjudged.push((why, 1)),
+        }
+    }
+    let rest = match unjudged.is_empty() {
+        true => String::new(),
+        false => {
+            let each: Vec<String> = unjudged.iter().map(|(why, n)| format!("{n} {why}")).collect();
+            format!("; not judged: {}", each.join(", "))
+        }
+    };
+    let failures = failures(&c.lines, rules);
+    let (result, summary) = if !failures.is_empty() {
+        let n = failures.len();
+        let what = if n == 1 { "regression" } else { "regressions" };
+        ("failed", format!("{gated_rules}: failed: {n} {what} in the {} judged{rest}", n_lines(judged)))
+    } else if judged == 0 {
+        ("passed", format!("{gated_rules}: passed, but no line could be judged{rest}"))
+    } else {
+        ("passed", format!("{gated_rules}: passed: no regression in the {} judged{rest}", n_lines(judged)))
+    };
+    Some(Gate { result, judged, failures, not_judged, summary })
 }
 
 fn p_value(p: f64) -> String {
@@ -592,12 +811,12 @@ fn cells(l: &Line) -> Vec<Cell> {
         })
         .unwrap_or_else(|| "–".into());
     let num = |t: String| Cell { text: t, class: "num", ..Cell::default() };
-    // A regression beyond --fail-on's threshold stands out (bold in Markdown).
-    let verdict = Cell {
-        text: l.verdict.clone(),
-        class: if l.regression_pct.is_some() { "fail" } else { "" },
-        ..Cell::default()
+    // A regression stands out (bold in Markdown); a line NEW has no figure for says why.
+    let text = match (&l.note, l.verdict.as_str()) {
+        (Some(why), FAILED_IN_NEW | NOT_JUDGED) => format!("{}: {why}", l.verdict),
+        _ => l.verdict.clone(),
     };
+    let verdict = Cell { text, class: if l.regressed() { "fail" } else { "" }, ..Cell::default() };
     vec![
         num(format!("{} / {}", count(&l.base), count(&l.new))),
         num(fmt(&l.base)),
@@ -682,7 +901,7 @@ fn advice_text(l: &Line, a: &Advice) -> Option<String> {
     Some(format!("noise {:.1} % (log SD): {text}{now}", a.log_sd * 100.0))
 }
 
-pub fn markdown(base: &Dataset, new: &Dataset, c: &Comparison, failed: &[String]) -> String {
+pub fn markdown(base: &Dataset, new: &Dataset, c: &Comparison, gate: Option<&Gate>) -> String {
     let lines = &c.lines;
     let mut s = String::new();
     let _ = writeln!(s, "## svcbench compare\n");
@@ -729,24 +948,37 @@ pub fn markdown(base: &Dataset, new: &Dataset, c: &Comparison, failed: &[String]
         .collect();
     if !advice.is_empty() {
         let alpha_per_line = lines.iter().find_map(|l| l.advice.as_ref()).map_or(c.alpha, |a| a.alpha_per_line);
+        let family = (c.alpha / alpha_per_line).round() as usize;
+        let which = if c.tested > 0 {
+            format!("Holm's strictest step over the {} tested", n_lines(family))
+        } else {
+            format!(
+                "no line could be tested: Holm's strictest step over the {} with values on both sides",
+                n_lines(family)
+            )
+        };
         let _ = writeln!(s, "\n### Runs needed\n");
         let _ = writeln!(
             s,
-            "From the runs' spread on both sides: runs a side to call a change with {:.0} % power at α = {} / {} \
-             per line, the {} compared (`--metric` narrows them).\n",
+            "From the runs' spread on both sides: runs a side to call a change with {:.0} % power at α = {} / {family} \
+             per line, {which} (`--metric` narrows them).\n",
             POWER * 100.0,
             c.alpha,
-            (c.alpha / alpha_per_line).round(),
-            n_lines((c.alpha / alpha_per_line).round() as usize)
         );
         for a in advice {
             let _ = writeln!(s, "{a}");
         }
     }
-    if !failed.is_empty() {
-        let _ = writeln!(s, "\n**--fail-on: regression beyond the threshold**\n");
-        for f in failed {
-            let _ = writeln!(s, "- {f}");
+    if let Some(g) = gate {
+        let _ = writeln!(s, "\n**{}**", g.summary);
+        if !g.failures.is_empty() || !g.not_judged.is_empty() {
+            let _ = writeln!(s);
+        }
+        for f in &g.failures {
+            let _ = writeln!(s, "- regression: {f}");
+        }
+        for n in &g.not_judged {
+            let _ = writeln!(s, "- not judged: {n}");
         }
     }
     s
@@ -873,7 +1105,8 @@ mod tests {
         values[2].new = Some(vec![]);
         let (lines, _) = judge(&values, 0.05);
         assert_eq!((lines[1].verdict.as_str(), lines[2].verdict.as_str()), ("only in BASE", "no data in NEW"));
-        assert_eq!(lines[2].regression_pct, Some(100.0));
+        // compare() says why from the runs; no ratio, so no percentage worse.
+        assert_eq!(lines[2].regression_pct, None);
     }
 
     #[test]
@@ -895,5 +1128,67 @@ mod tests {
         assert!(parse_metrics(&["peak_rps,cpu_per_req".into()]).unwrap().len() == 2);
         assert!(parse_metrics(&["all".into()]).unwrap().is_empty());
         assert!(parse_metrics(&["speed".into()]).is_err());
+    }
+
+    fn empty_side() -> Dataset {
+        Dataset {
+            source: "t.db".into(),
+            filter: "all".into(),
+            sessions: Vec::new(),
+            groups: Vec::new(),
+            runs: Vec::new(),
+            include_invalid: false,
+        }
+    }
+
+    #[test]
+    fn the_advice_is_sized_for_the_family_the_verdicts_were_corrected_over() {
+        let mut r = rng(5);
+        // 13 lines; 3 runs a side on the first 9, 2 in BASE on the other 4: those 4 have too few runs.
+        let mut values = family(&mut r, 3, 0.05, 1.0);
+        for v in values.iter_mut().skip(9) {
+            v.base.as_mut().unwrap().pop();
+        }
+        let (lines, tested) = judge(&values, 0.05);
+        assert_eq!(tested, 9);
+        assert!(lines.iter().all(|l| l.advice.as_ref().unwrap().alpha_per_line == 0.05 / 9.0));
+        let c = Comparison { alpha: 0.05, tested, warnings: vec![], differences: vec![], left_out: vec![], lines };
+        let md = markdown(&empty_side(), &empty_side(), &c, None);
+        assert!(md.contains("Holm–Bonferroni over the 9 lines tested at family-wise α = 0.05"), "{md}");
+        assert!(md.contains("at α = 0.05 / 9 per line, Holm's strictest step over the 9 lines tested"), "{md}");
+        // None tested (2 runs a side everywhere): sized for the lines enough runs would test.
+        let (lines, tested) = judge(&family(&mut r, 2, 0.05, 1.0), 0.05);
+        assert_eq!(tested, 0);
+        assert!(lines.iter().all(|l| l.advice.as_ref().unwrap().alpha_per_line == 0.05 / 13.0));
+        let c = Comparison { alpha: 0.05, tested, warnings: vec![], differences: vec![], left_out: vec![], lines };
+        let md = markdown(&empty_side(), &empty_side(), &c, None);
+        assert!(
+            md.contains("α = 0.05 / 13 per line, no line could be tested: Holm's strictest step over the 13 lines with values on both sides"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn a_threshold_no_regression_can_pass_is_refused() {
+        let err = |s: &str| parse_fail_on(s).unwrap_err().to_string();
+        // Not a finite number: one line saying so (not "must be 0 % or more").
+        for s in ["peak_rps:inf%", "peak_rps:1e400%", "cpu_per_req:nan%", "all:-inf%"] {
+            assert!(err(s).contains("must be a finite percentage"), "{s}: {}", err(s));
+        }
+        assert!(err("peak_rps:-5%").contains("must be 0 % or more"));
+        // Higher is better: NEW/BASE > 0, so a drop never reaches 100 %.
+        for (s, metric) in [("peak_rps:100%", "peak_rps"), ("step_rps:250%", "step_rps")] {
+            let e = err(s);
+            assert!(e.contains(&format!("never fails on {metric}")) && e.lines().count() == 1, "{e}");
+        }
+        assert_eq!(parse_fail_on("peak_rps:99.5%").unwrap().threshold_pct, 99.5);
+        // Lower is better: NEW can be 3 times BASE, 200 % worse.
+        assert_eq!(parse_fail_on("cpu_per_req:150%").unwrap().threshold_pct, 150.0);
+        // `all` is refused where it would gate a higher-is-better metric that is compared, and named.
+        let all = parse_fail_on("all:150%").unwrap();
+        let e = rule_can_fail("all:150%", &all, &[]).unwrap_err().to_string();
+        assert!(e.contains("never fails on peak_rps and step_rps"), "{e}");
+        assert!(rule_can_fail("all:150%", &all, &["cpu_per_req".into(), "peak_mem".into()]).is_ok());
+        assert!(rule_can_fail("all:10%", &parse_fail_on("all:10%").unwrap(), &[]).is_ok());
     }
 }

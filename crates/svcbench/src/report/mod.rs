@@ -5,6 +5,8 @@
 //!   and number format), html + markdown (the two outputs), compare (NEW vs BASE), study (a study's page).
 mod charts;
 mod compare;
+mod compare_absence;
+mod compare_settings;
 mod data;
 mod duets;
 mod filter;
@@ -80,10 +82,16 @@ pub struct CompareArgs {
     /// Filter of the NEW side.
     #[arg(long, value_name = "TERM[,TERM…]")]
     pub new: Vec<String>,
-    /// Exit 1 when METRIC regressed (verdict slower/larger) by more than PCT; repeatable; METRIC `all` for any.
+    /// Exit 1 when METRIC regressed (verdict slower/larger) by more than PCT, or the service failed in NEW
+    /// where it gave figures in BASE; repeatable; METRIC `all` for any. Lines without a verdict (too few runs,
+    /// NEW's measurement left out) never fail it; BASE and NEW measured differently are not judged (exit 3).
     /// Metrics: peak_rps, cpu_per_req, p50_ms, p99_ms, startup_ms, idle_mem, peak_mem; per step: step_rps, step_p99_ms.
     #[arg(long, value_name = "METRIC[:PCT%]")]
     pub fail_on: Vec<String>,
+    /// Let --fail-on judge BASE and NEW measured differently (another profile, limits, scenario or load
+    /// generator settings): a difference may then be the measurement's; the warnings still say how they differ.
+    #[arg(long)]
+    pub allow_different_settings: bool,
     /// Family-wise false-positive rate of the verdicts: the chance that any line of this comparison says
     /// faster/slower/smaller/larger when nothing changed (Holm–Bonferroni over all lines).
     #[arg(long, default_value_t = 0.05)]
@@ -241,6 +249,9 @@ pub fn run_compare(a: &CompareArgs) -> Result<i32> {
     if let Some(r) = rules.iter().find(|r| r.metric != "all" && !metrics.is_empty() && !metrics.contains(&r.metric)) {
         bail!("--fail-on {}: that metric is not compared (--metric {})", r.metric, metrics.join(","));
     }
+    for (given, r) in a.fail_on.iter().zip(&rules) {
+        compare::rule_can_fail(given, r, &metrics)?;
+    }
     let (base_db, new_db) = match a.stores.as_slice() {
         [b, n] => (b.clone(), n.clone()),
         [] => {
@@ -258,13 +269,14 @@ pub fn run_compare(a: &CompareArgs) -> Result<i32> {
     let base = load(&base_db, &a.base).context("BASE")?;
     let new = load(&new_db, &a.new).context("NEW")?;
     let c = compare::compare(&base, &new, a.alpha, &metrics);
-    let failed = compare::failures(&c.lines, &rules);
+    let gate = compare::gate(&c, &rules, a.allow_different_settings);
     let text = match a.format {
-        CompareFormat::Markdown => compare::markdown(&base, &new, &c, &failed),
+        CompareFormat::Markdown => compare::markdown(&base, &new, &c, gate.as_ref()),
         CompareFormat::Json => {
             let mut v = serde_json::to_value(&c)?;
             v["fail_on"] = serde_json::to_value(&rules)?;
-            v["failures"] = serde_json::to_value(&failed)?;
+            v["failures"] = serde_json::to_value(gate.as_ref().map_or(&[][..], |g| &g.failures[..]))?;
+            v["gate"] = serde_json::to_value(&gate)?;
             serde_json::to_string_pretty(&v)? + "\n"
         }
     };
@@ -275,8 +287,13 @@ pub fn run_compare(a: &CompareArgs) -> Result<i32> {
         Some(p) => write_output(p, &text)?,
         None => crate::out!("{text}"),
     }
-    for f in &failed {
+    let Some(gate) = gate else { return Ok(0) };
+    for f in &gate.failures {
         crate::errln!("svcbench: compare: regression: {f}");
     }
-    Ok(if failed.is_empty() { 0 } else { 1 })
+    for n in &gate.not_judged {
+        crate::errln!("svcbench: compare: not judged: {n}");
+    }
+    crate::errln!("svcbench: compare: {}", gate.summary);
+    Ok(gate.exit_code())
 }

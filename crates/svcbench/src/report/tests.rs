@@ -349,7 +349,7 @@ fn compare_gives_a_verdict_per_attempt_between_two_services() {
     assert_eq!(lines.iter().filter(|l| l.metric == "step_p99_ms").count(), 3);
     let rules = vec![compare::parse_fail_on("step_rps:60%").unwrap()];
     assert_eq!(compare::failures(lines, &rules).len(), 1, "only attempt 1 lost more than 60 %");
-    let md = compare::markdown(&f.load(&["service=spray"], true), &f.load(&["service=akka"], true), &c, &[]);
+    let md = compare::markdown(&f.load(&["service=spray"], true), &f.load(&["service=akka"], true), &c, None);
     assert!(md.contains("### Per step") && md.contains("| spray → akka | #3 step 3 | success req/s (`step_rps`) |"));
     // The same service on both sides is matched by name, not paired across names.
     let same = compare::compare(&f.load(&["service=spray"], true), &f.load(&["service=spray"], true), 0.05, &[]);
@@ -370,7 +370,7 @@ fn compare_gives_a_verdict_per_attempt_between_two_services() {
         |c: &compare::Comparison| c.lines.iter().find(|l| l.step.as_deref() == Some("#1 step 1")).unwrap().p_adjusted;
     assert!(p_adj(&only) < p_adj(&c));
     // Only per-step lines: their table alone, no empty table of whole-run lines before it.
-    let md = compare::markdown(&f.load(&["service=spray"], true), &f.load(&["service=akka"], true), &only, &[]);
+    let md = compare::markdown(&f.load(&["service=spray"], true), &f.load(&["service=akka"], true), &only, None);
     assert_eq!(md.matches("| service |").count(), 1, "{md}");
     assert!(md.contains("### Per step"), "{md}");
     // The verdicts' count is a paragraph of its own, not a last row of the table above it.
@@ -384,9 +384,9 @@ fn compare_gives_a_verdict_per_attempt_between_two_services() {
         &compare::parse_metrics(&["peak_rps".into()]).unwrap(),
     );
     assert_eq!(one.tested, 1);
-    let md = compare::markdown(&f.load(&["service=spray"], true), &f.load(&["service=akka"], true), &one, &[]);
+    let md = compare::markdown(&f.load(&["service=spray"], true), &f.load(&["service=akka"], true), &one, None);
     assert!(md.contains("over the 1 line tested at"), "{md}");
-    assert!(md.contains("the 1 line compared"), "{md}");
+    assert!(md.contains("over the 1 line tested (`--metric` narrows them)"), "{md}");
 }
 
 #[test]
@@ -423,7 +423,7 @@ fn compare_leaves_out_unfinished_runs_and_warns_of_other_hosts_and_days() {
     assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
     assert!(c.warnings[0].contains("host-base (EPYC)") && c.warnings[0].contains("host-new (EPYC)"));
     assert!(c.warnings[1].contains("26 hours apart"), "{}", c.warnings[1]);
-    let md = compare::markdown(&base, &new, &c, &[]);
+    let md = compare::markdown(&base, &new, &c, None);
     assert!(md.contains("left out (did not complete): 1 interrupted run of go in NEW (go #4)"), "{md}");
     assert!(md.starts_with("## svcbench compare\n\n> **Warning:** BASE and NEW were recorded on different hosts"));
     assert!(
@@ -908,4 +908,209 @@ fn connection_attempts_dropped_at_the_accept_queue_get_a_column_only_where_some_
     f2.step(r, 1, "closed", Some(4), None, "default", None, 100.0, 100, None, 1.0);
     f2.store.raw().execute("UPDATE step SET listen_drops = 0 WHERE run_id = ?1", params![r]).unwrap();
     assert!(quality::errors(&f2.load(&[], false)).is_none());
+}
+
+/// Two labelled sessions of one service, 3 runs each with two steps (valid, with every step's flags given),
+/// peak req/s about `rps` of each side.
+fn two_sides(f: &Fixture, rps: [f64; 2]) -> [Vec<i64>; 2] {
+    let mut out = [Vec::new(), Vec::new()];
+    for (k, label) in ["base", "new"].into_iter().enumerate() {
+        let s = f.session("hello", Some(label));
+        f.service(s, "go");
+        for i in 1..=3 {
+            let r = f.run(s, "go", i, 1.0, 1000);
+            f.step(r, 1, "closed", Some(1), None, "default", None, rps[k] * (0.99 + 0.01 * i as f64), 100, None, 1.0);
+            f.step(r, 2, "closed", Some(64), None, "default", None, rps[k] * (1.49 + 0.01 * i as f64), 100, None, 1.0);
+            out[k].push(r);
+        }
+    }
+    f.store.raw().execute("UPDATE step SET flags = '[]', valid = 1", []).unwrap();
+    out
+}
+
+fn flag_steps(f: &Fixture, runs: &[i64], seq: i64, code: &str) {
+    let flags = format!(r#"[{{"code":"{code}","detail":"as the test says"}}]"#);
+    for r in runs {
+        f.store
+            .raw()
+            .execute("UPDATE step SET flags = ?3, valid = 0 WHERE run_id = ?1 AND seq = ?2", params![r, seq, flags])
+            .unwrap();
+    }
+}
+
+#[test]
+fn compare_says_why_new_has_no_figure_and_the_gate_fails_only_on_the_services_own_failures() {
+    let f = store();
+    let [base_runs, new_runs] = two_sides(&f, [1000.0, 1000.0]);
+    // BASE kept 2 valid runs at c=64; every NEW step at c=64 lost its generator's CPU: a measurement that
+    // could not be made, not the service's doing.
+    flag_steps(&f, &base_runs[..1], 2, "generator_contended");
+    flag_steps(&f, &new_runs, 2, "generator_contended");
+    let (base, new) = (f.load(&["label=base"], true), f.load(&["label=new"], true));
+    let c = compare::compare(&base, &new, 0.05, &[]);
+    let line = c.lines.iter().find(|l| l.metric == "step_rps" && l.step.as_deref() == Some("#2 step 2")).unwrap();
+    assert_eq!(line.verdict, compare::NOT_JUDGED);
+    assert_eq!(
+        line.note.as_deref(),
+        Some("every NEW step at #2 step 2 left out: 3 × load generator lost CPU to other processes")
+    );
+    assert!(line.regression_pct.is_none());
+    let json = serde_json::to_value(&c).unwrap();
+    let j = json["lines"].as_array().unwrap().iter().find(|l| l["step"] == "#2 step 2").unwrap();
+    assert!(j["note"].as_str().unwrap().contains("load generator lost CPU"), "{j}");
+    let rules = [compare::parse_fail_on("step_rps").unwrap()];
+    let gate = compare::gate(&c, &rules, false).unwrap();
+    assert_eq!((gate.result, gate.exit_code()), ("passed", 0), "{gate:?}");
+    assert!(gate.failures.is_empty());
+    assert_eq!(gate.not_judged.len(), 1);
+    assert!(gate.not_judged[0].starts_with("go step #2 step 2 step_rps: every NEW step at #2 step 2 left out"));
+    assert_eq!(
+        gate.summary,
+        "--fail-on step_rps (any regression): passed: no regression in the 1 line judged; not judged: 1 left out \
+         in NEW for the measurement's reasons"
+    );
+    let md = compare::markdown(&base, &new, &c, Some(&gate));
+    assert!(md.contains("| not judged: every NEW step at #2 step 2 left out: 3 × load generator lost CPU"), "{md}");
+    assert!(md.contains(&format!("**{}**", gate.summary)) && md.contains("- not judged: go step #2"), "{md}");
+
+    // The service OOM-killed at c=64 in every NEW run: its own failure, a regression whatever the threshold
+    // (and though BASE has 2 runs there), said without a percentage.
+    flag_steps(&f, &new_runs, 2, "oom_killed");
+    let c = compare::compare(&f.load(&["label=base"], true), &f.load(&["label=new"], true), 0.05, &[]);
+    let line = c.lines.iter().find(|l| l.metric == "step_rps" && l.step.as_deref() == Some("#2 step 2")).unwrap();
+    assert_eq!(line.verdict, compare::FAILED_IN_NEW);
+    let gate = compare::gate(&c, &[compare::parse_fail_on("step_rps:50%").unwrap()], false).unwrap();
+    assert_eq!((gate.result, gate.exit_code()), ("failed", 1));
+    assert_eq!(
+        gate.failures,
+        ["go step #2 step 2 step_rps: the service failed in NEW: every NEW step at #2 step 2 left out: 3 × service \
+          OOM-killed"]
+    );
+    assert!(!gate.failures[0].contains('%'), "{}", gate.failures[0]);
+    assert!(gate.summary.contains("failed: 1 regression in the 2 lines judged"), "{}", gate.summary);
+
+    // Every NEW run interrupted: no whole-run figure, and nothing said of the service.
+    f.store.raw().execute("UPDATE step SET flags = '[]', valid = 1", []).unwrap();
+    for r in &new_runs {
+        f.store.raw().execute("UPDATE run SET status = 'interrupted' WHERE id = ?1", [r]).unwrap();
+    }
+    let c = compare::compare(&f.load(&["label=base"], true), &f.load(&["label=new"], true), 0.05, &[]);
+    let peak = c.lines.iter().find(|l| l.metric == "peak_rps").unwrap();
+    assert_eq!(peak.verdict, compare::NOT_JUDGED);
+    assert_eq!(peak.note.as_deref(), Some("no NEW run gives it (runs: 3 × interrupted)"));
+    let gate = compare::gate(&c, &[compare::parse_fail_on("all").unwrap()], false).unwrap();
+    assert_eq!(gate.result, "passed");
+    assert!(
+        gate.summary.contains("passed, but no line could be judged; not judged: 7 left out in NEW"),
+        "{}",
+        gate.summary
+    );
+    // Every NEW run failed its conformance checks: the service's failure.
+    for r in &new_runs {
+        f.store.raw().execute("UPDATE run SET status = 'failed', checks_failed = 1 WHERE id = ?1", [r]).unwrap();
+    }
+    let c = compare::compare(&f.load(&["label=base"], true), &f.load(&["label=new"], true), 0.05, &[]);
+    let peak = c.lines.iter().find(|l| l.metric == "peak_rps").unwrap();
+    assert_eq!(peak.verdict, compare::FAILED_IN_NEW);
+    assert_eq!(peak.note.as_deref(), Some("no NEW run gives it (runs: 3 × failed its conformance checks)"));
+    assert_eq!(compare::gate(&c, &[compare::parse_fail_on("peak_rps").unwrap()], false).unwrap().exit_code(), 1);
+}
+
+#[test]
+fn compare_warns_when_base_and_new_were_measured_differently_and_the_gate_does_not_judge_them() {
+    let f = store();
+    let [_, new_runs] = two_sides(&f, [1000.0, 500.0]);
+    let alike =
+        |f: &Fixture| compare::compare(&f.load(&["label=base"], true), &f.load(&["label=new"], true), 0.05, &[]);
+    assert!(alike(&f).differences.is_empty() && alike(&f).warnings.is_empty());
+    // Another profile, and half the CPU and memory.
+    f.store
+        .raw()
+        .execute(
+            "UPDATE session SET profile = 'tiny', limit_cpus = 0.5, limit_memory_mib = 128 WHERE label = 'new'",
+            [],
+        )
+        .unwrap();
+    f.store
+        .raw()
+        .execute("UPDATE session SET profile = 'quick', limit_memory_mib = 256 WHERE label = 'base'", [])
+        .unwrap();
+    let (base, new) = (f.load(&["label=base"], true), f.load(&["label=new"], true));
+    let c = compare::compare(&base, &new, 0.05, &[]);
+    let settings: Vec<&str> = c.differences.iter().map(|d| d.setting).collect();
+    assert_eq!(settings, ["profile", "limits"]);
+    assert_eq!(
+        c.warnings[0],
+        "BASE and NEW were measured with different profiles (BASE: quick; NEW: tiny): other load steps give other \
+         figures, so a difference may be the profile's, not the code's."
+    );
+    assert!(c.warnings[1].contains("different limits (BASE: cpus=1.5 memory=256M; NEW: cpus=0.5 memory=128M)"));
+    let md = compare::markdown(&base, &new, &c, None);
+    assert!(md.starts_with("## svcbench compare\n\n> **Warning:** BASE and NEW were measured with different profiles"));
+    let json = serde_json::to_value(&c).unwrap();
+    assert_eq!(json["warnings"].as_array().unwrap().len(), 2);
+    assert_eq!(json["differences"][1]["new"][0], "cpus=0.5 memory=128M");
+    // The gate does not judge them (exit 3), whatever the verdicts; told to, it does.
+    let rules = [compare::parse_fail_on("all:10%").unwrap()];
+    let refused = compare::gate(&c, &rules, false).unwrap();
+    assert_eq!((refused.result, refused.exit_code(), refused.judged), ("refused", 3, 0));
+    assert!(refused.failures.is_empty());
+    assert!(refused.summary.contains("measured differently (profile, limits;"), "{}", refused.summary);
+    assert!(refused.summary.contains("--allow-different-settings"), "{}", refused.summary);
+    let judged = compare::gate(&c, &rules, true).unwrap();
+    assert_eq!((judged.result, judged.exit_code()), ("failed", 1), "{judged:?}");
+
+    // One session, two cells of a study's limits axis, against a session of the other cell's limits: the
+    // runs' own limits count.
+    f.store
+        .raw()
+        .execute("UPDATE session SET profile = 'quick', limit_cpus = 1.5, limit_memory_mib = 256", [])
+        .unwrap();
+    assert!(alike(&f).differences.is_empty());
+    for r in &new_runs {
+        f.store.raw().execute("UPDATE run SET cell = 'cpus=0.75 memory=256M', asked_cpus = 0.75, asked_memory_mib = 256 WHERE id = ?1", [r]).unwrap();
+    }
+    let c = alike(&f);
+    assert_eq!(c.differences.len(), 1);
+    assert_eq!(
+        (c.differences[0].base[0].as_str(), c.differences[0].new[0].as_str()),
+        ("cpus=1.5 memory=256M", "cpus=0.75 memory=256M")
+    );
+    // The same profile with longer steps (--step-duration), and another generator set-up.
+    f.store.raw().execute("UPDATE run SET cell = NULL, asked_cpus = NULL, asked_memory_mib = NULL", []).unwrap();
+    for r in &new_runs {
+        f.store.raw().execute("UPDATE step SET duration_s = 5.0 WHERE run_id = ?1", [r]).unwrap();
+    }
+    f.store
+        .raw()
+        .execute(
+            "UPDATE session SET loadgen_cpuset = '0', network = 'loopback; 2 generator agents' WHERE label = 'new'",
+            [],
+        )
+        .unwrap();
+    f.store.raw().execute("UPDATE session SET loadgen_cpuset = '0' WHERE label = 'base'", []).unwrap();
+    let c = alike(&f);
+    let settings: Vec<&str> = c.differences.iter().map(|d| d.setting).collect();
+    assert_eq!(settings, ["load generator", "steps"]);
+    assert!(c.warnings[0].contains("drove the load differently (BASE: generator CPUs 0; loopback; NEW: generator CPUs 0; loopback; 2 generator agents)"), "{}", c.warnings[0]);
+    assert!(c.warnings[1].contains("(BASE: #1 step 1 mix=default for 1.00 s; NEW: #1 step 1 mix=default for 5.00 s) (--step-duration or --mix)"), "{}", c.warnings[1]);
+}
+
+#[test]
+fn a_passing_gate_says_so_in_one_line() {
+    let f = store();
+    two_sides(&f, [1000.0, 1000.0]);
+    let (base, new) = (f.load(&["label=base"], true), f.load(&["label=new"], true));
+    let c = compare::compare(&base, &new, 0.05, &compare::parse_metrics(&["peak_rps".into()]).unwrap());
+    let gate = compare::gate(&c, &[compare::parse_fail_on("peak_rps:10%").unwrap()], false).unwrap();
+    assert_eq!((gate.result, gate.judged), ("passed", 1));
+    assert_eq!(
+        gate.summary,
+        "--fail-on peak_rps (worse by more than 10 %): passed: no regression in the 1 line judged"
+    );
+    let md = compare::markdown(&base, &new, &c, Some(&gate));
+    assert!(md.ends_with(&format!("\n**{}**\n", gate.summary)), "{md}");
+    // No --fail-on, no gate line.
+    assert!(compare::gate(&c, &[], false).is_none());
+    assert!(!compare::markdown(&base, &new, &c, None).contains("--fail-on"));
 }

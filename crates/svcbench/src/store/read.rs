@@ -28,6 +28,8 @@ pub struct Session {
     pub limit_memory_mib: Option<f64>,
     pub service_cpuset: Option<String>,
     pub loadgen_cpuset: Option<String>,
+    /// Machine-speed drift allowed before a step is flagged, as a fraction (0.1: 10 %); None in older stores.
+    pub probe_tolerance: Option<f64>,
     pub status: String,
     pub warnings: Vec<String>,
     pub study: Option<String>,
@@ -211,6 +213,7 @@ fn session_of(r: &Row) -> rusqlite::Result<Session> {
         limit_memory_mib: r.get("limit_memory_mib")?,
         service_cpuset: r.get("service_cpuset")?,
         loadgen_cpuset: r.get("loadgen_cpuset")?,
+        probe_tolerance: r.get("probe_tolerance")?,
         status: r.get("status")?,
         warnings: json_strings(r.get("warnings")?),
         study: r.get("study")?,
