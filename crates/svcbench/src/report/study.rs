@@ -157,12 +157,17 @@ fn round_table(d: &Dataset, sums: &[GroupSummary], groups: &[usize], cell: Optio
         },
         note: "peak req/s: median over runs of each run's highest valid step (range below); at: its connections \
                (closed model) or offered req/s (open); failed requests: median per run over all its steps. Runs \
-               left out of the figures are counted in the Validity section. Where a row has no valid peak, the \
-               highest is the only valid peak or the best of the valid peaks, not the round's best."
+               left out of the figures are counted in the Validity section."
             .into(),
         head: head.map(String::from).to_vec(),
         rows: Vec::new(),
     };
+    if valid < groups.len() {
+        t.note.push_str(
+            " A row has no valid peak: the highest is the only valid peak or the best of the valid peaks, not the \
+             round's best.",
+        );
+    }
     for &g in groups {
         let grp = &d.groups[g];
         let s = &sums[g];
