@@ -172,7 +172,8 @@ pub struct StudyArgs {
     /// Only render the study's report from what the store holds.
     #[arg(long)]
     pub report_only: bool,
-    /// The study report (HTML; a .md beside it). Default: beside the store, named after it (<store>.html).
+    /// The study report (HTML; a .md beside it). Default: beside the store, named after it (<store>.html,
+    /// <store>-quick.html for --quick).
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
     #[command(flatten)]

@@ -180,7 +180,7 @@ pub struct Service {
     /// The variant's `description`, for people.
     pub description: Option<String>,
     /// The artifacts of every build of the folder, the base's and each variant's: none of them is an input
-    /// of another's build (a variant's binary beside the base's must not make the base build again).
+    /// of another's build stamp (a variant's binary beside the base's must not make the base build again).
     pub folder_artifacts: Vec<String>,
 }
 

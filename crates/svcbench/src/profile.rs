@@ -122,8 +122,8 @@ pub struct Profile {
 const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
 impl Profile {
-    /// `name_or_path`: a `.toml` path, or a name looked up in `profiles_dir` (default: `profiles/` found
-    /// upwards from the current folder).
+    /// `name_or_path`: a `.toml` path, or a name looked up in the `profiles/` folders upwards from the
+    /// current folder, then among the bundled ones.
     pub fn find(name_or_path: &str) -> Result<Profile> {
         let p = Path::new(name_or_path);
         if p.extension().is_some_and(|e| e == "toml") || p.is_file() {

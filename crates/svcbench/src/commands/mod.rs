@@ -15,8 +15,9 @@ fn stop_flag() -> Result<Arc<AtomicBool>> {
     guard::signals::stop_flag(crate::teardown::teardown_all)
 }
 
-/// Runs the command asked; returns the exit code (0 done, 1 a failure it reports, 130 interrupted: also
-/// before it started anything, which is said in one line, not as an error).
+/// Runs the command asked; returns the exit code (0 done, 1 a failure it reports, 3 `compare --fail-on` not
+/// judging stores measured differently, 130 interrupted: also before it started anything, which is said in
+/// one line, not as an error).
 pub fn dispatch(cli: Cli) -> Result<i32> {
     match command(cli) {
         Err(e) if e.downcast_ref::<guard::signals::StoppedBeforeStart>().is_some() => {

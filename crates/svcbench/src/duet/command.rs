@@ -142,6 +142,8 @@ fn check(a: &DuetArgs) -> Result<Checked> {
             scenario.name()
         );
     }
+    // A's were checked as it loaded; B's placeholders too, before anything is built.
+    services[1].check_placeholders(&[])?;
     let mut profile = Profile::find(&a.profile)?;
     if let Some(d) = a.step_duration {
         profile = profile.with_step_duration(d)?;

@@ -97,6 +97,10 @@ pub fn of_runs(new: &Dataset, g: usize, from_steps: bool) -> Absence {
                 runs.add(true, "failed its conformance checks".into());
             } else if run.validity().has(FlagCode::Unlimited) {
                 runs.add(false, "limits not applied as asked".into());
+            } else if run.status == "failed" {
+                // Ended in an error of none of the measurement's kinds: the service never got ready, or its
+                // start failed (the error is in the report's runs table). A NEW that cannot start is a regression.
+                runs.add(true, "failed (the service did not start or answer; its error in the report)".into());
             } else {
                 runs.add(false, run.status.clone());
             }

@@ -1014,6 +1014,20 @@ fn compare_says_why_new_has_no_figure_and_the_gate_fails_only_on_the_services_ow
     assert_eq!(peak.verdict, compare::FAILED_IN_NEW);
     assert_eq!(peak.note.as_deref(), Some("no NEW run gives it (runs: 3 × failed its conformance checks)"));
     assert_eq!(compare::gate(&c, &[compare::parse_fail_on("peak_rps").unwrap()], false).unwrap().exit_code(), 1);
+    // Every NEW run failed otherwise (never ready, its start failed): the service's failure too, and a gate
+    // at 100 % on a higher-is-better metric fails on it.
+    for r in &new_runs {
+        f.store.raw().execute("UPDATE run SET status = 'failed', checks_failed = NULL WHERE id = ?1", [r]).unwrap();
+    }
+    let c = compare::compare(&f.load(&["label=base"], true), &f.load(&["label=new"], true), 0.05, &[]);
+    let peak = c.lines.iter().find(|l| l.metric == "peak_rps").unwrap();
+    assert_eq!(peak.verdict, compare::FAILED_IN_NEW, "{:?}", peak.note);
+    assert!(
+        peak.note.as_deref().unwrap_or("").contains("3 × failed (the service did not start or answer"),
+        "{:?}",
+        peak.note
+    );
+    assert_eq!(compare::gate(&c, &[compare::parse_fail_on("peak_rps:100%").unwrap()], false).unwrap().exit_code(), 1);
 }
 
 #[test]

@@ -36,7 +36,7 @@ pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
     if opts.plan.runs == 0 {
         bail!("--runs must be at least 1");
     }
-    let bundled = crate::paths::project_dir("profiles").ok();
+    let bundled = crate::paths::bundled_dir("profiles");
     super::agents::check_split(&profile.name, &profile.steps, opts.generators, bundled.as_deref())?;
     // The quota check holds for the largest quota of the limits axis.
     let widest = opts

@@ -63,22 +63,29 @@ pub fn remove(svc: &Service) {
 }
 
 /// The build command, its environment and every file the build may read: the service folder (without the
-/// stamps and without the artifacts' top folders, which this build and the folder's others write) and the manifest's `build_inputs`.
+/// stamps, its artifacts' top folders, which the build writes, and the artifacts the folder's other builds
+/// write, so that a variant's binary beside the base's rebuilds neither) and the manifest's `build_inputs`.
 /// Files by path, size and modification time: a second to check, where reading them would take longer.
 fn inputs_hash(svc: &Service) -> Result<u64> {
     let mut h = DefaultHasher::new();
     (&svc.manifest.build, &svc.manifest.build_env).hash(&mut h);
-    for (_, file) in input_files(svc)? {
+    let others: Vec<PathBuf> = svc.folder_artifacts.iter().map(|a| svc.dir.join(a)).collect();
+    for (_, file) in files_without(svc, others)? {
         file_hash(&file, &mut h)?;
     }
     Ok(h.finish())
 }
 
 /// Every file the build may read, in name order, each with its name as the manifest sees it (relative to
-/// the service folder, `build_inputs` entries as written) and its path.
+/// the service folder, `build_inputs` entries as written) and its path. A study's code fingerprint is made of
+/// these; the other builds' artifacts stay in it, as its stored fingerprints were made.
 pub(crate) fn input_files(svc: &Service) -> Result<Vec<(String, PathBuf)>> {
-    let mut skip = Vec::new();
-    for a in svc.manifest.artifacts.iter().chain(&svc.folder_artifacts) {
+    files_without(svc, Vec::new())
+}
+
+/// [`input_files`] without the paths in `skip` too.
+fn files_without(svc: &Service, mut skip: Vec<PathBuf>) -> Result<Vec<(String, PathBuf)>> {
+    for a in &svc.manifest.artifacts {
         if let Some(top) = Path::new(a).components().next() {
             skip.push(svc.dir.join(top));
         }
