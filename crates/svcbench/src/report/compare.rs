@@ -720,10 +720,7 @@ pub fn gate(c: &Comparison, rules: &[FailRule], allow_different: bool) -> Option
             "no spread" => "without spread".to_string(),
             w => w.to_string(),
         };
-        match unjudged.iter_mut().find(|(w, _)| *w == why) {
-            Some(e) => e.1 += 1,
-            None => unjudged.push((why, 1)),
-        }
+        compare_absence::tally(&mut unjudged, why);
     }
     let rest = match unjudged.is_empty() {
         true => String::new(),

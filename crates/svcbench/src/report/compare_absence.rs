@@ -21,13 +21,17 @@ struct Reasons {
     measurement: Vec<(String, usize)>,
 }
 
+/// Counts `why` in `list`, in the order the reasons first came.
+pub fn tally(list: &mut Vec<(String, usize)>, why: String) {
+    match list.iter_mut().find(|(w, _)| *w == why) {
+        Some(e) => e.1 += 1,
+        None => list.push((why, 1)),
+    }
+}
+
 impl Reasons {
     fn add(&mut self, service: bool, why: String) {
-        let v = if service { &mut self.service } else { &mut self.measurement };
-        match v.iter_mut().find(|(w, _)| *w == why) {
-            Some(e) => e.1 += 1,
-            None => v.push((why, 1)),
-        }
+        tally(if service { &mut self.service } else { &mut self.measurement }, why);
     }
 
     /// A step left out: the service's when one of its flags is the service's own failure. A valid step where
