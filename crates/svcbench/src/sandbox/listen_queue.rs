@@ -11,7 +11,7 @@
 //! behind an emulated link, the late packets of connections the generator closed mid-request reach the
 //! listener after their connection has gone, 10–16 in a second of 16 connections behind a 2 ms delay with
 //! no queue ever full; on loopback nothing arrives that late.
-use super::listening::{listening_sockets, ListeningSocket};
+use super::listening::{listening_sockets, netns_of, ListeningSocket};
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::PathBuf;
@@ -34,9 +34,9 @@ pub fn drops(pids: &[i32]) -> Option<u64> {
         if !seen.insert(s.inode) {
             continue;
         }
-        match netns_of(&s.pid.to_string()) {
-            Some(ns) if own.as_ref().is_some_and(|o| *o != ns) => {
-                namespaces.entry(ns).or_insert(s.pid);
+        match &s.netns {
+            Some(ns) if own.as_ref().is_some_and(|o| o != ns) => {
+                namespaces.entry(ns.clone()).or_insert(s.pid);
             }
             _ => here.push(s),
         }
@@ -44,11 +44,6 @@ pub fn drops(pids: &[i32]) -> Option<u64> {
     let in_own = namespaces.values().filter_map(|&pid| listen_overflows(pid));
     let shared = here.iter().filter_map(|s| socket_drops(s.pid, s.fd));
     in_own.chain(shared).reduce(|a, b| a + b)
-}
-
-/// The network namespace of `/proc/<who>` (`net:[N]`).
-fn netns_of(who: &str) -> Option<PathBuf> {
-    std::fs::read_link(format!("/proc/{who}/ns/net")).ok()
 }
 
 /// `TcpExtListenOverflows` of the namespace `pid` is in.

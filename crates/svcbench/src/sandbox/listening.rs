@@ -35,12 +35,19 @@ pub fn listening_addrs(pids: &[i32]) -> Vec<SocketAddr> {
 }
 
 /// A listening socket of a process: where it listens, and the descriptor that holds it there.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ListeningSocket {
     pub pid: i32,
     pub fd: i32,
     pub inode: u64,
     pub addr: SocketAddr,
+    /// The network namespace its process is in (`net:[N]`); None where that cannot be read.
+    pub netns: Option<PathBuf>,
+}
+
+/// The network namespace of `/proc/<who>` (`net:[N]`; `self` for svcbench's own).
+pub fn netns_of(who: &str) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/{who}/ns/net")).ok()
 }
 
 /// The listening TCP sockets of the processes `pids`, matched by inode: a process's fd links `socket:[N]`
@@ -64,10 +71,11 @@ pub fn listening_sockets(pids: &[i32]) -> Vec<ListeningSocket> {
             continue;
         }
         // Its namespace (`net:[N]`); where that cannot be read, the process stands for one of its own.
-        let ns = std::fs::read_link(format!("/proc/{pid}/ns/net")).unwrap_or_else(|_| PathBuf::from(pid.to_string()));
-        for &(inode, addr) in tables.entry(ns).or_insert_with(|| listen_rows(&p)).iter() {
+        let netns = netns_of(&pid.to_string());
+        let table = netns.clone().unwrap_or_else(|| PathBuf::from(pid.to_string()));
+        for &(inode, addr) in tables.entry(table).or_insert_with(|| listen_rows(&p)).iter() {
             for &fd in fds_of.get(&inode).into_iter().flatten() {
-                out.push(ListeningSocket { pid, fd, inode, addr });
+                out.push(ListeningSocket { pid, fd, inode, addr, netns: netns.clone() });
             }
         }
     }
