@@ -152,6 +152,13 @@ fn study_plan_refuses_unbounded_profiles_and_runs_instead_of_hanging() {
     // A quota its run would refuse is refused by the plan too, in the study's own words.
     let want = ["[limits] cpus 4096 is more than the", "lower [limits] cpus or widen [limits] cpuset"];
     refused(t, &["study", &study(&prof, "[limits]\ncpus = [0.5, 4096]\n"), "--plan"], &want);
+    // So are a store link its scenario has no store for and a generators' split its profile cannot take.
+    let axis = "[network]\nlinks = ['', 'service-store=delay:2ms']\n";
+    let want = ["--link service-store=delay:2ms", "has no dependency to place on the store's host"];
+    refused(t, &["study", &study(&prof, axis), "--plan"], &want);
+    refused(t, &["study", &study(&prof, ""), "--plan", "--link", "service-store=delay:2ms"], &want);
+    let want = ["1 connection(s) cannot be shared among 2 generator agents", "or fewer agents"];
+    refused(t, &["study", &study(&prof, ""), "--plan", "--generators", "2"], &want);
     // A service folder in neither place a relative one is looked up: both named.
     let f = t.join("missing.toml");
     std::fs::write(&f, format!("title = 't'\nquestion = 'q'\nservices = ['mine']\nprofile = {prof:?}\n")).unwrap();

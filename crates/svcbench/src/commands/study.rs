@@ -29,7 +29,10 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     // a plan says only what a run would do.
     study.check_folders()?;
     study.check_cpus(&crate::cpus::allowed())?;
-    let (services, _) = runner::load_services(&study.services, study.file.scenario.as_deref())?;
+    // The run's own checks (the scenario, store links, the generators' split, the CPU split), as a run
+    // would make them.
+    let mut opts = crate::options::run_options(&a.session, session_plan(&study, &db, Completed::new(), net.clone()))?;
+    let services = runner::preflight::check_inputs(&mut opts)?.services;
     let mut profile = crate::profile::Profile::find(&study.profile)?;
     if let Some(d) = study.step_duration {
         profile =
@@ -81,7 +84,7 @@ fn network(a: &StudyArgs, study: &Study) -> Result<Option<Vec<crate::network::Li
         }
         Ok(Some(Vec::new()))
     } else if a.plan || a.report_only {
-        Ok(None)
+        a.session.network.links_asked()
     } else {
         a.session.network.links()
     }
@@ -264,33 +267,7 @@ fn run_cells(
     net: Option<Vec<crate::network::Link>>,
     stop: Arc<AtomicBool>,
 ) -> Result<Ran> {
-    let first = &study.cells[0];
-    let plan = crate::options::SessionPlan {
-        services: study.services.clone(),
-        scenario: study.file.scenario.clone(),
-        profile: study.profile.clone(),
-        runs: study.runs,
-        limits: Limits {
-            cpus: None,
-            memory_bytes: first.limits.memory_bytes,
-            cpuset: study.file.limits.cpuset.clone(),
-        },
-        loadgen_cpuset: study.file.limits.loadgen_cpuset.clone(),
-        db: db.to_path_buf(),
-        label: Some(study.name.clone()),
-        step_duration: study.step_duration,
-        mix: study.file.mix.clone(),
-        startup_timeout: runner::STARTUP_TIMEOUT,
-        seed: runner::SEED,
-        metrics_listen: None,
-        cells: study.cells.clone(),
-        study: Some(study.name.clone()),
-        completed,
-        net,
-        // A study runs containers as `<engine> run`: `--runtime kube` is `svcbench run`'s.
-        runtime: Default::default(),
-    };
-    let opts = crate::options::run_options(&a.session, plan)?;
+    let opts = crate::options::run_options(&a.session, session_plan(study, db, completed, net))?;
     let s = runner::run_session(opts, stop)?;
     // Recorded once the builds are done: a build may add files to the tree (node_modules, …) that the
     // next resume sees before building.
@@ -324,6 +301,42 @@ fn run_cells(
         return Ok(Ran { code: 130, nothing });
     }
     Ok(Ran { code: if s.runs_failed > 0 { 1 } else { 0 }, nothing: false })
+}
+
+/// The session a study's runs make: every cell interleaved, labelled with the study's name, `completed` runs
+/// left out.
+fn session_plan(
+    study: &Study,
+    db: &Path,
+    completed: Completed,
+    net: Option<Vec<crate::network::Link>>,
+) -> crate::options::SessionPlan {
+    let first = &study.cells[0];
+    crate::options::SessionPlan {
+        services: study.services.clone(),
+        scenario: study.file.scenario.clone(),
+        profile: study.profile.clone(),
+        runs: study.runs,
+        limits: Limits {
+            cpus: None,
+            memory_bytes: first.limits.memory_bytes,
+            cpuset: study.file.limits.cpuset.clone(),
+        },
+        loadgen_cpuset: study.file.limits.loadgen_cpuset.clone(),
+        db: db.to_path_buf(),
+        label: Some(study.name.clone()),
+        step_duration: study.step_duration,
+        mix: study.file.mix.clone(),
+        startup_timeout: runner::STARTUP_TIMEOUT,
+        seed: runner::SEED,
+        metrics_listen: None,
+        cells: study.cells.clone(),
+        study: Some(study.name.clone()),
+        completed,
+        net,
+        // A study runs containers as `<engine> run`: `--runtime kube` is `svcbench run`'s.
+        runtime: Default::default(),
+    }
 }
 
 /// The study's `[duet]`, once its runs are done: its two services as one duet labelled with the study's

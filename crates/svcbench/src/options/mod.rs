@@ -63,12 +63,17 @@ impl NetworkArgs {
     /// None: everything on loopback. Refuses, before any build or start, links given twice and a machine
     /// where the network cannot be made.
     pub fn links(&self) -> anyhow::Result<Option<Vec<crate::network::Link>>> {
-        crate::network::link::check_distinct(&self.links)?;
-        if !self.asked() {
-            return Ok(None);
+        let links = self.links_asked()?;
+        if links.is_some() {
+            crate::network::check_available(!self.links.is_empty())?;
         }
-        crate::network::check_available(!self.links.is_empty())?;
-        Ok(Some(self.links.clone()))
+        Ok(links)
+    }
+
+    /// The links asked for, each pair once, without making sure this machine can make them (a plan's view).
+    pub fn links_asked(&self) -> anyhow::Result<Option<Vec<crate::network::Link>>> {
+        crate::network::link::check_distinct(&self.links)?;
+        Ok(self.asked().then(|| self.links.clone()))
     }
 }
 

@@ -26,13 +26,23 @@ pub struct Preflight {
     pub _machine: guard::machine_lock::MachineLock,
 }
 
-pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
+/// What a session's options name, loaded and checked against each other: nothing asked of other machines,
+/// nothing locked, built or started. `study --plan` runs these checks too: a plan says only what a run would do.
+pub struct Checked {
+    pub services: Vec<Service>,
+    pub scenario: Scenario,
+    pub profile: Profile,
+    pub cells: Vec<AxisCell>,
+    pub loadgen_cpus: Vec<usize>,
+}
+
+pub fn check_inputs(opts: &mut RunOptions) -> Result<Checked> {
     let (mut services, scenario) = super::plan::load_services(&opts.plan.services, opts.plan.scenario.as_deref())?;
-    runtime_for(&mut services, &opts)?;
+    runtime_for(&mut services, opts)?;
     opts.given_deps.check(&scenario.file.dependency, scenario.name())?;
     let links = opts.links_to_make().unwrap_or_default();
     crate::deps::check_store_links(&links, &scenario.file.dependency, scenario.name(), &opts.given_deps)?;
-    let profile = load_profile(&opts, &scenario)?;
+    let profile = load_profile(opts, &scenario)?;
     if opts.plan.runs == 0 {
         bail!("--runs must be at least 1");
     }
@@ -52,6 +62,11 @@ pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
     )?;
     opts.plan.limits.cpus = asked_cpus;
     let cells = opts.cell_specs();
+    Ok(Checked { services, scenario, profile, cells, loadgen_cpus })
+}
+
+pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
+    let Checked { services, scenario, profile, cells, loadgen_cpus } = check_inputs(&mut opts)?;
     let results_dir = opts.plan.db.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
     // The other machines answer (ssh, and svcbench there) before anything is built, and before this
     // machine's lock is taken: a mistyped host fails at once, not after another measurement ends. Their
