@@ -117,14 +117,9 @@ fn resume_command(args: &[String]) -> String {
     words.join(" ")
 }
 
-/// A word as a shell reads it back: quoted when it holds anything but plain path and option characters.
+/// A word as a shell reads it back (an argument cannot hold the NUL byte quoting refuses).
 fn shell_word(w: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
-    if !w.is_empty() && w.chars().all(plain) {
-        w.to_string()
-    } else {
-        format!("'{}'", w.replace('\'', r"'\''"))
-    }
+    shlex::try_quote(w).map_or_else(|_| w.to_string(), |q| q.into_owned())
 }
 
 /// What the study names, loaded and checked before anything is built or started.
@@ -402,7 +397,7 @@ mod tests {
         // A resume continues the latest generation: another --new-cell would start one more.
         let args = words(&["study", "s.toml", "--resume", "--new-cell", "--make-up", "-o", "my report.html"]);
         assert_eq!(resume_command(&args), "svcbench study s.toml --make-up -o 'my report.html' --resume");
-        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(shlex::split(&shell_word("it's $HOME")).unwrap(), ["it's $HOME"]);
         assert_eq!(shell_word(""), "''");
     }
 
