@@ -34,7 +34,7 @@ pub fn default_split(allowed: &[usize]) -> (Vec<usize>, Vec<usize>) {
 
 /// Resolves the CPU split: the service's cpuset (from --cpuset or the default split) and the generator's.
 /// Refuses, before any work, CPUs that do not exist here, a generator sharing the service's CPUs when the
-/// user chose either set, and a quota the service's CPUs could never reach.
+/// user chose either set, a quota the service's CPUs could never reach and one below the kernel's smallest.
 /// `cpuset` is the service's (normalised in place), `quota` its CPU quota.
 pub fn cpu_split(cpuset: &mut Option<String>, quota: Option<f64>, loadgen_cpuset: Option<&str>) -> Result<Vec<usize>> {
     split_cpus(cpuset, quota, loadgen_cpuset, &allowed(), &CpuKeys::flags())
@@ -60,6 +60,24 @@ impl CpuKeys {
         let key = |k: &str| format!("[{table}] {k}");
         CpuKeys { cpus: key("cpus"), cpuset: key("cpuset"), loadgen_cpuset: key("loadgen_cpuset") }
     }
+}
+
+/// The smallest CPU quota a cgroup holds: the kernel refuses a CFS quota below 1 ms per period, and both
+/// cgroup backends use a 100 ms period (sandbox/cgroup_v1.rs, cgroup_v2.rs).
+pub const MIN_QUOTA: f64 = 0.01;
+
+/// Refuses a quota the kernel would not take, before any work: written to the cgroup, it would fail and
+/// the session would be refused later as a machine that cannot hold limits at all.
+pub fn check_quota_floor(quota: f64, keys: &CpuKeys) -> Result<()> {
+    if quota < MIN_QUOTA {
+        bail!(
+            "{} {quota} is below {MIN_QUOTA}, the smallest CPU quota the kernel holds (1 ms of every 100 ms); raise {} \
+             to {MIN_QUOTA} or more",
+            keys.cpus,
+            keys.cpus
+        );
+    }
+    Ok(())
 }
 
 /// The CPUs this process may run on.
@@ -132,6 +150,7 @@ pub fn split_cpus(
         }
     }
     if let Some(q) = quota {
+        check_quota_floor(q, keys)?;
         if q > svc.len() as f64 {
             bail!(
                 "{} {q} is more than the {} CPU(s) of the service's cpuset ({}): the quota could never be reached; \
@@ -177,5 +196,11 @@ mod tests {
         assert!(err(Some("1"), None, Some("0-1")).contains("share CPU 1"));
         assert!(err(Some("1"), Some(999.0), None).contains("--cpus 999 is more than the 1 CPU(s)"));
         assert!(err(Some("1"), Some(1.5), None).contains("could never be reached"));
+        assert_eq!(
+            err(None, Some(0.001), None),
+            "--cpus 0.001 is below 0.01, the smallest CPU quota the kernel holds (1 ms of every 100 ms); raise \
+             --cpus to 0.01 or more"
+        );
+        assert!(split(None, Some(0.01), None).is_ok());
     }
 }

@@ -38,6 +38,9 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         profile =
             profile.with_step_duration(d).with_context(|| format!("{}: quick.step_duration", a.file.display()))?;
     }
+    if let Some(slo) = &study.file.slo {
+        crate::study::slo_rate::check_reachable(&a.file.display().to_string(), slo, &profile)?;
+    }
     let loaded = Loaded { services, profile };
     let (completed, unverified) = resumed(&a, &mut study, &loaded, &db)?;
     let names: Vec<String> = loaded.services.iter().map(|s| s.name().to_string()).collect();

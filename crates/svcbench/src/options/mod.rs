@@ -212,6 +212,12 @@ fn parse_dep(s: &str) -> Result<String, String> {
 
 /// "512M", "1G", "64m", "1048576" → bytes; "none" → None.
 pub fn parse_memory(s: &str) -> anyhow::Result<Option<u64>> {
+    parse_memory_of("--memory", s)
+}
+
+/// [`parse_memory`] with its refusals naming `key`, where the size was given (`--memory`, a study's
+/// `[limits] memory`).
+pub fn parse_memory_of(key: &str, s: &str) -> anyhow::Result<Option<u64>> {
     let t = s.trim();
     if t.eq_ignore_ascii_case("none") {
         return Ok(None);
@@ -222,15 +228,15 @@ pub fn parse_memory(s: &str) -> anyhow::Result<Option<u64>> {
         Some('G') => (&t[..t.len() - 1], 1 << 30),
         _ => (t, 1),
     };
-    let n: f64 = num.parse().map_err(|_| anyhow::anyhow!("--memory {s:?}: write a size like 512M or 1G, or none"))?;
+    let n: f64 = num.parse().map_err(|_| anyhow::anyhow!("{key} {s:?}: write a size like 512M or 1G, or none"))?;
     // NaN and infinities parse as numbers; no machine has a pebibyte to cap.
     if !(n > 0.0 && n * mult as f64 <= (1u64 << 50) as f64) {
-        anyhow::bail!("--memory {s:?}: write a size above zero and below 1024T, like 512M or 1G, or none");
+        anyhow::bail!("{key} {s:?}: write a size above zero and below 1024T, like 512M or 1G, or none");
     }
     let bytes = (n * mult as f64) as u64;
     // A cap below a mebibyte (1e-300G rounds to 0 bytes) is a typo: no service starts under it.
     if bytes < MIN_MEMORY {
-        anyhow::bail!("--memory {s:?}: below 1M, which no service starts under; write a size like 512M or 1G, or none");
+        anyhow::bail!("{key} {s:?}: below 1M, which no service starts under; write a size like 512M or 1G, or none");
     }
     Ok(Some(bytes))
 }

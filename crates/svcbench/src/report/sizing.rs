@@ -21,7 +21,7 @@ enum Verdict {
 /// Whether the rate is reached: the offered rate where the load is one, else the answered req/s.
 fn reaches(s: &StepRow, slo: &Slo) -> bool {
     match s.load().map(|m| (m.axis(), m.load())) {
-        Some((LoadAxis::OfferedRate, rate)) => rate >= slo.at_rps * 0.99,
+        Some((LoadAxis::OfferedRate, rate)) => slo.reached_by_offered(rate),
         _ => s.success_rps >= slo.at_rps,
     }
 }
@@ -82,6 +82,35 @@ fn slo_text(slo: &Slo) -> String {
     format!("{} at {} req/s", parts.join(" and "), num(slo.at_rps))
 }
 
+/// The cells of a service no run was judged in: a smaller one might hold, and a service judged nowhere has
+/// not failed everywhere.
+#[derive(Default)]
+struct Unjudged {
+    all: usize,
+    /// Those before the first cell that holds (smaller limits).
+    smaller: usize,
+}
+
+impl Unjudged {
+    fn count(&mut self, after_a_hold: bool) {
+        self.all += 1;
+        if !after_a_hold {
+            self.smaller += 1;
+        }
+    }
+
+    /// The last column: the smallest limits that hold, saying which cells went unjudged.
+    fn answer(&self, smallest: Option<String>, cells: usize) -> String {
+        match smallest {
+            Some(key) if self.smaller > 0 => format!("{key} ({} smaller not judged)", self.smaller),
+            Some(key) => key,
+            None if self.all == cells => "not judged in any cell".into(),
+            None if self.all > 0 => format!("none of those judged ({} not judged)", self.all),
+            None => "none of these".into(),
+        }
+    }
+}
+
 /// Services × cells: whether each holds the SLO, and the smallest limits at which it does.
 pub fn table(d: &Dataset, slo: &Slo, keys: &[String]) -> Table {
     let mut services: Vec<String> = Vec::new();
@@ -102,7 +131,8 @@ pub fn table(d: &Dataset, slo: &Slo, keys: &[String]) -> Table {
                service failed or died below it). A run is not judged when its measurement failed (interrupted, \
                limits not applied, its steps at the rate flagged for the generator or the machine); a cell with \
                no run judged shows –. Cells are ordered by CPU quota, then memory cap (then links): the first \
-               that holds is the sizing answer."
+               that holds is the sizing answer, with the smaller cells not judged counted beside it (one of \
+               them might hold)."
             .into(),
         head,
         rows: Vec::new(),
@@ -110,12 +140,14 @@ pub fn table(d: &Dataset, slo: &Slo, keys: &[String]) -> Table {
     for svc in &services {
         let mut cells = vec![Cell::header(svc.clone())];
         let mut smallest = None;
+        let mut unjudged = Unjudged::default();
         for key in keys {
             let g = d
                 .groups
                 .iter()
                 .position(|g| &g.service.name == svc && (keys.len() == 1 || g.cell.as_deref() == Some(key)));
             let Some(j) = g.and_then(|g| group_slo(d, g, slo)) else {
+                unjudged.count(smallest.is_some());
                 cells.push(Cell::text("–"));
                 continue;
             };
@@ -128,7 +160,7 @@ pub fn table(d: &Dataset, slo: &Slo, keys: &[String]) -> Table {
                 Cell::text(text).class("fail")
             });
         }
-        cells.push(Cell::text(smallest.unwrap_or_else(|| "none of these".into())));
+        cells.push(Cell::text(unjudged.answer(smallest, keys.len())));
         t.rows.push(Row { cells, data: vec![("service".into(), svc.clone())] });
     }
     t

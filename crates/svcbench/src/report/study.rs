@@ -192,7 +192,8 @@ fn round_table(d: &Dataset, sums: &[GroupSummary], groups: &[usize], cell: Optio
                     let class = if l.verdict == "slower" { "fail" } else { "num" };
                     // compare's sides are BASE and NEW; here the round's best and this row.
                     let word = match l.verdict.as_str() {
-                        "no data in NEW" | "no data" => "no valid peak",
+                        // "only in NEW": no row has a valid peak, so there is no best to compare with.
+                        "no data in NEW" | "no data" | "only in NEW" => "no valid peak",
                         "no data in BASE" => "the best has no valid peak",
                         w => w,
                     };

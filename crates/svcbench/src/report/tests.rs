@@ -694,6 +694,10 @@ fn a_round_names_no_best_beside_a_row_without_a_valid_peak() {
     let v = verdicts();
     assert_eq!((of(&v, "cheap").text.as_str(), of(&v, "cheap").class), ("only valid peak", ""));
     assert!(v.iter().all(|(_, c)| c.text != "best" && c.class != "ok"), "{v:?}");
+    // No row has a valid peak: there is no best to be compared with, and each row says why.
+    spoil("cheap");
+    let v = verdicts();
+    assert!(v.iter().all(|(_, c)| c.text == "no valid peak"), "{v:?}");
 }
 
 #[test]
@@ -782,6 +786,47 @@ fn sizing_judges_a_death_as_not_holding_and_needs_more_than_half_the_runs() {
     assert_eq!(sizing(&f), ["✓ 3 ms · 1/1", "cpus=1 memory=512M"]);
     flag("starved_connections");
     assert_eq!(sizing(&f), ["✗ 3 ms · 1/2", "none of these"]);
+}
+
+#[test]
+fn sizing_says_which_cells_went_unjudged_beside_its_answer() {
+    let f = store();
+    let s = f.session("hello", Some("unjudged"));
+    f.store.raw().execute("UPDATE session SET study = 'unjudged' WHERE id = ?1", params![s]).unwrap();
+    f.service(s, "svc");
+    let mut runs = Vec::new();
+    for (i, cell) in ["cpus=0.5 memory=512M", "cpus=1 memory=512M"].iter().enumerate() {
+        let r = f.run(s, "svc", i as i64 + 1, 1.0, 5000);
+        f.store.raw().execute("UPDATE run SET cell = ?2 WHERE id = ?1", params![r, cell]).unwrap();
+        f.step(r, 1, "open", None, Some(5000.0), "default", None, 5000.0, 5000, Some(5000), 1.0);
+        f.store.raw().execute("UPDATE step SET p99 = 3 WHERE run_id = ?1", [r]).unwrap();
+        runs.push(r);
+    }
+    let file = f.path.with_file_name("unjudged.toml");
+    std::fs::write(
+        &file,
+        "title = \"t\"\nquestion = \"q\"\nservices = [\"svc\"]\nprofile = \"quick\"\n[limits]\ncpus = [0.5, 1]\n\
+         [slo]\nat_rps = 5000\np99_ms = 10\n",
+    )
+    .unwrap();
+    let study = crate::study::file::Study::load(&file, false).unwrap();
+    let sizing = || {
+        let d = f.load(&["label=unjudged"], true);
+        let t = study::section(&d, &study).tables.into_iter().find(|t| t.id == "sizing").unwrap();
+        cell_texts(&t, 0)[1..].to_vec()
+    };
+    assert_eq!(sizing(), ["✓ 3 ms · 1/1", "✓ 3 ms · 1/1", "cpus=0.5 memory=512M"]);
+    // A step flagged for the machine alone leaves its run, and here its cell, unjudged.
+    let spoil = |run: i64| {
+        let flags = r#"[{"code":"machine_speed","detail":"set"}]"#;
+        f.store.raw().execute("UPDATE step SET valid = 0, flags = ?2 WHERE run_id = ?1", params![run, flags]).unwrap();
+    };
+    spoil(runs[0]);
+    assert_eq!(sizing(), ["–", "✓ 3 ms · 1/1", "cpus=1 memory=512M (1 smaller not judged)"]);
+    f.store.raw().execute("UPDATE step SET p99 = 30 WHERE run_id = ?1", [runs[1]]).unwrap();
+    assert_eq!(sizing(), ["–", "✗ 30 ms · 0/1", "none of those judged (1 not judged)"]);
+    spoil(runs[1]);
+    assert_eq!(sizing(), ["–", "–", "not judged in any cell"]);
 }
 
 #[test]

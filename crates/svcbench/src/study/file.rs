@@ -160,6 +160,14 @@ pub struct Slo {
     pub success: Option<f64>,
 }
 
+impl Slo {
+    /// Whether a step offering `rate` req/s is at the SLO's rate: within 1 %, so that a rate the profile
+    /// writes as the SLO's, held a little short, still counts.
+    pub fn reached_by_offered(&self, rate: f64) -> bool {
+        rate >= self.at_rps * 0.99
+    }
+}
+
 /// `--quick`: a shorter form CI can afford (fewer runs, shorter steps, another profile).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -200,11 +208,17 @@ pub struct Study {
 
 impl Study {
     /// Refuses, naming the study's keys, a CPU split its session would refuse (`cpus::cpu_split`): a CPU set
-    /// this machine lacks, sets that share a CPU, a quota of the limits axis above the service's CPUs.
+    /// this machine lacks, sets that share a CPU, a quota of the limits axis above the service's CPUs or
+    /// below the kernel's smallest.
     /// `allowed`: this machine's CPUs (`cpus::allowed`).
     pub fn check_cpus(&self, allowed: &[usize]) -> Result<()> {
         let widest = self.cells.iter().filter_map(|c| c.limits.cpus).reduce(f64::max);
+        let narrowest = self.cells.iter().filter_map(|c| c.limits.cpus).reduce(f64::min);
         let table = if self.quick && self.file.quick.limits.is_some() { "quick.limits" } else { "limits" };
+        if let Some(q) = narrowest {
+            crate::cpus::check_quota_floor(q, &crate::cpus::CpuKeys::table(table))
+                .with_context(|| self.path.display().to_string())?;
+        }
         let limits = &self.file.limits;
         crate::cpus::split_cpus(
             &mut limits.cpuset.clone(),
@@ -249,8 +263,11 @@ impl Study {
             bail!("{at}: limits.cpus holds {c}; quotas are CPUs above zero, e.g. [0.5, 1, 1.5]");
         }
         let mut memories = Vec::new();
+        let table = if quick && file.quick.limits.is_some() { "quick.limits" } else { "limits" };
         for m in &file.limits.memory {
-            memories.push(crate::options::parse_memory(m).with_context(|| format!("{at}: limits.memory"))?);
+            memories.push(
+                crate::options::parse_memory_of(&format!("[{table}] memory"), m).with_context(|| at.to_string())?,
+            );
         }
         if memories.is_empty() {
             memories.push(crate::options::parse_memory(crate::options::DEFAULT_MEMORY)?);
@@ -456,6 +473,21 @@ mod tests {
         let e = format!("{:#}", Study::load(&f, true).unwrap().check_cpus(&two).unwrap_err());
         assert!(e.contains("[quick.limits] cpus 3 is more"), "{e}");
         assert!(Study::load(&f, false).unwrap().check_cpus(&two).is_ok());
+    }
+
+    #[test]
+    fn a_quota_below_the_kernels_smallest_is_refused_naming_the_studys_key_even_in_a_plan() {
+        let two = [0, 1];
+        let e = format!("{:#}", load("[limits]\ncpus = [0.005, 0.5]\n").unwrap().check_cpus(&two).unwrap_err());
+        assert!(e.ends_with("s.toml: [limits] cpus 0.005 is below 0.01, the smallest CPU quota the kernel holds (1 ms of every 100 ms); raise [limits] cpus to 0.01 or more"), "{e}");
+        assert!(load("[limits]\ncpus = [0.01, 0.5]\n").unwrap().check_cpus(&two).is_ok());
+    }
+
+    #[test]
+    fn a_memory_cap_that_is_no_size_is_refused_naming_the_studys_key() {
+        let e = format!("{:#}", load("[limits]\nmemory = [\"512\"]\n").unwrap_err());
+        assert!(e.ends_with("s.toml: [limits] memory \"512\": below 1M, which no service starts under; write a size like 512M or 1G, or none"), "{e}");
+        assert!(!e.contains("--memory"), "{e}");
     }
 
     #[test]
