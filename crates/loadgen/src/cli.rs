@@ -51,7 +51,9 @@ pub struct LoadArgs {
     pub threads: Option<usize>,
 
     /// Open model: requests per second, constant (1000) or ramped over the run (100:2000)
-    #[arg(long, value_name = "R|A:B")]
+    // A negative rate reaches the rate's own check, which says what is wrong with it, instead of
+    // being taken for a flag.
+    #[arg(long, value_name = "R|A:B", allow_negative_numbers = true)]
     pub rate: Option<String>,
 
     /// Open model whose rate rises linearly over the run: FROM..TO requests per second
@@ -480,6 +482,8 @@ mod tests {
             assert!(e.starts_with("--rate: ") && e.contains("requests per second"), "{rate}: {e}");
             assert_eq!(e.lines().count(), 1, "{e}");
         }
+        let e = err(&["http://h:1/", "--rate", "-5"]);
+        assert!(e.starts_with("--rate: rate '-5' is negative: give a positive number"), "{e}");
     }
 
     #[test]
