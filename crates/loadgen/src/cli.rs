@@ -51,7 +51,9 @@ pub struct LoadArgs {
     pub threads: Option<usize>,
 
     /// Open model: requests per second, constant (1000) or ramped over the run (100:2000)
-    #[arg(long, value_name = "R|A:B")]
+    // A negative rate reaches the rate's own check, which says what is wrong with it, instead of
+    // being taken for a flag.
+    #[arg(long, value_name = "R|A:B", allow_negative_numbers = true)]
     pub rate: Option<String>,
 
     /// Open model whose rate rises linearly over the run: FROM..TO requests per second
@@ -212,6 +214,12 @@ impl LoadArgs {
         if self.max_connections == Some(0) {
             bail!("--max-connections is 0: allow at least 1 connection, or leave it out for {DEFAULT_MAX_CONNECTIONS}");
         }
+        if self.timeout.is_zero() {
+            bail!("--timeout is 0: give a positive request timeout such as 10s");
+        }
+        if self.connect_timeout.is_zero() {
+            bail!("--connect-timeout is 0: give a positive connect timeout such as 3s");
+        }
         if self.threads == Some(0) {
             bail!("-t/--threads is 0: use at least 1 thread, or leave it out for one per CPU");
         }
@@ -364,6 +372,13 @@ pub fn run_cli(args: &LoadArgs) -> Result<i32> {
         });
     }
     config.stop = Some(stop);
+    // Resolved and tried before the header, so a mistyped host or port is one line and nothing runs.
+    let addr = config.target.resolve()?;
+    let standalone = args.agent.is_none() && args.start_at.is_none() && !args.exit_with_stdin;
+    if standalone {
+        // An agent is part of a run that counts a dead service's refusals as errors of its step.
+        crate::preflight::refuse_closed_port(addr, &args.url, config.connect_timeout)?;
+    }
 
     // Written, never printed: `print!` panics when the reader has gone (`svcbench load … | head`), and a
     // load that ran to its end should end as it would have.
@@ -458,11 +473,17 @@ mod tests {
         assert!(e.contains("--max-connections") && e.contains("at least 1"), "{e}");
         let e = err(&["http://h:1/", "-t", "0"]);
         assert!(e.contains("-t/--threads") && e.contains("at least 1"), "{e}");
+        let e = err(&["http://h:1/", "--timeout", "0"]);
+        assert!(e.starts_with("--timeout is 0") && e.contains("10s"), "{e}");
+        let e = err(&["http://h:1/", "--connect-timeout", "0s"]);
+        assert!(e.starts_with("--connect-timeout is 0") && e.contains("3s"), "{e}");
         for rate in ["0", "nan", "NaN", "-5", "0:0", "inf"] {
             let e = err(&["http://h:1/", &format!("--rate={rate}")]);
             assert!(e.starts_with("--rate: ") && e.contains("requests per second"), "{rate}: {e}");
             assert_eq!(e.lines().count(), 1, "{e}");
         }
+        let e = err(&["http://h:1/", "--rate", "-5"]);
+        assert!(e.starts_with("--rate: rate '-5' is negative: give a positive number"), "{e}");
     }
 
     #[test]

@@ -38,7 +38,9 @@ impl Target {
     pub fn resolve(&self) -> Result<SocketAddr> {
         (self.host.as_str(), self.port)
             .to_socket_addrs()
-            .with_context(|| format!("cannot resolve host '{}'", self.host))?
+            .with_context(|| {
+                format!("cannot resolve host '{}' (check its name, or give an address such as 127.0.0.1)", self.host)
+            })?
             .next()
             .ok_or_else(|| anyhow!("host '{}' resolves to no address", self.host))
     }

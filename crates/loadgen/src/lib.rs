@@ -29,6 +29,7 @@ pub mod http;
 pub mod knee;
 pub mod limits;
 pub mod models;
+mod preflight;
 pub mod printer;
 mod report;
 mod request;

@@ -51,16 +51,7 @@ pub fn header(config: &LoadConfig, url: &str) -> String {
 /// The summary after the run.
 pub fn summary(r: &LoadReport) -> String {
     let mut s = String::new();
-    let l = &r.latency;
-    let _ = writeln!(s, "  Latency of successful responses");
-    let _ = writeln!(s, "    {:>10} {:>10} {:>10}", "Avg", "Stdev", "Max");
-    let _ = writeln!(s, "    {:>10} {:>10} {:>10}", fmt_ms(l.mean), fmt_ms(l.stdev), fmt_ms(l.max));
-    let _ = writeln!(s, "  Latency Distribution");
-    for (label, v) in
-        [("50%", l.p50), ("75%", l.p75), ("90%", l.p90), ("99%", l.p99), ("99.9%", l.p999), ("99.99%", l.p9999)]
-    {
-        let _ = writeln!(s, "    {label:>7} {:>10}", fmt_ms(v));
-    }
+    latency(&mut s, r);
     let total = r.requests_ok + r.requests_err;
     let _ = writeln!(
         s,
@@ -109,7 +100,16 @@ pub fn summary(r: &LoadReport) -> String {
         );
     }
     let c = &r.connections;
-    if c.starved > 0 || c.stalled > 0 {
+    if c.answers_max == 0 && c.used > 0 && (c.stalled > 0 || r.requests_err > 0) {
+        // `starved` counts connections left out while others were answered: here none was answered.
+        let _ = writeln!(
+            s,
+            "  Connections: none of {} got an answer, {} requests waiting over 1s at the end (oldest {})",
+            c.used,
+            c.stalled,
+            fmt_ms(c.oldest_unanswered_ms)
+        );
+    } else if c.starved > 0 || c.stalled > 0 {
         let _ = writeln!(
             s,
             "  Connections: {} of {} got no answer, {} requests waiting over 1s at the end (oldest {}); answers per connection min {}, median {}, max {}",
@@ -127,13 +127,12 @@ pub fn summary(r: &LoadReport) -> String {
     }
     let _ = writeln!(s, "Requests/sec: {:>10.2}", r.success_rps());
     let _ = writeln!(s, "Transfer/sec: {:>10}", fmt_bytes(r.bytes_in as f64 / r.duration_s.max(1e-9)));
-    let _ = writeln!(
-        s,
-        "Connections opened: {}, generator CPU {:.2}s ({:.1}us per request)",
-        r.connections_opened,
-        r.client_cpu_s,
-        r.client_cpu_us_per_request()
-    );
+    let per_request = match r.requests_ok {
+        0 => String::new(),
+        _ => format!(" ({:.1}us per request)", r.client_cpu_us_per_request()),
+    };
+    let _ =
+        writeln!(s, "Connections opened: {}, generator CPU {:.2}s{per_request}", r.connections_opened, r.client_cpu_s);
     if r.connect_attempts_failed > 0 {
         let _ = writeln!(s, "Failed connection attempts: {}", r.connect_attempts_failed);
     }
@@ -141,6 +140,25 @@ pub fn summary(r: &LoadReport) -> String {
         let _ = writeln!(s, "{line}");
     }
     s
+}
+
+/// The latency table; with no successful response there is no latency to show, and zeros would read as
+/// a fast service.
+fn latency(s: &mut String, r: &LoadReport) {
+    if r.requests_ok == 0 {
+        let _ = writeln!(s, "  Latency of successful responses: none (no request succeeded)");
+        return;
+    }
+    let l = &r.latency;
+    let _ = writeln!(s, "  Latency of successful responses");
+    let _ = writeln!(s, "    {:>10} {:>10} {:>10}", "Avg", "Stdev", "Max");
+    let _ = writeln!(s, "    {:>10} {:>10} {:>10}", fmt_ms(l.mean), fmt_ms(l.stdev), fmt_ms(l.max));
+    let _ = writeln!(s, "  Latency Distribution");
+    for (label, v) in
+        [("50%", l.p50), ("75%", l.p75), ("90%", l.p90), ("99%", l.p99), ("99.9%", l.p999), ("99.99%", l.p9999)]
+    {
+        let _ = writeln!(s, "    {label:>7} {:>10}", fmt_ms(v));
+    }
 }
 
 /// `NOT VALID (codes): details` when the run raised validity flags, else None.
@@ -184,6 +202,20 @@ mod tests {
         let not_valid = out.lines().find(|l| l.starts_with("NOT VALID (")).expect(&out);
         assert!(not_valid.contains("(client_resource_errors, starved_connections): "), "{out}");
         assert!(not_valid.contains("client's own limits") && not_valid.contains("2 of 4 connections"), "{out}");
+    }
+
+    #[test]
+    fn a_service_that_answers_nothing_is_not_shown_as_fast_or_fair() {
+        let mut r = crate::validity::tests::healthy();
+        r.requests_ok = 0;
+        r.status_counts.clear();
+        r.connections =
+            crate::report::ConnectionStats { used: 4, stalled: 4, oldest_unanswered_ms: 2_000.0, ..Default::default() };
+        let out = summary(&r);
+        assert!(out.contains("Connections: none of 4 got an answer, 4 requests waiting over 1s"), "{out}");
+        assert!(!out.contains("0 of 4 got no answer"), "{out}");
+        assert!(out.contains("Latency of successful responses: none (no request succeeded)"), "{out}");
+        assert!(!out.contains("0.00us") && !out.contains("per request"), "{out}");
     }
 
     #[test]

@@ -51,6 +51,18 @@ struct StepFile {
     pacing: Option<loadgen::Pacing>,
 }
 
+/// The keys every step has, beside its load model's.
+const COMMON_STEP_KEYS: &[&str] =
+    &["duration", "repeat", "mix", "upstream_delay_ms", "fresh_start", "keepalive", "pacing"];
+
+/// "unknown key `keepalvie`: did you mean `keepalive`?" for a step key no one reads but one close to it is.
+fn misspelt_key(load: &toml::Table) -> Option<String> {
+    let known = loadgen::Model::step_keys();
+    let key = load.keys().find(|k| !known.contains(&k.as_str()))?;
+    let best = crate::toml_file::closest_key(key, known.into_iter().chain(COMMON_STEP_KEYS.iter().copied()))?;
+    Some(format!("unknown key `{key}`: did you mean `{best}`?"))
+}
+
 fn one() -> usize {
     1
 }
@@ -166,6 +178,7 @@ impl Profile {
             if duration.is_zero() || duration > MAX_STEP {
                 return Err(at(format!("step {n}: duration {:?} must be above 0 and at most a day", s.duration)));
             }
+            misspelt_key(&s.load).map_or(Ok(()), |m| Err(at(format!("step {n}: {m}"))))?;
             let mut load = s.load.clone();
             if let Some(p) = s.pacing {
                 // Read above; given to the model too, which says whether it paces its sends.
@@ -265,6 +278,16 @@ mod tests {
         let p = d.path().join("p.toml");
         std::fs::write(&p, text).unwrap();
         Profile::load(&p)
+    }
+
+    #[test]
+    fn a_misspelt_step_key_is_named_with_the_key_it_likely_meant() {
+        let e = load("name='t'\n[[step]]\nconections=4\nduration='1s'\n").unwrap_err().to_string();
+        assert!(e.ends_with("step 1: unknown key `conections`: did you mean `connections`?"), "{e}");
+        let e = load("name='t'\n[[step]]\nconnections=4\nkeepalvie=false\nduration='1s'\n").unwrap_err().to_string();
+        assert!(e.ends_with("step 1: unknown key `keepalvie`: did you mean `keepalive`?"), "{e}");
+        let e = load("name='t'\n[[step]]\nconnections=4\nimage='x'\nduration='1s'\n").unwrap_err().to_string();
+        assert!(e.contains("step 1: unknown key `image`: a step's load is one of"), "{e}");
     }
 
     #[test]

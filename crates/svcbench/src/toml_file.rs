@@ -28,10 +28,16 @@ fn with_suggestion(msg: &str) -> Option<String> {
     let (kind, rest) =
         ["unknown field `", "unknown variant `"].iter().find_map(|p| msg.strip_prefix(p).map(|r| (*p, r)))?;
     let (given, expected) = rest.split_once('`')?;
-    let candidates = expected.split('`').skip(1).step_by(2);
-    let (best, distance) = candidates.map(|c| (c, strsim::damerau_levenshtein(given, c))).min_by_key(|(_, d)| *d)?;
+    let best = closest_key(given, expected.split('`').skip(1).step_by(2))?;
+    Some(format!("{kind}{given}`: did you mean `{best}`?"))
+}
+
+/// The key among `candidates` that `given` most likely misspells, if one is close enough to be a typo.
+pub fn closest_key<'a>(given: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let (best, distance) =
+        candidates.into_iter().map(|c| (c, strsim::damerau_levenshtein(given, c))).min_by_key(|(_, d)| *d)?;
     // One edit in a short key, two in a longer one: beyond that it is another key, not a typo.
-    (distance <= 1 + given.len() / 6).then(|| format!("{kind}{given}`: did you mean `{best}`?"))
+    (distance <= 1 + given.len() / 6).then_some(best)
 }
 
 #[cfg(test)]

@@ -52,6 +52,17 @@ fn load_refuses_durations_timeouts_and_start_times_beyond_their_maximum() {
     refused(t, &["load", "http://127.0.0.1:9/", "--start-at", "1e20"], &["--start-at", "from now"]);
 }
 
+#[test]
+fn load_refuses_a_host_that_does_not_resolve_and_a_port_nobody_listens_on_before_it_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    refused(t, &["load", "http://nosuchhost.invalid/", "-d", "1s"], &["cannot resolve host 'nosuchhost.invalid'"]);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let url = format!("http://{closed}/");
+    refused(t, &["load", &url, "-d", "1s"], &["nothing listens on", "start the service"]);
+    refused(t, &["load", &url, "--rate", "10", "-d", "1s"], &["nothing listens on"]);
+}
+
 fn write_profile(dir: &Path, step: &str) -> String {
     let p = dir.join("bad-profile.toml");
     std::fs::write(&p, format!("name = 'bad'\n[[step]]\nduration = '1s'\n{step}\n")).unwrap();

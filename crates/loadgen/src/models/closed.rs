@@ -218,6 +218,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_misspelt_model_key_is_named_not_taken_for_a_missing_model() {
+        let err = |text: &str| Model::from_step(&toml::from_str(text).unwrap(), 7).unwrap_err().to_string();
+        assert!(err("conections = 4").starts_with("unknown key `conections`"), "{}", err("conections = 4"));
+        assert!(err("conections = 4\nrate = 5").starts_with("unknown key `conections`"));
+        assert!(Model::step_keys().contains(&"connections") && Model::step_keys().contains(&"pacing"));
+    }
+
+    #[test]
     fn connections_split_across_agents_and_are_the_load() {
         let m = Closed { connections: 5 };
         assert_eq!((m.load(), m.load_text(), m.label()), (5.0, "5".to_string(), "c=5".to_string()));

@@ -143,6 +143,10 @@ impl Model {
     /// gives one load per value). `default_max_connections` caps an open step that sets none.
     pub fn from_step(keys: &toml::Table, default_max_connections: usize) -> Result<Vec<Model>> {
         let triggers = || KINDS.iter().flat_map(|k| k.triggers).map(|t| format!("`{t}`")).collect::<Vec<_>>();
+        // A misspelt model key (`conections`) leaves no model key: name it, not the missing model.
+        if let Some(key) = keys.keys().find(|k| !Model::step_keys().contains(&k.as_str())) {
+            bail!("unknown key `{key}`: a step's load is one of {}", triggers().join(", "));
+        }
         let given: Vec<&Kind> = KINDS.iter().filter(|k| k.triggers.iter().any(|t| keys.contains_key(*t))).collect();
         let given_triggers = given.iter().flat_map(|k| k.triggers).filter(|t| keys.contains_key(**t)).count();
         let [kind] = given.as_slice() else { bail!("give exactly one of {}", triggers().join(", ")) };
@@ -154,14 +158,19 @@ impl Model {
                 continue;
             }
             let takers: Vec<&Kind> = KINDS.iter().filter(|k| k.options.contains(&key.as_str())).collect();
-            if takers.is_empty() {
-                bail!("unknown key `{key}`: a step's load is one of {}", triggers().join(", "));
-            }
             let family = takers[0].family;
             let names: Vec<String> = takers.iter().flat_map(|k| k.triggers).map(|t| format!("`{t}`")).collect();
             bail!("{key} is for {family} steps ({})", names.join(", "));
         }
         (kind.from_step)(keys, default_max_connections)
+    }
+
+    /// Every step key some model reads (its triggers and options), for messages naming a misspelt one.
+    pub fn step_keys() -> Vec<&'static str> {
+        let mut keys: Vec<&str> = KINDS.iter().flat_map(|k| k.triggers.iter().chain(k.options)).copied().collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys
     }
 
     /// The driver of worker `worker` of `workers` (of all agents), with its share of the load.

@@ -24,9 +24,12 @@ impl RateRamp {
             v.trim()
                 .parse::<f64>()
                 .ok()
-                .filter(|r| r.is_finite() && *r >= 0.0)
+                .filter(|r| r.is_finite())
                 .ok_or_else(|| anyhow!("rate '{v}' is not a number of requests per second (e.g. 1000 or 100:2000)"))
                 .and_then(|r| {
+                    if r < 0.0 {
+                        bail!("rate '{v}' is negative: give a positive number of requests per second (e.g. 1000)")
+                    }
                     // Beyond what one machine can send; a schedule that size is a typo.
                     if r > MAX_RATE {
                         bail!("rate '{v}' is above {MAX_RATE:.0} requests per second: give a rate one machine can send")
