@@ -151,7 +151,7 @@ fn split_pieces(text: &str, lists: &[Arc<ValueList>], out: &mut Vec<Piece>) -> R
                 } else if let Some(i) = lists.iter().position(|l| l.name == name) {
                     out.push(Piece::Var(i));
                 } else {
-                    bail!("uses {{{name}}} but there is no value list named '{name}' (add --values {name}=FILE)");
+                    bail!("uses {{{name}}} but there is no value list named '{name}' (add it to the mix's values, or --values {name}=FILE)");
                 }
                 rest = &after[close + 1..];
             }

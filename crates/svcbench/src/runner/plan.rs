@@ -75,14 +75,73 @@ pub fn load_services(paths: &[PathBuf], scenario: Option<&str>) -> Result<(Vec<S
         }
     }
     let sc = if scenario.is_none() { named_by(&services[0], &wanted)? } else { find(&services[0], &wanted)? };
+    if scenario.is_none() {
+        for s in &services[1..] {
+            refuse_a_namesake(&services[0], &sc, s, &named_by(s, &wanted)?)?;
+        }
+    }
     let kinds: Vec<&str> = sc.file.dependency.iter().map(|d| d.kind.as_str()).collect();
     services.iter().try_for_each(|s| s.check_placeholders(&kinds))?;
     Ok((services, sc))
 }
 
+/// A scenario of one's own beside a service wins over a bundled namesake, so two services naming one
+/// scenario may find two: each would be checked and loaded by the first one's, and the store would hold
+/// both under one name.
+fn refuse_a_namesake(first: &Service, found: &Scenario, other: &Service, theirs: &Scenario) -> Result<()> {
+    let text = |s: &Scenario| std::fs::read(s.dir.join("scenario.toml")).ok();
+    if theirs.dir == found.dir || text(theirs) == text(found) {
+        return Ok(());
+    }
+    bail!(
+        "two scenarios named `{}`: {} finds {}, {} finds {}; give a scenario of your own a name of its own (its folder and `scenario` in the manifest), or pass --scenario to measure both by one",
+        other.manifest.scenario,
+        first.name(),
+        found.dir.display(),
+        other.name(),
+        theirs.dir.display()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
+
+    /// `root/scenarios/<scenario>/scenario.toml` named `description`, and `root/<service>/svcbench.toml`.
+    fn service_beside_its_scenario(root: &Path, service: &str, description: &str) -> PathBuf {
+        let sc = root.join("scenarios/shop");
+        std::fs::create_dir_all(&sc).unwrap();
+        let check = "[[check]]\nname = \"root\"\npath = \"/\"\n";
+        std::fs::write(sc.join("scenario.toml"), format!("name = \"shop\"\ndescription = \"{description}\"\n{check}"))
+            .unwrap();
+        let dir = root.join(service);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("svcbench.toml"),
+            format!(
+                "name = \"{service}\"\nscenario = \"shop\"\nlanguage = \"python\"\nframework = \"x\"\n\
+                 framework_version = \"1\"\nmodel = \"blocking\"\nrun = \"./x\"\nreadiness = \"/\"\n"
+            ),
+        )
+        .unwrap();
+        dir
+    }
+
+    #[test]
+    fn two_services_whose_scenarios_share_a_name_but_not_their_contents_are_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let a = service_beside_its_scenario(&t.path().join("mine"), "a", "mine");
+        let b = service_beside_its_scenario(&t.path().join("theirs"), "b", "theirs");
+        let e = format!("{:#}", load_services(&[a.clone(), b], None).unwrap_err());
+        assert!(e.starts_with("two scenarios named `shop`: a finds ") && e.contains("b finds "), "{e}");
+        // The same scenario in two folders (another checkout) is one scenario.
+        let c = service_beside_its_scenario(&t.path().join("copy"), "c", "mine");
+        load_services(&[a.clone(), c.clone()], None).unwrap();
+        // --scenario picks one for both on purpose.
+        let b = t.path().join("theirs/b");
+        load_services(&[a, b], Some("shop")).unwrap();
+    }
 
     #[test]
     fn runs_interleave_by_round_and_skip_what_a_resumed_study_holds() {

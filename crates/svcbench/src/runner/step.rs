@@ -145,12 +145,14 @@ pub fn load_config(
     // The mix's seed (else the run's --seed), shifted per step: repeated steps draw other values, and
     // a second run of the same profile draws the same ones.
     mix_spec.seed = Some(mix_spec.seed.unwrap_or(seed).wrapping_add(seq as u64));
-    let resolved = mix_spec.clone().resolve(&scenario.dir).with_context(|| {
-        format!(
-            "scenario `{}`, mix `{mix_name}` (a missing values file: is the scenario's dataset built?)",
-            scenario.name()
-        )
-    })?;
+    // The scenario's mixes were resolved when it was read, but for value files a dataset build writes:
+    // only their absence is a dataset's to explain.
+    let unbuilt = mix_spec.values.values().any(|v| v.file.as_ref().is_some_and(|f| !scenario.dir.join(f).exists()));
+    let hint = if unbuilt { " (a missing values file: is the scenario's dataset built?)" } else { "" };
+    let resolved = mix_spec
+        .clone()
+        .resolve(&scenario.dir)
+        .with_context(|| format!("scenario `{}`, mix `{mix_name}`{hint}", scenario.name()))?;
     let mut cfg = loadgen::LoadConfig::new(target, resolved, step.load.clone());
     cfg.duration = step.duration;
     cfg.keepalive = step.keepalive;

@@ -1,6 +1,7 @@
 //! A scenario (`scenarios/<name>/scenario.toml`, docs/scenario.md): conformance checks, request mixes for
 //! load, and the dependencies it needs. Data, not code.
 pub mod checks;
+mod validate;
 
 use anyhow::{bail, Result};
 use serde::Deserialize;
@@ -82,11 +83,7 @@ impl Scenario {
             bail!("{}: no scenario.toml; a scenario folder needs one (see docs/scenario.md)", dir.display());
         }
         let file: ScenarioFile = crate::toml_file::read(&path)?;
-        for (name, m) in &file.mix {
-            if m.request.is_empty() {
-                bail!("{}: mix `{name}` has no [[mix.{name}.request]]", path.display());
-            }
-        }
+        validate::validate(&file, dir, &path)?;
         Ok(Scenario { dir: dir.canonicalize()?, file })
     }
 
