@@ -93,6 +93,8 @@ fn run_refuses_unbounded_profiles_and_flags_before_any_build() {
     refused(t, &["run", svc, "--startup-timeout", "1e20"], &["--startup-timeout", "an hour"]);
     refused(t, &["run", svc, "--step-duration", "1e20"], &["--step-duration", "a day"]);
     refused(t, &["run", svc, "--cpus", "inf"], &["--cpus"]);
+    // A negative quota is read as one and refused as such, not taken for an unknown option.
+    refused(t, &["run", svc, "--cpus", "-1"], &["--cpus -1: must be a number of CPUs above 0"]);
 }
 
 /// The steady fixture's manifest with `from` replaced by `to`, in a service folder of its own under `dir`.

@@ -13,7 +13,7 @@ pub const DEFAULT_MEMORY: &str = "512M";
 #[derive(clap::Args, Debug, Clone)]
 pub struct LimitsArgs {
     /// CPU quota of the service, in CPUs (as Docker's --cpus).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub cpus: Option<f64>,
     /// Memory cap of the service, no swap (e.g. 512M, 1G; "none" for no cap).
     #[arg(long, default_value = DEFAULT_MEMORY)]
