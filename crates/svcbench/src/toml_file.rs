@@ -14,12 +14,22 @@ pub fn parse<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T> {
         // The line the offending key starts on: newlines before it, plus one.
         let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1);
         let msg = e.message().replace('\n', " ");
-        let msg = with_suggestion(&msg).unwrap_or(msg);
+        let msg = with_suggestion(&msg).or_else(|| in_plain_words(&msg)).unwrap_or(msg);
         match line {
             Some(l) => anyhow::anyhow!("{}:{}: {}", path.display(), l, msg),
             None => anyhow::anyhow!("{}: {}", path.display(), msg),
         }
     })
+}
+
+/// serde's words that name a Rust type or leave out the fix: a missing key is said to be needed, an unsigned
+/// integer a whole number.
+fn in_plain_words(msg: &str) -> Option<String> {
+    if let Some(key) = msg.strip_prefix("missing field `").and_then(|r| r.strip_suffix('`')) {
+        return Some(format!("missing key `{key}`: this file needs it (add `{key} = …`)"));
+    }
+    let (head, ty) = msg.rsplit_once(", expected ")?;
+    ["u8", "u16", "u32", "u64", "usize"].contains(&ty).then(|| format!("{head}, expected a whole number, 0 or more"))
 }
 
 /// serde's "unknown field `readyness`, expected one of `name`, …, `readiness`, …" (or "unknown variant"), told
@@ -77,6 +87,15 @@ mod tests {
             Some("unknown variant `asyn`: did you mean `async`?")
         );
         assert_eq!(said("missing field `run`"), None);
+        assert_eq!(
+            super::in_plain_words("missing field `run`").as_deref(),
+            Some("missing key `run`: this file needs it (add `run = …`)")
+        );
+        assert_eq!(
+            super::in_plain_words("invalid value: integer `-3`, expected u32").as_deref(),
+            Some("invalid value: integer `-3`, expected a whole number, 0 or more")
+        );
+        assert_eq!(super::in_plain_words("invalid type: string \"x\", expected f64"), None);
         // Through a real parse: file, line and the suggestion in one line.
         let e = super::parse::<T>(std::path::Path::new("x.toml"), "a = 1\nbb = 2\n").unwrap_err();
         assert_eq!(e.to_string(), "x.toml:2: unknown field `bb`: did you mean `b`?");
