@@ -92,6 +92,11 @@ pub fn errors(d: &Dataset) -> Option<Table> {
     }
     let mut head: Vec<String> = ["service", "step", "requests ok"].map(String::from).to_vec();
     head.extend(kinds.iter().map(|k| k.to_string()));
+    // Which answers the status errors were: the store keeps every status's count.
+    let statuses_any = kinds.contains(&"status");
+    if statuses_any {
+        head.push("answers outside 2xx (status: count)".into());
+    }
     head.push("connect attempts failed".into());
     if dropped_any {
         head.push("attempts dropped at its accept queue".into());
@@ -112,6 +117,12 @@ pub fn errors(d: &Dataset) -> Option<Table> {
         head,
         rows: Vec::new(),
     };
+    if statuses_any {
+        t.note.push_str(
+            " Answers outside 2xx: every such status answered, with its median count (0 where most runs had none); \
+             a status the scenario's mix counts as a success (a 404, say) is listed there but is no error.",
+        );
+    }
     if dropped_any {
         t.note.push_str(
             " An attempt dropped at the service's full accept queue was sent again by its client after 1 s, then 3 s \
@@ -125,6 +136,9 @@ pub fn errors(d: &Dataset) -> Option<Table> {
             for k in &kinds {
                 let v = median_of(&steps, |s| s.errors_by_kind().iter().find(|(x, _)| x == k).map(|(_, n)| *n as f64));
                 cells.push(Cell::num(v).class(if v.unwrap_or(0.0) > 0.0 { "fail" } else { "num" }));
+            }
+            if statuses_any {
+                cells.push(Cell::text(outside_2xx(&steps)));
             }
             cells.push(Cell::num(median_of(&steps, |s| s.connect_attempts_failed.map(|n| n as f64))));
             if dropped_any {
@@ -142,6 +156,28 @@ pub fn errors(d: &Dataset) -> Option<Table> {
         }
     }
     Some(t)
+}
+
+/// The statuses outside 2xx the steps were answered with, each with its median count over the steps (a step
+/// without it counts 0), lowest status first; "–" where there were none. Some of them may be successes of
+/// the mix (a 404 its `success` counts), which the error columns leave out.
+fn outside_2xx(steps: &[&StepRow]) -> String {
+    let counts: Vec<std::collections::BTreeMap<u16, u64>> =
+        steps.iter().map(|s| serde_json::from_str(&s.status_counts).unwrap_or_default()).collect();
+    let codes: std::collections::BTreeSet<u16> =
+        counts.iter().flat_map(|c| c.keys().copied()).filter(|c| !(200..300).contains(c)).collect();
+    let said: Vec<String> = codes
+        .iter()
+        .map(|code| {
+            let n = crate::figures::median(counts.iter().map(|c| c.get(code).copied().unwrap_or(0) as f64));
+            format!("{code}: {}", n.map_or("–".into(), num))
+        })
+        .collect();
+    if said.is_empty() {
+        "–".into()
+    } else {
+        said.join(", ")
+    }
 }
 
 /// A step whose load is an offered rate: it ran on a schedule.

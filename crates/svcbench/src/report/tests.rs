@@ -1173,3 +1173,33 @@ fn a_passing_gate_says_so_in_one_line() {
     assert!(compare::gate(&c, &[], false).is_none());
     assert!(!compare::markdown(&base, &new, &c, None).contains("--fail-on"));
 }
+
+#[test]
+fn status_errors_name_the_statuses_outside_2xx_with_their_median_counts() {
+    let f = store();
+    let s = f.session("users", None);
+    f.service(s, "k");
+    // Three runs: 404 in each (10, 12, 20), 500 in one only (its median over the three is 0).
+    for (i, counts) in
+        [r#"{"200":90,"404":10}"#, r#"{"200":88,"404":12}"#, r#"{"200":70,"404":20,"500":3}"#].iter().enumerate()
+    {
+        let r = f.run(s, "k", i as i64 + 1, 1.0, 1000);
+        f.step(r, 1, "closed", Some(4), None, "default", None, 100.0, 100, None, 1.0);
+        f.store
+            .raw()
+            .execute("UPDATE step SET err_status = 5, status_counts = ?1 WHERE run_id = ?2", params![counts, r])
+            .unwrap();
+    }
+    let t = quality::errors(&f.load(&[], false)).expect("status errors make the table");
+    let col = t.head.iter().position(|h| h.starts_with("answers outside 2xx")).expect("the statuses column");
+    assert_eq!(cell_texts(&t, 0)[col], "404: 12, 500: 0");
+    // No status error: no such column.
+    let f2 = store();
+    let s2 = f2.session("hello", None);
+    f2.service(s2, "a");
+    let r = f2.run(s2, "a", 1, 1.0, 1000);
+    f2.step(r, 1, "closed", Some(4), None, "default", None, 100.0, 100, None, 1.0);
+    f2.store.raw().execute("UPDATE step SET err_reset = 2, err_connect_refused = 0 WHERE run_id = ?1", [r]).unwrap();
+    let t = quality::errors(&f2.load(&[], false)).expect("resets make the table");
+    assert!(!t.head.iter().any(|h| h.starts_with("answers outside 2xx")), "{:?}", t.head);
+}
