@@ -104,18 +104,18 @@ pub fn summary(r: &LoadReport) -> String {
         // `starved` counts connections left out while others were answered: here none was answered.
         let _ = writeln!(
             s,
-            "  Connections: none of {} got an answer, {} requests waiting over 1s at the end (oldest {})",
+            "  Connections: none of {} got an answer, {} waiting over 1s at the end (oldest {})",
             c.used,
-            c.stalled,
+            requests(c.stalled),
             fmt_ms(c.oldest_unanswered_ms)
         );
     } else if c.starved > 0 || c.stalled > 0 {
         let _ = writeln!(
             s,
-            "  Connections: {} of {} got no answer, {} requests waiting over 1s at the end (oldest {}); answers per connection min {}, median {}, max {}",
+            "  Connections: {} of {} got no answer, {} waiting over 1s at the end (oldest {}); answers per connection min {}, median {}, max {}",
             c.starved,
             c.used,
-            c.stalled,
+            requests(c.stalled),
             fmt_ms(c.oldest_unanswered_ms),
             c.answers_min,
             c.answers_median,
@@ -172,6 +172,15 @@ pub fn not_valid(r: &LoadReport) -> Option<String> {
     Some(format!("NOT VALID ({}): {}", codes.join(", "), details.join(" ")))
 }
 
+/// "1 request", "2 requests".
+fn requests(n: u64) -> String {
+    if n == 1 {
+        "1 request".into()
+    } else {
+        format!("{n} requests")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,6 +229,7 @@ mod tests {
 
     #[test]
     fn units() {
+        assert_eq!((requests(1), requests(2)), ("1 request".to_string(), "2 requests".to_string()));
         assert_eq!(fmt_ms(0.138), "138.00us");
         assert_eq!(fmt_ms(2.6), "2.60ms");
         assert_eq!(fmt_ms(1500.0), "1.50s");

@@ -37,7 +37,8 @@ impl Validity {
     }
 
     pub fn details(&self) -> String {
-        self.flags.iter().map(|f| f.detail.as_str()).collect::<Vec<_>>().join("; ")
+        // Each detail is a sentence of its own; joined, their full stops would read ".;".
+        self.flags.iter().map(|f| f.detail.trim_end_matches('.')).collect::<Vec<_>>().join("; ")
     }
 
     pub fn to_json(&self) -> String {
@@ -278,6 +279,17 @@ mod sustain_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn details_are_joined_without_their_full_stops() {
+        let v = Validity {
+            flags: vec![
+                loadgen::Flag::new(FlagCode::OpenFileLimit, "at its limit."),
+                loadgen::Flag::new(FlagCode::DependencySaturated, "queue full 3 time(s)."),
+            ],
+        };
+        assert_eq!(v.details(), "at its limit; queue full 3 time(s)");
+    }
 
     #[test]
     fn a_service_at_its_open_file_limit_is_flagged_below_it_not() {
