@@ -203,7 +203,18 @@ impl Service {
         let (path, variant) = split_spec(spec);
         let base = Service::load(Path::new(path))?;
         match variant {
-            None | Some("") => Ok(vec![base]),
+            None => Ok(vec![base]),
+            // `x@` is a variant name cut off (or a shell's completion), not the base: refused, not guessed.
+            Some("") => {
+                let known: Vec<&str> = base.manifest.variant.keys().map(|k| k.as_str()).collect();
+                bail!(
+                    "{spec}: no variant name after `@`; name the folder alone for the base{}",
+                    match known.is_empty() {
+                        true => format!(" (`{}` declares no [variant.*] tables)", base.name()),
+                        false => format!(", `@NAME` for one variant ({}) or `@*` for all", known.join(", ")),
+                    }
+                )
+            }
             Some("*") => {
                 let names: Vec<String> = base.manifest.variant.keys().cloned().collect();
                 if names.is_empty() {
@@ -711,6 +722,8 @@ artifacts = ["target/lto/release/x"]
         assert_eq!(one.len(), 1);
         let e = Service::load_spec(&format!("{}@nope", d.path().display())).unwrap_err().to_string();
         assert!(e.contains("no variant `nope`") && e.contains("jetty, lto"), "{e}");
+        let e = Service::load_spec(&format!("{}@", d.path().display())).unwrap_err().to_string();
+        assert!(e.ends_with("@: no variant name after `@`; name the folder alone for the base, `@NAME` for one variant (jetty, lto) or `@*` for all"), "{e}");
     }
 
     #[test]

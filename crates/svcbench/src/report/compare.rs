@@ -530,9 +530,9 @@ fn host_and_time_warnings(base: &Dataset, new: &Dataset) -> Vec<String> {
     out
 }
 
-/// Where a line's NEW figures come from: NEW's group (None: NEW lacks the service), and for a per-step line the
-/// step's position and load.
-type Origin = Option<(usize, Option<(i64, String)>)>;
+/// Where a line's figures come from: BASE's and NEW's groups (None: that side lacks the service), and for a
+/// per-step line the step's position and load.
+type Origin = (Option<usize>, Option<usize>, Option<(i64, String)>);
 
 /// Compares the counted runs of BASE and NEW (store::read::Run::enters_figures): every service both sides name,
 /// every metric in `metrics` (all when empty), with verdicts at family-wise `alpha`.
@@ -550,7 +550,7 @@ pub fn compare(base: &Dataset, new: &Dataset, alpha: f64, metrics: &[String]) ->
         for m in METRICS.iter().filter(|m| wanted(m.key)) {
             let side = |f: &Option<Vec<RunFigures>>| f.as_ref().map(|f| f.iter().filter_map(m.value).collect());
             values.push(Values::of(&name, None, m, side(&b), side(&n)));
-            origins.push(ng.map(|g| (g, None)));
+            origins.push((bg, ng, None));
         }
         // Per step: only positions both sides ran with the same load.
         let (Some(bg), Some(ng)) = (bg, ng) else { continue };
@@ -562,13 +562,18 @@ pub fn compare(base: &Dataset, new: &Dataset, alpha: f64, metrics: &[String]) ->
                 let side =
                     |v: &[&StepRow]| Some(v.iter().filter(|s| base.quotable(s)).filter_map(|s| (m.value)(s)).collect());
                 values.push(Values::of(&name, Some(format!("#{seq} {label}")), m, side(&bsteps), side(nsteps)));
-                origins.push(Some((ng, Some((seq, label.clone())))));
+                origins.push((Some(bg), Some(ng), Some((seq, label.clone()))));
             }
         }
     }
     let (mut lines, tested) = judge(&values, alpha);
-    for ((l, v), origin) in lines.iter_mut().zip(&values).zip(&origins) {
-        let Some((g, step)) = origin else { continue };
+    for ((l, v), (bg, ng, step)) in lines.iter_mut().zip(&values).zip(&origins) {
+        if let (Some(bg), Some(ng), "no data") = (bg, ng, l.verdict.as_str()) {
+            let from_steps = FROM_PEAK_STEP.contains(&l.metric);
+            l.note = Some(compare_absence::on_both_sides((base, *bg), (new, *ng), step.as_ref(), from_steps));
+            continue;
+        }
+        let Some(g) = ng else { continue };
         if let Some(a) = absence(l, v, new, *g, step.as_ref()) {
             l.verdict = if a.service { FAILED_IN_NEW } else { NOT_JUDGED }.to_string();
             l.note = Some(a.why);
@@ -582,6 +587,9 @@ pub fn compare(base: &Dataset, new: &Dataset, alpha: f64, metrics: &[String]) ->
     warnings.extend(host_and_time_warnings(base, new));
     Comparison { alpha, tested, warnings, differences, left_out: out, lines }
 }
+
+/// Whole-run metrics read from the run's peak step: a run without a valid step has none.
+const FROM_PEAK_STEP: [&str; 3] = ["peak_rps", "p50_ms", "p99_ms"];
 
 /// Why NEW has no figure to judge on a line BASE has one for: "no data in NEW", or a figure where higher is
 /// better that is zero in every NEW run (no request succeeded) against BASE's positive ones.
@@ -599,7 +607,7 @@ fn absence(
     if l.verdict != "no data in NEW" && !zero_in_new {
         return None;
     }
-    let from_steps = ["peak_rps", "p50_ms", "p99_ms"].contains(&l.metric);
+    let from_steps = FROM_PEAK_STEP.contains(&l.metric);
     let mut a = match step {
         Some((seq, label)) => compare_absence::at_step(new, g, *seq, label),
         None => compare_absence::of_runs(new, g, from_steps),
@@ -781,9 +789,9 @@ fn cells(l: &Line) -> Vec<Cell> {
         })
         .unwrap_or_else(|| "–".into());
     let num = |t: String| Cell { text: t, class: "num", ..Cell::default() };
-    // A regression stands out (bold in Markdown); a line NEW has no figure for says why.
+    // A regression stands out (bold in Markdown); a line without a figure says why.
     let text = match (&l.note, l.verdict.as_str()) {
-        (Some(why), FAILED_IN_NEW | NOT_JUDGED) => format!("{}: {why}", l.verdict),
+        (Some(why), FAILED_IN_NEW | NOT_JUDGED | "no data") => format!("{}: {why}", l.verdict),
         _ => l.verdict.clone(),
     };
     let verdict = Cell { text, class: if l.regressed() { "fail" } else { "" }, ..Cell::default() };

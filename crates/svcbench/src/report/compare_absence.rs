@@ -75,6 +75,11 @@ fn ended(r: &Run) -> String {
 /// Why NEW's group `g` has no value of a per-step metric at step `seq` (`label`): its steps there, from the
 /// counted runs, and their flags.
 pub fn at_step(new: &Dataset, g: usize, seq: i64, label: &str) -> Absence {
+    at_step_of(new, g, seq, label, "NEW")
+}
+
+/// `at_step` for either side, named `side` in the text.
+fn at_step_of(new: &Dataset, g: usize, seq: i64, label: &str, side: &str) -> Absence {
     let mut r = Reasons::default();
     for run in new.counted_runs(g) {
         for s in run.steps.iter().filter(|s| s.seq == seq && s.label == label) {
@@ -82,8 +87,8 @@ pub fn at_step(new: &Dataset, g: usize, seq: i64, label: &str) -> Absence {
         }
     }
     let why = match r.is_empty() {
-        true => format!("no NEW step at #{seq} {label} gives this figure"),
-        false => format!("every NEW step at #{seq} {label} left out: {}", r.text()),
+        true => format!("no {side} step at #{seq} {label} gives this figure"),
+        false => format!("every {side} step at #{seq} {label} left out: {}", r.text()),
     };
     Absence { service: !r.service.is_empty(), why }
 }
@@ -92,6 +97,11 @@ pub fn at_step(new: &Dataset, g: usize, seq: i64, label: &str) -> Absence {
 /// failed checks), runs the service ended, runs where no request succeeded, and for a figure of the peak step
 /// (`from_steps`) the steps left out.
 pub fn of_runs(new: &Dataset, g: usize, from_steps: bool) -> Absence {
+    of_runs_of(new, g, from_steps, "NEW")
+}
+
+/// `of_runs` for either side, named `side` in the text.
+fn of_runs_of(new: &Dataset, g: usize, from_steps: bool, side: &str) -> Absence {
     let (mut runs, mut steps) = (Reasons::default(), Reasons::default());
     let mut any = false;
     for run in new.group_runs(g) {
@@ -118,8 +128,8 @@ pub fn of_runs(new: &Dataset, g: usize, from_steps: bool) -> Absence {
     }
     if !any {
         return match new.groups[g].service.build_ok {
-            false => Absence { service: true, why: "its build failed in NEW".into() },
-            true => Absence { service: false, why: "NEW has no run of it".into() },
+            false => Absence { service: true, why: format!("its build failed in {side}") },
+            true => Absence { service: false, why: format!("{side} has no run of it") },
         };
     }
     let mut parts = Vec::new();
@@ -130,8 +140,24 @@ pub fn of_runs(new: &Dataset, g: usize, from_steps: bool) -> Absence {
         parts.push(format!("steps left out: {}", steps.text()));
     }
     let why = match parts.is_empty() {
-        true => "no counted NEW run gives this figure".to_string(),
-        false => format!("no NEW run gives it ({})", parts.join("; ")),
+        true => format!("no counted {side} run gives this figure"),
+        false => format!("no {side} run gives it ({})", parts.join("; ")),
     };
     Absence { service: !runs.service.is_empty() || !steps.service.is_empty(), why }
+}
+
+/// Why neither side has a figure on a line both sides' services name (`compare`'s "no data"): each side's
+/// runs and steps, so that a line beside counted runs, all of whose steps were left out, does not read as
+/// runs that never happened.
+pub fn on_both_sides(
+    base: (&Dataset, usize),
+    new: (&Dataset, usize),
+    step: Option<&(i64, String)>,
+    from_steps: bool,
+) -> String {
+    let why = |(d, g): (&Dataset, usize), side: &str| match step {
+        Some((seq, label)) => at_step_of(d, g, *seq, label, side).why,
+        None => of_runs_of(d, g, from_steps, side).why,
+    };
+    format!("BASE: {}; NEW: {}", why(base, "BASE"), why(new, "NEW"))
 }

@@ -1203,3 +1203,36 @@ fn status_errors_name_the_statuses_outside_2xx_with_their_median_counts() {
     let t = quality::errors(&f2.load(&[], false)).expect("resets make the table");
     assert!(!t.head.iter().any(|h| h.starts_with("answers outside 2xx")), "{:?}", t.head);
 }
+
+#[test]
+fn compare_says_why_neither_side_has_a_figure_where_both_ran() {
+    let f = store();
+    let [base_runs, new_runs] = two_sides(&f, [1000.0, 1000.0]);
+    // A busy machine: every step of both sides lost its generator's CPU. Both sides ran 3 counted runs, so
+    // "no data" alone would read as though nothing had been measured.
+    for seq in [1, 2] {
+        flag_steps(&f, &base_runs, seq, "generator_contended");
+        flag_steps(&f, &new_runs, seq, "generator_contended");
+    }
+    let (base, new) = (f.load(&["label=base"], true), f.load(&["label=new"], true));
+    let c = compare::compare(&base, &new, 0.05, &[]);
+    let peak = c.lines.iter().find(|l| l.metric == "peak_rps").unwrap();
+    assert_eq!(peak.verdict, "no data");
+    let contended = "6 × load generator lost CPU to other processes";
+    assert_eq!(
+        peak.note.as_deref(),
+        Some(format!(
+            "BASE: no BASE run gives it (steps left out: {contended}); NEW: no NEW run gives it (steps left out: \
+             {contended})"
+        ))
+        .as_deref()
+    );
+    let step = c.lines.iter().find(|l| l.metric == "step_rps" && l.step.as_deref() == Some("#2 step 2")).unwrap();
+    assert_eq!(step.verdict, "no data");
+    assert!(step.note.as_deref().unwrap().starts_with("BASE: every BASE step at #2 step 2 left out: 3 × "), "{step:?}");
+    // Whole-run CPU per request is not read from the steps: it still has its figures and verdict.
+    let cpu = c.lines.iter().find(|l| l.metric == "cpu_per_req").unwrap();
+    assert_eq!((cpu.verdict.as_str(), cpu.note.as_deref()), ("within noise", None));
+    let md = compare::markdown(&base, &new, &c, None);
+    assert!(md.contains("| no data: BASE: no BASE run gives it (steps left out: 6 × load generator"), "{md}");
+}

@@ -12,6 +12,7 @@ pub mod progress;
 pub mod run;
 pub mod run_loop;
 pub mod step;
+pub mod unique_names;
 pub mod warmup;
 
 #[cfg(test)]

@@ -41,16 +41,13 @@ pub fn load_services(paths: &[PathBuf], scenario: Option<&str>) -> Result<(Vec<S
     if paths.is_empty() {
         bail!("no service given; pass service folders, e.g. services/hello/go-nethttp");
     }
-    let mut services = Vec::new();
+    let mut picked = Vec::new();
     for p in paths {
-        services.extend(Service::load_spec(&p.to_string_lossy())?);
+        let spec = p.to_string_lossy().into_owned();
+        picked.extend(Service::load_spec(&spec)?.into_iter().map(|s| (spec.clone(), s)));
     }
-    let mut names = std::collections::BTreeSet::new();
-    for s in &services {
-        if !names.insert(s.name().to_string()) {
-            bail!("service name `{}` is given twice; names must be unique", s.name());
-        }
-    }
+    super::unique_names::refuse_repeated_names(&picked.iter().map(|(p, s)| (p.as_str(), s)).collect::<Vec<_>>())?;
+    let services: Vec<Service> = picked.into_iter().map(|(_, s)| s).collect();
     // A service folder outside the checkout still finds the bundled scenarios (SVCBENCH_HOME, or the checkout
     // the binary was built in).
     let bundled = crate::paths::project_dir("scenarios").ok();
