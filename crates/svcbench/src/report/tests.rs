@@ -1203,3 +1203,45 @@ fn status_errors_name_the_statuses_outside_2xx_with_their_median_counts() {
     let t = quality::errors(&f2.load(&[], false)).expect("resets make the table");
     assert!(!t.head.iter().any(|h| h.starts_with("answers outside 2xx")), "{:?}", t.head);
 }
+
+/// A round of two services, three runs each, every run with a valid step at 8 connections and one at 16
+/// the load generator saturated.
+fn round_with_a_saturated_step(f: &Fixture) -> table::Table {
+    let s = f.session("hello", Some("round"));
+    f.store.raw().execute("UPDATE session SET study = 'round' WHERE id = ?1", params![s]).unwrap();
+    for (name, rps) in [("fast", [3000.0, 3100.0, 2900.0]), ("slow", [1000.0, 1050.0, 950.0])] {
+        f.service(s, name);
+        for (i, x) in rps.iter().enumerate() {
+            let r = f.run(s, name, i as i64 + 1, 1.0, *x as i64);
+            f.step(r, 1, "closed", Some(8), None, "default", None, *x, *x as i64, None, 1.0);
+            f.step(r, 2, "closed", Some(16), None, "default", None, *x * 2.0, *x as i64 * 2, None, 1.0);
+        }
+    }
+    let file = f.path.with_file_name("round.toml");
+    std::fs::write(&file, "title = \"t\"\nquestion = \"q\"\nservices = [\"fast\", \"slow\"]\nprofile = \"quick\"\n")
+        .unwrap();
+    let study = crate::study::file::Study::load(&file, false).unwrap();
+    let d = f.load(&["label=round"], true);
+    study::section(&d, &study).tables.into_iter().find(|t| t.id.starts_with("round-")).unwrap()
+}
+
+#[test]
+fn a_rounds_verdict_gives_the_ratio_with_its_interval() {
+    let f = store();
+    let t = round_with_a_saturated_step(&f);
+    let slow = t.rows.iter().find(|r| r.cells[0].text == "slow").unwrap();
+    let verdict = slow.cells.last().unwrap();
+    assert_eq!(verdict.text, "0.33× [0.30, 0.37] slower");
+}
+
+#[test]
+fn a_rounds_runs_cell_says_how_many_steps_its_peak_leaves_out_and_why() {
+    let f = store();
+    let t = round_with_a_saturated_step(&f);
+    let runs_col = t.head.iter().position(|h| h == "runs").unwrap();
+    for row in &t.rows {
+        let runs = &row.cells[runs_col];
+        assert_eq!((runs.text.as_str(), runs.class), ("3; 3 of 6 steps left out", "warn"));
+        assert!(runs.title.as_deref().unwrap().contains("3 × load generator saturated"), "{:?}", runs.title);
+    }
+}
