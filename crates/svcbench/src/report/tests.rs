@@ -1245,3 +1245,30 @@ fn a_rounds_runs_cell_says_how_many_steps_its_peak_leaves_out_and_why() {
         assert!(runs.title.as_deref().unwrap().contains("3 × load generator saturated"), "{:?}", runs.title);
     }
 }
+
+#[test]
+fn per_request_cpu_and_memory_charts_are_log_scaled_where_services_differ_tenfold() {
+    let f = store();
+    let s = f.session("hello", None);
+    for (i, name) in ["lean", "heavy"].iter().enumerate() {
+        f.service(s, name);
+        let r = f.run(s, name, i as i64 + 1, 1.0, 1000);
+        f.step(r, 1, "closed", Some(4), None, "default", None, 1000.0, 1000, None, 1.0);
+        f.step(r, 3, "closed", Some(8), None, "default", None, 1000.0, 1000, None, 1.0);
+    }
+    let scale = |id: &str| {
+        let chart = charts::charts(&f.load(&[], false)).into_iter().find(|c| c.id == id).unwrap();
+        (chart.y.scale, chart.note.contains("Log scale"))
+    };
+    // 1 ms per request each: linear, as the CPU time per step always is.
+    assert_eq!(scale("cpu-per-req"), ("linear", false));
+    f.store
+        .raw()
+        .execute(
+            "UPDATE step SET cpu_ms_per_req = 0.05 WHERE run_id IN (SELECT id FROM run WHERE service = 'lean')",
+            [],
+        )
+        .unwrap();
+    assert_eq!(scale("cpu-per-req"), ("log", true));
+    assert_eq!(scale("cpu"), ("linear", false));
+}
