@@ -1272,3 +1272,34 @@ fn per_request_cpu_and_memory_charts_are_log_scaled_where_services_differ_tenfol
     assert_eq!(scale("cpu-per-req"), ("log", true));
     assert_eq!(scale("cpu"), ("linear", false));
 }
+
+#[test]
+fn a_charts_legend_gets_the_rows_every_service_needs_to_be_named() {
+    let legend_rows = |names: &[&str]| {
+        let f = store();
+        let s = f.session("upstream", None);
+        for (i, name) in names.iter().enumerate() {
+            f.service(s, name);
+            let r = f.run(s, name, i as i64 + 1, 1.0, 1000);
+            f.step(r, 1, "closed", Some(4), None, "default", None, 1000.0, 1000, None, 1.0);
+        }
+        let page = html::render(&build(f.load(&[], false), 0.0275));
+        let chart = page.split("id=\"chart-rps\"").nth(1).unwrap().split('>').next().unwrap().to_string();
+        chart
+    };
+    let two = legend_rows(&["go", "rust"]);
+    assert!(two.contains("data-legend-rows=\"1\"") && two.contains("height: 340px"), "{two}");
+    // Seed 004's nine services: five rows, the chart taller by four of them.
+    let nine = legend_rows(&[
+        "upstream-java-micronaut",
+        "upstream-java-spring-mvc",
+        "upstream-java-spring-webflux",
+        "upstream-java-vertx",
+        "upstream-kotlin-ktor-cio",
+        "upstream-kotlin-ktor-cio@pool1000",
+        "upstream-kotlin-ktor-netty",
+        "upstream-kotlin-ktor-netty@pool1000",
+        "upstream-node-http",
+    ]);
+    assert!(nine.contains("data-legend-rows=\"5\"") && nine.contains("height: 428px"), "{nine}");
+}
