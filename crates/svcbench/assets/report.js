@@ -98,14 +98,15 @@
     }));
   }
 
-  function option(spec) {
+  function option(spec, legendRows) {
     const groups = [...new Set(spec.series.map((s) => s.group))];
     const rotated = spec.x.scale === 'category' && spec.x.categories.length > 6;
     return {
       animation: false,
-      grid: { left: 70, right: 24, top: 40, bottom: rotated ? 96 : 50 },
+      // The legend wraps to the rows the page made room for (html.rs), every service named in full.
+      grid: { left: 70, right: 24, top: 40 + 22 * (legendRows - 1), bottom: rotated ? 96 : 50 },
       // Series of one service share its name, so one legend entry shows or hides all of its runs.
-      legend: { type: 'scroll', top: 0, data: groups },
+      legend: { type: 'plain', top: 0, data: groups },
       tooltip: tooltip(spec),
       xAxis: axis(spec.x, true),
       yAxis: axis(spec.y, false),
@@ -118,7 +119,7 @@
     const el = document.getElementById('chart-' + spec.id);
     if (!el) continue;
     const chart = echarts.init(el, null, { renderer: 'svg' });
-    chart.setOption(option(spec));
+    chart.setOption(option(spec, Number(el.dataset.legendRows) || 1));
     charts[spec.id] = chart;
   }
 

@@ -172,8 +172,25 @@ struct StepMetric {
     title: &'static str,
     note: &'static str,
     unit: &'static str,
-    log: bool,
+    scale: YScale,
     value: fn(&StepRow) -> Option<f64>,
+}
+
+/// How a step metric's y axis is scaled.
+#[derive(Clone, Copy, PartialEq)]
+enum YScale {
+    Linear,
+    Log,
+    /// Log where the plotted values span tenfold or more: a Go or Rust service's CPU per request or memory
+    /// beside a JVM's is otherwise a line on the zero.
+    LogWhenWide,
+}
+
+/// Whether the positive values of the series span tenfold or more.
+fn spans_tenfold(series: &[Series]) -> bool {
+    let ys = || series.iter().flat_map(|s| s.points.iter().map(|p| p.y)).filter(|y| *y > 0.0);
+    let (min, max) = (ys().fold(f64::INFINITY, f64::min), ys().fold(0.0, f64::max));
+    min.is_finite() && max >= 10.0 * min
 }
 
 const CLOSED_METRICS: &[StepMetric] = &[
@@ -182,7 +199,7 @@ const CLOSED_METRICS: &[StepMetric] = &[
         title: "Error ratio",
         note: "Failed requests (connect, timeout, read, 4xx/5xx, malformed) as a share of all.",
         unit: "%",
-        log: false,
+        scale: YScale::Linear,
         value: |s| Some(s.error_ratio * 100.0),
     },
     StepMetric {
@@ -190,7 +207,7 @@ const CLOSED_METRICS: &[StepMetric] = &[
         title: "Successful requests per second",
         note: "The high-water mark of each service as connections grow.",
         unit: "req/s",
-        log: false,
+        scale: YScale::Linear,
         value: |s| Some(s.success_rps),
     },
     StepMetric {
@@ -198,7 +215,7 @@ const CLOSED_METRICS: &[StepMetric] = &[
         title: "Latency p50",
         note: "Median latency of the step's requests (log scale).",
         unit: "ms",
-        log: true,
+        scale: YScale::Log,
         value: |s| s.p50,
     },
     StepMetric {
@@ -206,7 +223,7 @@ const CLOSED_METRICS: &[StepMetric] = &[
         title: "Latency p90",
         note: "90th percentile latency (log scale).",
         unit: "ms",
-        log: true,
+        scale: YScale::Log,
         value: |s| s.p90,
     },
     StepMetric {
@@ -214,7 +231,7 @@ const CLOSED_METRICS: &[StepMetric] = &[
         title: "Latency p99",
         note: "99th percentile latency (log scale); the noisiest of the three.",
         unit: "ms",
-        log: true,
+        scale: YScale::Log,
         value: |s| s.p99,
     },
     StepMetric {
@@ -222,7 +239,7 @@ const CLOSED_METRICS: &[StepMetric] = &[
         title: "Peak memory",
         note: "High-water mark of the service's cgroup memory from its start to the end of each step.",
         unit: "MiB",
-        log: false,
+        scale: YScale::LogWhenWide,
         value: |s| s.mem_peak_mib,
     },
     StepMetric {
@@ -230,7 +247,7 @@ const CLOSED_METRICS: &[StepMetric] = &[
         title: "Peak memory per successful request/s",
         note: "Peak memory divided by successful requests/s (MiB·s per request); lower is leaner.",
         unit: "MiB·s",
-        log: false,
+        scale: YScale::LogWhenWide,
         value: |s| s.mem_mib_s_per_req,
     },
     StepMetric {
@@ -238,7 +255,7 @@ const CLOSED_METRICS: &[StepMetric] = &[
         title: "CPU time per step",
         note: "CPU-seconds the service used during each step (the quota caps it at CPUs × duration).",
         unit: "s",
-        log: false,
+        scale: YScale::Linear,
         value: |s| s.cpu_s,
     },
     StepMetric {
@@ -246,7 +263,7 @@ const CLOSED_METRICS: &[StepMetric] = &[
         title: "CPU time per successful request",
         note: "CPU efficiency: CPU time of the step divided by its successful requests.",
         unit: "ms",
-        log: false,
+        scale: YScale::LogWhenWide,
         value: |s| s.cpu_ms_per_req,
     },
 ];
@@ -257,7 +274,7 @@ const OPEN_METRICS: &[StepMetric] = &[
         title: "Success ratio vs offered rate",
         note: "Share of the intended requests that succeeded (unsent ones count as failed).",
         unit: "%",
-        log: false,
+        scale: YScale::Linear,
         value: |s| Some(s.success_ratio() * 100.0),
     },
     StepMetric {
@@ -265,7 +282,7 @@ const OPEN_METRICS: &[StepMetric] = &[
         title: "Successful requests per second vs offered rate",
         note: "Achieved throughput; it follows the offered rate while the service keeps up.",
         unit: "req/s",
-        log: false,
+        scale: YScale::Linear,
         value: |s| Some(s.success_rps),
     },
     StepMetric {
@@ -273,7 +290,7 @@ const OPEN_METRICS: &[StepMetric] = &[
         title: "Latency p50 vs offered rate",
         note: "Measured from each request's intended send time, so queueing counts (log scale).",
         unit: "ms",
-        log: true,
+        scale: YScale::Log,
         value: |s| s.p50,
     },
     StepMetric {
@@ -281,7 +298,7 @@ const OPEN_METRICS: &[StepMetric] = &[
         title: "Latency p90 vs offered rate",
         note: "90th percentile from the intended send time (log scale).",
         unit: "ms",
-        log: true,
+        scale: YScale::Log,
         value: |s| s.p90,
     },
     StepMetric {
@@ -289,7 +306,7 @@ const OPEN_METRICS: &[StepMetric] = &[
         title: "Latency p99 vs offered rate",
         note: "99th percentile from the intended send time (log scale).",
         unit: "ms",
-        log: true,
+        scale: YScale::Log,
         value: |s| s.p99,
     },
     StepMetric {
@@ -297,7 +314,7 @@ const OPEN_METRICS: &[StepMetric] = &[
         title: "Peak memory vs offered rate",
         note: "High-water mark of the service's cgroup memory up to the end of each step.",
         unit: "MiB",
-        log: false,
+        scale: YScale::LogWhenWide,
         value: |s| s.mem_peak_mib,
     },
     StepMetric {
@@ -305,7 +322,7 @@ const OPEN_METRICS: &[StepMetric] = &[
         title: "CPU time per step vs offered rate",
         note: "CPU-seconds the service used during each step.",
         unit: "s",
-        log: false,
+        scale: YScale::Linear,
         value: |s| s.cpu_s,
     },
     StepMetric {
@@ -313,7 +330,7 @@ const OPEN_METRICS: &[StepMetric] = &[
         title: "CPU time per successful request vs offered rate",
         note: "CPU time of the step divided by its successful requests.",
         unit: "ms",
-        log: false,
+        scale: YScale::LogWhenWide,
         value: |s| s.cpu_ms_per_req,
     },
 ];
@@ -347,31 +364,37 @@ pub fn charts(d: &Dataset) -> Vec<Chart> {
                         .iter()
                         .filter_map(|s| {
                             let (x, y) = (axis.x(s)?, (m.value)(s)?);
-                            // A log axis has no place for zero (e.g. no latency recorded).
-                            (y.is_finite() && (!m.log || y > 0.0)).then(|| Point {
-                                x,
-                                y,
-                                step: s.label.clone(),
-                                flag: flag(s),
-                            })
+                            y.is_finite().then(|| Point { x, y, step: s.label.clone(), flag: flag(s) })
                         })
                         .collect(),
                 })
                 .collect();
-            out.push(Chart {
-                id: m.id.into(),
-                title: m.title.into(),
-                note: m.note.into(),
-                kind: "line",
-                x: axis.axis(measure),
-                y: Axis::new(m.unit, if m.log { "log" } else { "linear" }, m.unit),
-                series,
-            });
+            out.push(step_chart(m, axis.axis(measure), series));
         }
     }
     out.extend(per_second_charts(d));
     out.push(bang_for_the_buck(d));
     out
+}
+
+/// A step metric's chart, on the y scale its values call for.
+fn step_chart(m: &StepMetric, x: Axis, mut series: Vec<Series>) -> Chart {
+    let wide = m.scale == YScale::LogWhenWide && spans_tenfold(&series);
+    let log = m.scale == YScale::Log || wide;
+    if log {
+        // A log axis has no place for zero (e.g. no latency recorded).
+        series.iter_mut().for_each(|s| s.points.retain(|p| p.y > 0.0));
+    }
+    let note = if wide { format!("{} Log scale: the values span tenfold or more.", m.note) } else { m.note.into() };
+    Chart {
+        id: m.id.into(),
+        title: m.title.into(),
+        note,
+        kind: "line",
+        x,
+        y: Axis::new(m.unit, if log { "log" } else { "linear" }, m.unit),
+        series,
+    }
 }
 
 /// A figure of one second of a step read second by second.

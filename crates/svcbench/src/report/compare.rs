@@ -766,16 +766,21 @@ fn ratio_text(r: f64) -> String {
     }
 }
 
+/// A line's ratio NEW/BASE with its confidence interval where one was worked out: "0.70× [0.62, 0.79]".
+pub(super) fn ratio_with_interval(l: &Line) -> Option<String> {
+    match (l.ratio, l.ci) {
+        (Some(r), Some([lo, hi])) => Some(format!("{}× [{}, {}]", ratio_text(r), ratio_text(lo), ratio_text(hi))),
+        (Some(r), None) => Some(format!("{}×", ratio_text(r))),
+        _ => None,
+    }
+}
+
 /// Runs, BASE, NEW, ratio, p, verdict and advice cells of a row.
 fn cells(l: &Line) -> Vec<Cell> {
     let fmt =
         |x: &Option<Spread>| x.as_ref().map(|v| format!("{} {}", spread(v), l.unit)).unwrap_or_else(|| "–".into());
     let count = |x: &Option<Spread>| x.map_or("–".to_string(), |s| s.n.to_string());
-    let ratio = match (l.ratio, l.ci) {
-        (Some(r), Some([lo, hi])) => format!("{}× [{}, {}]", ratio_text(r), ratio_text(lo), ratio_text(hi)),
-        (Some(r), None) => format!("{}×", ratio_text(r)),
-        _ => "–".into(),
-    };
+    let ratio = ratio_with_interval(l).unwrap_or_else(|| "–".into());
     let p = match (l.p, l.p_adjusted) {
         (Some(p), Some(a)) => format!("{} ({})", p_value(p), p_value(a)),
         _ => "–".into(),

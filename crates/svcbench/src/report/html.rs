@@ -71,15 +71,48 @@ pub fn table(t: &Table, d: &Dataset) -> String {
     s
 }
 
+/// Width a chart's legend has in the narrowest chart box (report.css: 540 px columns, less their padding
+/// and the legend's margins).
+const LEGEND_WIDTH_PX: usize = 500;
+/// Height of a chart with a legend of one row (report.css), and of each further row.
+const CHART_HEIGHT_PX: usize = 340;
+const LEGEND_ROW_PX: usize = 22;
+
+/// Rows the chart's legend wraps to, every service named in full: a legend that pages instead (seed 004's
+/// nine services showed three at a time) leaves the colours of the others unnamed. An entry is taken as
+/// its swatch and gaps (45 px) and 7 px a character, a little wider than ECharts draws it, so the plot
+/// always starts below the legend.
+pub(super) fn legend_rows(c: &Chart) -> usize {
+    let mut groups: Vec<&str> = Vec::new();
+    for s in &c.series {
+        if !groups.contains(&s.group.as_str()) {
+            groups.push(&s.group);
+        }
+    }
+    let (mut rows, mut used) = (1, 0);
+    for g in groups {
+        let width = 45 + 7 * g.chars().count();
+        if used > 0 && used + width > LEGEND_WIDTH_PX {
+            rows += 1;
+            used = 0;
+        }
+        used += width;
+    }
+    rows
+}
+
 fn chart_box(c: &Chart) -> String {
+    let rows = legend_rows(c);
     format!(
         "<figure class=\"chart-box\"><figcaption><b>{}</b><span>{}</span></figcaption>\
-         <div class=\"chart\" id=\"chart-{}\" data-chart=\"{}\" data-series=\"{}\"></div></figure>",
+         <div class=\"chart\" id=\"chart-{}\" data-chart=\"{}\" data-series=\"{}\" data-legend-rows=\"{rows}\" \
+         style=\"height: {}px\"></div></figure>",
         escape(&c.title),
         escape(&c.note),
         escape(&c.id),
         escape(&c.id),
-        c.series.len()
+        c.series.len(),
+        CHART_HEIGHT_PX + LEGEND_ROW_PX * (rows - 1)
     )
 }
 

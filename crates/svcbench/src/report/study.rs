@@ -109,6 +109,27 @@ fn machines_warning(d: &Dataset) -> Option<String> {
     ))
 }
 
+/// The runs cell, and beside it how many steps of those runs the peak leaves out: a row whose peak rests on
+/// a few valid steps reads as slower in the round, and the reader should see that next to its verdict.
+fn runs_and_steps_cell(d: &Dataset, g: usize, s: &GroupSummary) -> Cell {
+    let runs = super::sections::runs_cell(s);
+    let (left_out, steps) = steps_left_out_of(d, g);
+    if left_out == 0 {
+        return runs;
+    }
+    let why = format!("steps left out of the peak: {}", s.steps_left_out.join("; "));
+    let title = runs.title.map_or(why.clone(), |t| format!("{t}\n{why}"));
+    Cell::text(format!("{}; {left_out} of {steps} steps left out", runs.text)).class("warn").title(title)
+}
+
+/// Steps not valid, and all steps, of the runs that enter a group's figures (as the summary counts them).
+fn steps_left_out_of(d: &Dataset, g: usize) -> (usize, usize) {
+    let runs = d.group_runs(g).filter(|r| d.include_invalid || r.enters_figures());
+    let steps: Vec<bool> = runs.flat_map(|r| r.steps.iter().map(|s| s.validity().valid())).collect();
+    let left_out = if d.include_invalid { 0 } else { steps.iter().filter(|v| !**v).count() };
+    (left_out, steps.len())
+}
+
 /// Per-run peak req/s of a group (its counted runs), what the verdict tests.
 fn peaks(d: &Dataset, g: usize) -> Vec<f64> {
     d.counted_runs(g).filter_map(|r| run_figures(r, 0.0, false).peak_rps).collect()
@@ -157,7 +178,9 @@ fn round_table(d: &Dataset, sums: &[GroupSummary], groups: &[usize], cell: Optio
         },
         note: "peak req/s: median over runs of each run's highest valid step (range below); at: its connections \
                (closed model) or offered req/s (open); failed requests: median per run over all its steps. Runs \
-               left out of the figures are counted in the Validity section."
+               left out of the figures are counted in the Validity section. Steps left out are not in the peak (the \
+               summary says why): where the load generator, a dependency or the machine failed them, the service \
+               may serve more than its peak says."
             .into(),
         head: head.map(String::from).to_vec(),
         rows: Vec::new(),
@@ -188,7 +211,8 @@ fn round_table(d: &Dataset, sums: &[GroupSummary], groups: &[usize], cell: Optio
         } else {
             match lines.iter().find(|l| l.service == grp.name) {
                 Some(l) => {
-                    let ratio = l.ratio.map(|r| format!("{r:.2}× ")).unwrap_or_default();
+                    // The interval with the ratio: a ratio far from 1 can still be within noise.
+                    let ratio = super::compare::ratio_with_interval(l).map(|r| format!("{r} ")).unwrap_or_default();
                     let class = if l.verdict == "slower" { "fail" } else { "num" };
                     // compare's sides are BASE and NEW; here the round's best and this row.
                     let word = match l.verdict.as_str() {
@@ -218,7 +242,7 @@ fn round_table(d: &Dataset, sums: &[GroupSummary], groups: &[usize], cell: Optio
                 Cell::header(grp.service.base_name.clone()),
                 Cell::text(grp.service.variant.clone().unwrap_or_else(|| "(base)".into())),
                 Cell::text(format!("{} {}", grp.service.framework, grp.service.framework_version).trim().to_string()),
-                super::sections::runs_cell(s),
+                runs_and_steps_cell(d, g, s),
                 Cell::spread("peak_rps", s.peak_rps),
                 Cell::text(at.unwrap_or_else(|| "–".into())),
                 Cell::spread("cpu_us_per_req", s.cpu_us_per_req),

@@ -1236,3 +1236,103 @@ fn compare_says_why_neither_side_has_a_figure_where_both_ran() {
     let md = compare::markdown(&base, &new, &c, None);
     assert!(md.contains("| no data: BASE: no BASE run gives it (steps left out: 6 × load generator"), "{md}");
 }
+
+/// A round of two services, three runs each, every run with a valid step at 8 connections and one at 16
+/// the load generator saturated.
+fn round_with_a_saturated_step(f: &Fixture) -> table::Table {
+    let s = f.session("hello", Some("round"));
+    f.store.raw().execute("UPDATE session SET study = 'round' WHERE id = ?1", params![s]).unwrap();
+    for (name, rps) in [("fast", [3000.0, 3100.0, 2900.0]), ("slow", [1000.0, 1050.0, 950.0])] {
+        f.service(s, name);
+        for (i, x) in rps.iter().enumerate() {
+            let r = f.run(s, name, i as i64 + 1, 1.0, *x as i64);
+            f.step(r, 1, "closed", Some(8), None, "default", None, *x, *x as i64, None, 1.0);
+            f.step(r, 2, "closed", Some(16), None, "default", None, *x * 2.0, *x as i64 * 2, None, 1.0);
+        }
+    }
+    let file = f.path.with_file_name("round.toml");
+    std::fs::write(&file, "title = \"t\"\nquestion = \"q\"\nservices = [\"fast\", \"slow\"]\nprofile = \"quick\"\n")
+        .unwrap();
+    let study = crate::study::file::Study::load(&file, false).unwrap();
+    let d = f.load(&["label=round"], true);
+    study::section(&d, &study).tables.into_iter().find(|t| t.id.starts_with("round-")).unwrap()
+}
+
+#[test]
+fn a_rounds_verdict_gives_the_ratio_with_its_interval() {
+    let f = store();
+    let t = round_with_a_saturated_step(&f);
+    let slow = t.rows.iter().find(|r| r.cells[0].text == "slow").unwrap();
+    let verdict = slow.cells.last().unwrap();
+    assert_eq!(verdict.text, "0.33× [0.30, 0.37] slower");
+}
+
+#[test]
+fn a_rounds_runs_cell_says_how_many_steps_its_peak_leaves_out_and_why() {
+    let f = store();
+    let t = round_with_a_saturated_step(&f);
+    let runs_col = t.head.iter().position(|h| h == "runs").unwrap();
+    for row in &t.rows {
+        let runs = &row.cells[runs_col];
+        assert_eq!((runs.text.as_str(), runs.class), ("3; 3 of 6 steps left out", "warn"));
+        assert!(runs.title.as_deref().unwrap().contains("3 × load generator saturated"), "{:?}", runs.title);
+    }
+}
+
+#[test]
+fn per_request_cpu_and_memory_charts_are_log_scaled_where_services_differ_tenfold() {
+    let f = store();
+    let s = f.session("hello", None);
+    for (i, name) in ["lean", "heavy"].iter().enumerate() {
+        f.service(s, name);
+        let r = f.run(s, name, i as i64 + 1, 1.0, 1000);
+        f.step(r, 1, "closed", Some(4), None, "default", None, 1000.0, 1000, None, 1.0);
+        f.step(r, 3, "closed", Some(8), None, "default", None, 1000.0, 1000, None, 1.0);
+    }
+    let scale = |id: &str| {
+        let chart = charts::charts(&f.load(&[], false)).into_iter().find(|c| c.id == id).unwrap();
+        (chart.y.scale, chart.note.contains("Log scale"))
+    };
+    // 1 ms per request each: linear, as the CPU time per step always is.
+    assert_eq!(scale("cpu-per-req"), ("linear", false));
+    f.store
+        .raw()
+        .execute(
+            "UPDATE step SET cpu_ms_per_req = 0.05 WHERE run_id IN (SELECT id FROM run WHERE service = 'lean')",
+            [],
+        )
+        .unwrap();
+    assert_eq!(scale("cpu-per-req"), ("log", true));
+    assert_eq!(scale("cpu"), ("linear", false));
+}
+
+#[test]
+fn a_charts_legend_gets_the_rows_every_service_needs_to_be_named() {
+    let legend_rows = |names: &[&str]| {
+        let f = store();
+        let s = f.session("upstream", None);
+        for (i, name) in names.iter().enumerate() {
+            f.service(s, name);
+            let r = f.run(s, name, i as i64 + 1, 1.0, 1000);
+            f.step(r, 1, "closed", Some(4), None, "default", None, 1000.0, 1000, None, 1.0);
+        }
+        let page = html::render(&build(f.load(&[], false), 0.0275));
+        let chart = page.split("id=\"chart-rps\"").nth(1).unwrap().split('>').next().unwrap().to_string();
+        chart
+    };
+    let two = legend_rows(&["go", "rust"]);
+    assert!(two.contains("data-legend-rows=\"1\"") && two.contains("height: 340px"), "{two}");
+    // Seed 004's nine services: five rows, the chart taller by four of them.
+    let nine = legend_rows(&[
+        "upstream-java-micronaut",
+        "upstream-java-spring-mvc",
+        "upstream-java-spring-webflux",
+        "upstream-java-vertx",
+        "upstream-kotlin-ktor-cio",
+        "upstream-kotlin-ktor-cio@pool1000",
+        "upstream-kotlin-ktor-netty",
+        "upstream-kotlin-ktor-netty@pool1000",
+        "upstream-node-http",
+    ]);
+    assert!(nine.contains("data-legend-rows=\"5\"") && nine.contains("height: 428px"), "{nine}");
+}
