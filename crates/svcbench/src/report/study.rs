@@ -180,7 +180,9 @@ fn round_table(d: &Dataset, sums: &[GroupSummary], groups: &[usize], cell: Optio
                (closed model) or offered req/s (open); failed requests: median per run over all its steps. Runs \
                left out of the figures are counted in the Validity section. Steps left out are not in the peak (the \
                summary says why): where the load generator, a dependency or the machine failed them, the service \
-               may serve more than its peak says."
+               may serve more than its peak says. vs the round's best: the ratio with its own 95 % interval; the \
+               verdict is Holm-corrected over the round's rows, so an interval that leaves out 1 can still be within \
+               noise (`compare` gives each p)."
             .into(),
         head: head.map(String::from).to_vec(),
         rows: Vec::new(),
