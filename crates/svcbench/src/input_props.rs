@@ -197,10 +197,7 @@ proptest! {
         let manifest = if whole {
             text
         } else {
-            format!(
-                "name = {name:?}\nscenario = \"hello\"\nlanguage = \"sh\"\nframework = \"sh\"\nframework_version = \"1\"\n\
-                 model = \"blocking\"\nrun = \"x\"\nreadiness = \"/\"\n"
-            )
+            crate::manifest::test_manifest(&name, "hello", "run = \"x\"\nreadiness = \"/\"\n")
         };
         write(dir.path(), "svcbench.toml", &manifest);
         let started = ThreadCpuClock::start();

@@ -531,6 +531,16 @@ pub fn check_name(name: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// A manifest's text for tests: `name` in `scenario` with the identity keys filled in, then `rest` (run,
+/// readiness, build, variants, …).
+#[cfg(test)]
+pub fn test_manifest(name: &str, scenario: &str, rest: &str) -> String {
+    format!(
+        "name = {name:?}\nscenario = {scenario:?}\nlanguage = \"sh\"\nframework = \"sh\"\nframework_version = \"1\"\n\
+         model = \"blocking\"\n{rest}"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -116,10 +116,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(
             dir.join("svcbench.toml"),
-            format!(
-                "name = \"{service}\"\nscenario = \"shop\"\nlanguage = \"python\"\nframework = \"x\"\n\
-                 framework_version = \"1\"\nmodel = \"blocking\"\nrun = \"./x\"\nreadiness = \"/\"\n"
-            ),
+            crate::manifest::test_manifest(service, "shop", "run = \"./x\"\nreadiness = \"/\"\n"),
         )
         .unwrap();
         dir

@@ -222,9 +222,10 @@ fn write_fixture(dir: &Path) -> Vec<crate::manifest::Service> {
     for name in ["a", "b"] {
         write(
             &dir.join(format!("svc-{name}/svcbench.toml")),
-            &format!(
-                "name = \"{name}\"\nscenario = \"../scenario\"\nlanguage = \"none\"\nframework = \"none\"\n\
-                 framework_version = \"0\"\nmodel = \"blocking\"\nbuild = \"true\"\nrun = \"./none\"\nreadiness = \"/\"\n"
+            &crate::manifest::test_manifest(
+                name,
+                "../scenario",
+                "build = \"true\"\nrun = \"./none\"\nreadiness = \"/\"\n",
             ),
         );
         services

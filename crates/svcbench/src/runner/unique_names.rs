@@ -47,10 +47,10 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(
             dir.join("svcbench.toml"),
-            format!(
-                "name = \"{name}\"\nscenario = \"hello\"\nlanguage = \"go\"\nframework = \"x\"\n\
-                 framework_version = \"1\"\nmodel = \"blocking\"\nrun = \"./x\"\nreadiness = \"/\"\n\
-                 [variant.one]\nenv = {{ GOMAXPROCS = \"1\" }}\n"
+            crate::manifest::test_manifest(
+                name,
+                "hello",
+                "run = \"./x\"\nreadiness = \"/\"\n[variant.one]\nenv = { GOMAXPROCS = \"1\" }\n",
             ),
         )
         .unwrap();

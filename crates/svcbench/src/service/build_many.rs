@@ -88,10 +88,12 @@ mod tests {
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(
             d.join("svcbench.toml"),
-            format!(
-                "name = \"{name}\"\nscenario = \"hello\"\nlanguage = \"sh\"\nframework = \"none\"\n\
-                 framework_version = \"0\"\nmodel = \"blocking\"\nreadiness = \"/\"\nbuild = \"{build}\"\n\
-                 run = \"./x\"\nartifacts = [\"out-{name}\"]\n{variants}"
+            crate::manifest::test_manifest(
+                name,
+                "hello",
+                &format!(
+                    "readiness = \"/\"\nbuild = \"{build}\"\nrun = \"./x\"\nartifacts = [\"out-{name}\"]\n{variants}"
+                ),
             ),
         )
         .unwrap();

@@ -157,10 +157,13 @@ mod tests {
     fn service(dir: &Path, build_env: &str, extra: &str) -> Service {
         std::fs::write(
             dir.join("svcbench.toml"),
-            format!(
-                "name = \"s\"\nscenario = \"hello\"\nlanguage = \"sh\"\nframework = \"sh\"\nframework_version = \"1\"\n\
-                 model = \"blocking\"\nbuild = \"mkdir -p out && cat src.txt > out/bin && echo b >> ../builds.log\"\n\
+            crate::manifest::test_manifest(
+                "s",
+                "hello",
+                &format!(
+                    "build = \"mkdir -p out && cat src.txt > out/bin && echo b >> ../builds.log\"\n\
                  build_env = {{ {build_env} }}\n{extra}run = \"out/bin\"\nartifacts = [\"out/bin\"]\nreadiness = \"/\"\n"
+                ),
             ),
         )
         .unwrap();

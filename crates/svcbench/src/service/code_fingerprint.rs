@@ -44,10 +44,13 @@ mod tests {
     fn service(dir: &Path, build_env: &str) -> Service {
         std::fs::write(
             dir.join("svcbench.toml"),
-            format!(
-                "name = \"s\"\nscenario = \"hello\"\nlanguage = \"sh\"\nframework = \"sh\"\nframework_version = \"1\"\n\
-                 model = \"blocking\"\nbuild = \"mkdir -p out && cat src.txt > out/bin\"\nbuild_env = {{ {build_env} }}\n\
+            crate::manifest::test_manifest(
+                "s",
+                "hello",
+                &format!(
+                    "build = \"mkdir -p out && cat src.txt > out/bin\"\nbuild_env = {{ {build_env} }}\n\
                  build_inputs = [\"../shared\"]\nrun = \"out/bin\"\nartifacts = [\"out/bin\"]\nreadiness = \"/\"\n"
+                ),
             ),
         )
         .unwrap();
