@@ -374,9 +374,10 @@ pub fn run_cli(args: &LoadArgs) -> Result<i32> {
     config.stop = Some(stop);
     // Resolved and tried before the header, so a mistyped host or port is one line and nothing runs.
     let addr = config.target.resolve()?;
-    let standalone = args.agent.is_none() && args.start_at.is_none() && !args.exit_with_stdin;
+    let standalone = args.agent.is_none() && args.start_at.is_none() && !args.exit_with_stdin && !args.json;
     if standalone {
-        // An agent is part of a run that counts a dead service's refusals as errors of its step.
+        // An agent (or a `--json` report another program reads, as a Job's agents are) is part of a run that
+        // counts a dead service's refusals as errors of its step.
         crate::preflight::refuse_closed_port(addr, &args.url, config.connect_timeout)?;
     }
 

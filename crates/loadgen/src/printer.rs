@@ -104,10 +104,13 @@ pub fn summary(r: &LoadReport) -> String {
         // `starved` counts connections left out while others were answered: here none was answered.
         let _ = writeln!(
             s,
-            "  Connections: none of {} got an answer, {} waiting over 1s at the end (oldest {})",
+            "  Connections: none of {} got an answer{}",
             c.used,
-            requests(c.stalled),
-            fmt_ms(c.oldest_unanswered_ms)
+            match c.stalled {
+                0 => String::new(),
+                n =>
+                    format!(", {} waiting over 1s at the end (oldest {})", requests(n), fmt_ms(c.oldest_unanswered_ms)),
+            }
         );
     } else if c.starved > 0 || c.stalled > 0 {
         let _ = writeln!(
@@ -225,6 +228,11 @@ mod tests {
         assert!(!out.contains("0 of 4 got no answer"), "{out}");
         assert!(out.contains("Latency of successful responses: none (no request succeeded)"), "{out}");
         assert!(!out.contains("0.00us") && !out.contains("per request"), "{out}");
+        // Every connection reset: nothing waits at the end, and nothing is said to.
+        r.requests_err = 40;
+        r.connections.stalled = 0;
+        let out = summary(&r);
+        assert!(out.contains("Connections: none of 4 got an answer\n"), "{out}");
     }
 
     #[test]

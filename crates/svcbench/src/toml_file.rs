@@ -26,10 +26,12 @@ pub fn parse<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T> {
 /// integer a whole number.
 fn in_plain_words(msg: &str) -> Option<String> {
     if let Some(key) = msg.strip_prefix("missing field `").and_then(|r| r.strip_suffix('`')) {
-        return Some(format!("missing key `{key}`: this file needs it (add `{key} = …`)"));
+        return Some(format!("missing key `{key}`: add `{key} = …` to the table the line names"));
     }
+    // Only a negative number: a whole number too large for its key keeps serde's type, which says its range.
     let (head, ty) = msg.rsplit_once(", expected ")?;
-    ["u8", "u16", "u32", "u64", "usize"].contains(&ty).then(|| format!("{head}, expected a whole number, 0 or more"))
+    (head.contains("integer `-") && ["u8", "u16", "u32", "u64", "usize"].contains(&ty))
+        .then(|| format!("{head}, expected a whole number, 0 or more"))
 }
 
 /// serde's "unknown field `readyness`, expected one of `name`, …, `readiness`, …" (or "unknown variant"), told
@@ -89,12 +91,13 @@ mod tests {
         assert_eq!(said("missing field `run`"), None);
         assert_eq!(
             super::in_plain_words("missing field `run`").as_deref(),
-            Some("missing key `run`: this file needs it (add `run = …`)")
+            Some("missing key `run`: add `run = …` to the table the line names")
         );
         assert_eq!(
             super::in_plain_words("invalid value: integer `-3`, expected u32").as_deref(),
             Some("invalid value: integer `-3`, expected a whole number, 0 or more")
         );
+        assert_eq!(super::in_plain_words("invalid value: integer `70000`, expected u16"), None);
         assert_eq!(super::in_plain_words("invalid type: string \"x\", expected f64"), None);
         // Through a real parse: file, line and the suggestion in one line.
         let e = super::parse::<T>(std::path::Path::new("x.toml"), "a = 1\nbb = 2\n").unwrap_err();

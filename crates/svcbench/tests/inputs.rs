@@ -172,6 +172,9 @@ fn study_plan_refuses_unbounded_profiles_and_runs_instead_of_hanging() {
     refused(t, &["study", &study(&prof, ""), "--plan", "--link", "service-store=delay:2ms"], &want);
     let want = ["1 connection(s) cannot be shared among 2 generator agents", "or fewer agents"];
     refused(t, &["study", &study(&prof, ""), "--plan", "--generators", "2"], &want);
+    // A quick form's step duration out of bounds names its key.
+    let quick = "[quick]\nstep_duration = '0s'\n";
+    refused(t, &["study", &study(&prof, quick), "--plan", "--quick"], &["quick.step_duration", "must be above 0"]);
     // A service folder in neither place a relative one is looked up: both named.
     let f = t.join("missing.toml");
     std::fs::write(&f, format!("title = 't'\nquestion = 'q'\nservices = ['mine']\nprofile = {prof:?}\n")).unwrap();

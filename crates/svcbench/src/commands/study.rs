@@ -29,15 +29,15 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     // a plan says only what a run would do.
     study.check_folders()?;
     study.check_cpus(&crate::cpus::allowed())?;
-    // The run's own checks (the scenario, store links, the generators' split, the CPU split), as a run
-    // would make them.
-    let mut opts = crate::options::run_options(&a.session, session_plan(&study, &db, Completed::new(), net.clone()))?;
-    let services = runner::preflight::check_inputs(&mut opts)?.services;
     let mut profile = crate::profile::Profile::find(&study.profile)?;
     if let Some(d) = study.step_duration {
         profile =
             profile.with_step_duration(d).with_context(|| format!("{}: quick.step_duration", a.file.display()))?;
     }
+    // The run's own checks (the scenario, store links, the generators' split, the CPU split), as a run
+    // would make them.
+    let mut opts = crate::options::run_options(&a.session, session_plan(&study, &db, Completed::new(), net.clone()))?;
+    let services = runner::preflight::check_inputs(&mut opts)?.services;
     if let Some(slo) = &study.file.slo {
         crate::study::slo_rate::check_reachable(&a.file.display().to_string(), slo, &profile)?;
     }

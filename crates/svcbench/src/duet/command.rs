@@ -166,6 +166,7 @@ fn check(a: &DuetArgs) -> Result<Checked> {
 fn fitting_quota(limits: &mut Limits, mode: DuetMode) -> Result<f64> {
     let service_cpus = limits.cpuset.as_deref().map(crate::cpus::parse).transpose()?.map_or(1, |c| c.len());
     let quota = *limits.cpus.get_or_insert(mode.default_share() * service_cpus as f64);
+    crate::cpus::check_quota_floor(quota, &crate::cpus::CpuKeys::flags())?;
     if mode.sides_at_once() * quota > service_cpus as f64 + 1e-9 {
         bail!(
             "--cpus {quota}: {} not fit on the {service_cpus} service CPU(s) ({}); give at most {} each{}, or a wider --cpuset",
@@ -361,6 +362,15 @@ fn progress_line(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_quota_the_kernel_would_not_hold_is_refused_before_anything_starts() {
+        let mut limits = Limits { cpus: Some(0.005), memory_bytes: None, cpuset: Some("1".into()) };
+        let e = fitting_quota(&mut limits, DuetMode::SideBySide).unwrap_err().to_string();
+        assert!(e.contains("--cpus 0.005 is below 0.01"), "{e}");
+        let mut limits = Limits { cpus: Some(0.45), memory_bytes: None, cpuset: Some("1".into()) };
+        assert_eq!(fitting_quota(&mut limits, DuetMode::SideBySide).unwrap(), 0.45);
+    }
 
     #[test]
     fn the_progress_says_what_a_ratio_still_needs_before_it_has_one() {

@@ -91,7 +91,7 @@ fn refuse_a_namesake(first: &Service, found: &Scenario, other: &Service, theirs:
         return Ok(());
     }
     bail!(
-        "two scenarios named `{}`: {} finds {}, {} finds {}; give a scenario of your own a name of its own (its folder and `scenario` in the manifest), or pass --scenario to measure both by one",
+        "two scenarios named `{}`: {} finds {}, {} finds {}; give a scenario of your own a name of its own (its folder and `scenario` in the manifest), or pass --scenario (a study: its `scenario` key) to measure both by one",
         other.manifest.scenario,
         first.name(),
         found.dir.display(),

@@ -100,6 +100,10 @@ impl DuetPlan {
         if let Some(c) = self.cpus.filter(|c| !(c.is_finite() && *c > 0.0)) {
             bail!("{at}: duet.cpus {c}: a quota in CPUs above zero, e.g. 0.45");
         }
+        if let Some(c) = self.cpus {
+            let keys = crate::cpus::CpuKeys { cpus: "[duet] cpus".into(), ..crate::cpus::CpuKeys::flags() };
+            crate::cpus::check_quota_floor(c, &keys).map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
+        }
         self.precision_share().map_err(|e| anyhow::anyhow!("{at}: duet.precision: {e}"))?;
         Ok(())
     }
@@ -543,6 +547,9 @@ mod tests {
         assert!(e.contains("duet.precision"), "{e}");
         let e = format!("{:#}", two("[duet]\npairz = 3\n").unwrap_err());
         assert!(e.contains("pairz"), "{e}");
+        // A quota the kernel would not hold, refused before the study's runs, not after them.
+        let e = format!("{:#}", two("[duet]\ncpus = 0.005\n").unwrap_err());
+        assert!(e.contains("[duet] cpus 0.005 is below 0.01"), "{e}");
     }
 
     #[test]

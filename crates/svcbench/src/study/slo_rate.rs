@@ -14,8 +14,9 @@ pub fn check_reachable(study: &str, slo: &Slo, profile: &Profile) -> Result<()> 
     let Some(highest) = offered.and_then(|rates| rates.into_iter().reduce(f64::max)) else { return Ok(()) };
     if !slo.reached_by_offered(highest) {
         bail!(
-            "{study}: slo.at_rps {} is above every rate profile `{}` offers (at most {} req/s), so no run could be \
-             judged; lower slo.at_rps or use a profile with a step at that rate",
+            "{study}: slo.at_rps {} is above every rate profile `{}` offers (at most {} req/s; a step whose rate \
+             ramps is judged at its start), so no run could be judged; lower slo.at_rps or use a profile with a step \
+             at that rate",
             slo.at_rps,
             profile.name,
             highest
@@ -45,8 +46,9 @@ mod tests {
         let e = check_reachable("s.toml", &slo(5000.0), &open).unwrap_err().to_string();
         assert_eq!(
             e,
-            "s.toml: slo.at_rps 5000 is above every rate profile `p` offers (at most 1000 req/s), so no run could \
-             be judged; lower slo.at_rps or use a profile with a step at that rate"
+            "s.toml: slo.at_rps 5000 is above every rate profile `p` offers (at most 1000 req/s; a step whose rate \
+             ramps is judged at its start), so no run could be judged; lower slo.at_rps or use a profile with a step \
+             at that rate"
         );
         // The sizing takes a step within 1 % of the rate as reaching it.
         assert!(check_reachable("s.toml", &slo(1000.0), &open).is_ok());
