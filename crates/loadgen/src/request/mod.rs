@@ -229,6 +229,12 @@ impl MixSpec {
         self.success.as_deref().map(|s| StatusSet::parse(s).context("success")).transpose()
     }
 
+    /// Whether a values file the spec names (relative to `base_dir`) is not there: one a dataset build
+    /// writes later, before which the spec cannot be resolved.
+    pub fn lacks_value_files(&self, base_dir: &Path) -> bool {
+        self.values.values().any(|v| v.file.as_ref().is_some_and(|f| !base_dir.join(f).exists()))
+    }
+
     /// Loads the files the spec names (relative to `base_dir`) and checks the result.
     pub fn resolve(self, base_dir: &Path) -> Result<RequestMix> {
         let mut values = Vec::new();

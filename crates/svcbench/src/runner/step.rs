@@ -147,8 +147,11 @@ pub fn load_config(
     mix_spec.seed = Some(mix_spec.seed.unwrap_or(seed).wrapping_add(seq as u64));
     // The scenario's mixes were resolved when it was read, but for value files a dataset build writes:
     // only their absence is a dataset's to explain.
-    let unbuilt = mix_spec.values.values().any(|v| v.file.as_ref().is_some_and(|f| !scenario.dir.join(f).exists()));
-    let hint = if unbuilt { " (a missing values file: is the scenario's dataset built?)" } else { "" };
+    let hint = if mix_spec.lacks_value_files(&scenario.dir) {
+        " (a missing values file: is the scenario's dataset built?)"
+    } else {
+        ""
+    };
     let resolved = mix_spec
         .clone()
         .resolve(&scenario.dir)

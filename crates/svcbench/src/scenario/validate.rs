@@ -23,8 +23,7 @@ pub fn validate(file: &ScenarioFile, dir: &Path, path: &Path) -> Result<()> {
             bail!("{}: mix `{name}` has no [[mix.{name}.request]]", path.display());
         }
         m.success_set().with_context(|| format!("{}: mix `{name}`", path.display()))?;
-        let generated = m.values.values().any(|v| v.file.as_ref().is_some_and(|f| !dir.join(f).exists()));
-        if !generated {
+        if !m.lacks_value_files(dir) {
             m.clone().resolve(dir).with_context(|| format!("{}: mix `{name}`", path.display()))?;
         }
     }
