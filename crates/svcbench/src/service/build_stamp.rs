@@ -217,10 +217,13 @@ mod tests {
         std::fs::write(dir.join("src.txt"), "one").unwrap();
         std::fs::write(
             dir.join("svcbench.toml"),
-            "name = \"s\"\nscenario = \"hello\"\nlanguage = \"sh\"\nframework = \"sh\"\nframework_version = \"1\"\n\
-             model = \"blocking\"\nbuild = \"cat src.txt > bin && echo b >> ../builds.log\"\nrun = \"./bin\"\n\
-             artifacts = [\"bin\"]\nreadiness = \"/\"\n[variant.slow]\n\
-             build = \"cat src.txt > bin-slow && echo v >> ../builds.log\"\nrun = \"./bin-slow\"\nartifacts = [\"bin-slow\"]\n",
+            crate::manifest::test_manifest(
+                "s",
+                "hello",
+                "build = \"cat src.txt > bin && echo b >> ../builds.log\"\nrun = \"./bin\"\n\
+                 artifacts = [\"bin\"]\nreadiness = \"/\"\n[variant.slow]\n\
+                 build = \"cat src.txt > bin-slow && echo v >> ../builds.log\"\nrun = \"./bin-slow\"\nartifacts = [\"bin-slow\"]\n",
+            ),
         )
         .unwrap();
         let base = Service::load(&dir).unwrap();

@@ -273,10 +273,10 @@ mod tests {
         std::fs::create_dir_all(&svc_dir).unwrap();
         std::fs::write(
             svc_dir.join("svcbench.toml"),
-            format!(
-                "name = \"x\"\nscenario = \"hello\"\nlanguage = \"sh\"\nframework = \"none\"\nframework_version = \
-                 \"0\"\nmodel = \"blocking\"\nreadiness = \"/\"\nrun = \"{}\"\n",
-                run.replace('\\', "\\\\").replace('"', "\\\"")
+            crate::manifest::test_manifest(
+                "x",
+                "hello",
+                &format!("readiness = \"/\"\nrun = \"{}\"\n", run.replace('\\', "\\\\").replace('"', "\\\"")),
             ),
         )
         .unwrap();
