@@ -57,7 +57,7 @@ pub fn build(svc: &Service, log_dir: &Path, skip: bool) -> Result<Built> {
         let log = std::fs::File::create(&log_path)?;
         let env: Vec<String> = svc.manifest.build_env.iter().map(|(k, v)| format!("{k}={v} ")).collect();
         crate::errln!("svcbench: building {} ({}{cmd})", svc.name(), env.concat());
-        let t0 = Instant::now();
+        let (t0, started) = (Instant::now(), build_stamp::file_clock_now());
         let child = Command::new("/bin/sh")
             .arg("-c")
             .arg(cmd)
@@ -78,7 +78,7 @@ pub fn build(svc: &Service, log_dir: &Path, skip: bool) -> Result<Built> {
         }
         crate::errln!("svcbench: built {} in {seconds:.1} s", svc.name());
         // Only a cache: without a stamp (an artifact missing, a read-only folder) the next run builds again.
-        let _ = build_stamp::write(svc, seconds);
+        let _ = build_stamp::write(svc, seconds, started);
     }
     Ok(Built { seconds, artifact_bytes: artifact_bytes(svc, log_dir)? })
 }

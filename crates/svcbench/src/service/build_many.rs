@@ -135,7 +135,7 @@ mod tests {
         // The Go service took 500 s last time and has changed since: now its lane is the longest.
         let go = all.iter().find(|s| s.name() == "go").unwrap();
         std::fs::write(go.dir.join("out-go"), "built").unwrap();
-        crate::service::build_stamp::write(go, 500.0).unwrap();
+        crate::service::build_stamp::write(go, 500.0, std::time::SystemTime::now()).unwrap();
         assert_eq!(order(&all), ["rust", "jvm1", "go"], "a fresh build is skipped: nothing to wait for");
         std::fs::write(go.dir.join("main.go"), "package main").unwrap();
         assert_eq!(order(&all), ["go", "rust", "jvm1"]);

@@ -2,12 +2,17 @@
 //! `.svcbench/` folder holds what the build depended on (its command and environment, every source file's
 //! path, size and modification time, and the artifacts it left) and what it took. Cargo and Go notice an
 //! unchanged tree in a second; Maven repackages every jar in 15 s or more, on every run of a JVM service.
+//!
+//! What the build wrote is not an input: the stamp records the files and folders written during the build
+//! (modified after it started), the artifacts among them, and leaves exactly those out. A folder is never
+//! left out for holding an artifact: TechEmpower's go-std builds `src/app` beside its sources in `src/`,
+//! and leaving `src/` out measured the old binary after a source edit.
 use crate::manifest::Service;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::time::UNIX_EPOCH;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The folder of stamps inside a service folder; never an input itself.
 const STAMP_DIR: &str = ".svcbench";
@@ -16,6 +21,10 @@ const STAMP_DIR: &str = ".svcbench";
 pub struct Stamp {
     inputs: u64,
     artifacts: u64,
+    /// What the build wrote, relative to the service folder: files, or folders it wrote whole (`target`).
+    /// A stamp of an earlier svcbench has none, so its inputs no longer match: it builds once more.
+    #[serde(default)]
+    outputs: Vec<String>,
     /// What the build that left these artifacts took.
     pub seconds: f64,
     pub built_at: String,
@@ -34,7 +43,7 @@ pub fn last(svc: &Service) -> Option<Stamp> {
 
 /// Whether the build `stamp` records is still current: its inputs and artifacts exactly as it left them.
 pub fn holds(svc: &Service, stamp: &Stamp) -> bool {
-    let now = || Some((inputs_hash(svc).ok()?, artifacts_hash(svc)?));
+    let now = || Some((inputs_hash(svc, &stamp.outputs).ok()?, artifacts_hash(svc)?));
     now() == Some((stamp.inputs, stamp.artifacts))
 }
 
@@ -43,12 +52,26 @@ pub fn fresh(svc: &Service) -> Option<Stamp> {
     last(svc).filter(|stamp| holds(svc, stamp))
 }
 
-/// Records a successful build of `seconds`.
-pub fn write(svc: &Service, seconds: f64) -> Result<()> {
+/// Now, by the clock the kernel stamps files with (it ticks coarsely, behind the precise one): a file
+/// written later than this reads as written later, and one written before the build, even in the same tick,
+/// does not.
+pub fn file_clock_now() -> SystemTime {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // CLOCK_REALTIME_COARSE cannot fail on Linux; were it to, the precise clock is a tick later at most.
+    if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) } != 0 {
+        return SystemTime::now();
+    }
+    UNIX_EPOCH + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Records a successful build of `seconds` that started at `started` ([`file_clock_now`]).
+pub fn write(svc: &Service, seconds: f64, started: SystemTime) -> Result<()> {
     let artifacts = artifacts_hash(svc).context("an artifact is missing after the build")?;
+    let outputs = written_since(svc, started)?;
     let stamp = Stamp {
-        inputs: inputs_hash(svc)?,
+        inputs: inputs_hash(svc, &outputs)?,
         artifacts,
+        outputs,
         seconds,
         built_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
     };
@@ -63,28 +86,62 @@ pub fn remove(svc: &Service) {
 }
 
 /// The build command, its environment and every file the build may read: the service folder (without the
-/// stamps, its artifacts' top folders, which the build writes, and the artifacts the folder's other builds
-/// write, so that a variant's binary beside the base's rebuilds neither) and the manifest's `build_inputs`.
-/// Files by path, size and modification time: a second to check, where reading them would take longer.
-fn inputs_hash(svc: &Service) -> Result<u64> {
+/// stamps, what the build wrote (`outputs`), and the artifacts of the folder's every build, so that a
+/// variant's binary beside the base's rebuilds neither) and the manifest's `build_inputs`. Files by path,
+/// size and modification time: a second to check, where reading them would take longer.
+fn inputs_hash(svc: &Service, outputs: &[String]) -> Result<u64> {
     let mut h = DefaultHasher::new();
     (&svc.manifest.build, &svc.manifest.build_env).hash(&mut h);
-    let others: Vec<PathBuf> = svc.folder_artifacts.iter().map(|a| svc.dir.join(a)).collect();
-    for (_, file) in files_without(svc, others)? {
+    let mut skip = written_by_builds(svc);
+    skip.extend(outputs.iter().map(|o| svc.dir.join(o)));
+    let mut files = Vec::new();
+    walk(&svc.dir, &skip, &mut files)?;
+    for root in svc.manifest.build_inputs.iter().map(|extra| svc.dir.join(extra)) {
+        walk(&root, &skip, &mut files)?;
+    }
+    for file in files {
         file_hash(&file, &mut h)?;
     }
     Ok(h.finish())
 }
 
-/// Every file the build may read, in name order, each with its name as the manifest sees it (relative to
-/// the service folder, `build_inputs` entries as written) and its path. A study's code fingerprint is made of
-/// these; the other builds' artifacts stay in it, as its stored fingerprints were made.
-pub(crate) fn input_files(svc: &Service) -> Result<Vec<(String, PathBuf)>> {
-    files_without(svc, Vec::new())
+/// The artifacts of every build of the service's folder (the base's and each variant's), as paths.
+fn written_by_builds(svc: &Service) -> Vec<PathBuf> {
+    svc.folder_artifacts.iter().map(|a| svc.dir.join(a)).collect()
 }
 
-/// [`input_files`] without the paths in `skip` too.
-fn files_without(svc: &Service, mut skip: Vec<PathBuf>) -> Result<Vec<(String, PathBuf)>> {
+/// What in the service folder was written after `since` (the build's start), relative to the folder:
+/// a folder whose every file was (cargo's `target/`, a fresh `node_modules/`) as the folder, other files
+/// one by one; and the service's artifacts, also where a build that found nothing to do left them as they
+/// were.
+fn written_since(svc: &Service, since: SystemTime) -> Result<Vec<String>> {
+    let mut files = Vec::new();
+    walk(&svc.dir, &written_by_builds(svc), &mut files)?;
+    let written = |f: &PathBuf| std::fs::symlink_metadata(f).and_then(|m| m.modified()).is_ok_and(|t| t > since);
+    let (new, old): (Vec<PathBuf>, Vec<PathBuf>) = files.into_iter().partition(written);
+    let relative = |f: &Path| f.strip_prefix(&svc.dir).unwrap_or(f).to_path_buf();
+    // A folder holding any file older than the build is not the build's whole.
+    let mixed: std::collections::HashSet<PathBuf> =
+        old.iter().flat_map(|f| relative(f).ancestors().skip(1).map(Path::to_path_buf).collect::<Vec<_>>()).collect();
+    let mut outputs: std::collections::BTreeSet<String> = new
+        .iter()
+        .map(|f| {
+            let rel = relative(f);
+            // The highest folder above the file (below the service folder) that holds only new files.
+            let whole = rel.ancestors().skip(1).filter(|a| !a.as_os_str().is_empty() && !mixed.contains(*a)).last();
+            whole.unwrap_or(&rel).to_string_lossy().into_owned()
+        })
+        .collect();
+    outputs.extend(svc.manifest.artifacts.iter().cloned());
+    Ok(outputs.into_iter().collect())
+}
+
+/// The files a study's code fingerprint is made of, in name order, each with its name as the manifest sees
+/// it (relative to the service folder, `build_inputs` entries as written) and its path: the folder without
+/// its artifacts' top folders, as its stored fingerprints were made (content is read, so a build's whole
+/// `target/` cannot be in it; a source beside an artifact, as go-std's `src/`, is not either).
+pub(crate) fn input_files(svc: &Service) -> Result<Vec<(String, PathBuf)>> {
+    let mut skip = Vec::new();
     for a in &svc.manifest.artifacts {
         if let Some(top) = Path::new(a).components().next() {
             skip.push(svc.dir.join(top));
@@ -205,6 +262,37 @@ mod tests {
         std::fs::remove_file(dir.join("src.txt")).unwrap();
         assert!(crate::service::build::build(&other_env, &tmp.path().join("logs"), false).is_err());
         assert!(fresh(&other_env).is_none());
+    }
+
+    #[test]
+    fn a_source_beside_an_artifact_is_an_input_and_what_the_build_wrote_is_not() {
+        // TechEmpower's go-std builds `src/app` beside its sources in `src/`; its tools' own files (here
+        // `cache/`) are written by the build too. The pause keeps the build's writes out of the clock tick
+        // it started in (such a write would count as an input: one more build, never a stale one).
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("svc");
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("src/main.txt"), "one").unwrap();
+        std::fs::write(
+            dir.join("svcbench.toml"),
+            crate::manifest::test_manifest(
+                "s",
+                "hello",
+                "build = \"sleep 0.05 && mkdir -p cache && echo o > cache/objects && cat src/main.txt > src/app && \
+                 echo b >> ../builds.log\"\nrun = \"src/app\"\nartifacts = [\"src/app\"]\nreadiness = \"/\"\n",
+            ),
+        )
+        .unwrap();
+        let svc = Service::load(&dir).unwrap();
+        assert_eq!(builds(tmp.path(), &svc), 1);
+        assert_eq!(builds(tmp.path(), &svc), 1, "nothing changed");
+        std::fs::write(dir.join("cache/objects"), "rewritten by the tool").unwrap();
+        assert_eq!(builds(tmp.path(), &svc), 1, "a file the build wrote is not a source");
+        std::fs::write(dir.join("src/main.txt"), "second").unwrap();
+        assert_eq!(builds(tmp.path(), &svc), 2, "a source in the artifact's folder changed");
+        assert_eq!(std::fs::read_to_string(dir.join("src/app")).unwrap(), "second", "the binary is the new one");
+        std::fs::write(dir.join("src/extra.txt"), "new file").unwrap();
+        assert_eq!(builds(tmp.path(), &svc), 3, "a new source beside the artifact");
     }
 
     #[test]

@@ -80,7 +80,7 @@ mod tests {
         // What the build writes (its artifacts' folder) and svcbench's own stamps are not code.
         std::fs::create_dir_all(other.join("out")).unwrap();
         std::fs::write(other.join("out/bin"), "built").unwrap();
-        crate::service::build_stamp::write(&svc, 1.0).unwrap();
+        crate::service::build_stamp::write(&svc, 1.0, std::time::SystemTime::now()).unwrap();
         assert_eq!(code_fingerprint(&svc).unwrap(), first);
         // Same size, other content: file times and sizes would not tell.
         std::fs::write(other.join("src.txt"), "two").unwrap();
