@@ -5,8 +5,6 @@
 //!   and number format), html + markdown (the two outputs), compare (NEW vs BASE), study (a study's page).
 mod charts;
 mod compare;
-mod compare_absence;
-mod compare_settings;
 mod data;
 mod duets;
 mod filter;

@@ -3,8 +3,8 @@
 //! limits, the load generator's CPUs, network and agents, the machine-speed tolerance). Where they differ a
 //! difference in figures may be the measurement's rather than the code's: `compare` warns, and `--fail-on`
 //! does not judge unless told to.
-use super::data::{Dataset, Run, Session};
-use super::table::{num, num_fractional};
+use crate::report::data::{Dataset, Run, Session};
+use crate::report::table::{num, num_fractional};
 use serde::Serialize;
 
 /// One setting BASE and NEW were measured with differently.

@@ -2,8 +2,8 @@
 //! connections, no request answered, its checks or its build failed), which `--fail-on` counts as a
 //! regression; or the measurement's (its steps or runs left out for the generator's, the machine's or the
 //! run's reasons), which says nothing of the service and is not judged. Read from NEW's stored runs and steps.
-use super::data::{Dataset, Run, StepRow};
 use crate::figures::validity::FlagCode;
+use crate::report::data::{Dataset, Run, StepRow};
 
 /// What NEW's runs say about a figure they do not give.
 #[derive(Debug, Clone, PartialEq)]
