@@ -1,6 +1,7 @@
 //! Puts the report's chart library (Apache ECharts, from npm: assets/package.json + package-lock.json) into
 //! OUT_DIR, so src/report/html.rs can embed it and every report is one self-contained HTML file.
 //! `npm ci` runs here only when assets/node_modules is missing (scripts/setup.sh normally did it already).
+//! Also the commit svcbench is built from, which every store records with its version.
 use std::path::Path;
 use std::process::Command;
 
@@ -27,4 +28,29 @@ fn main() {
     let version =
         pkg.split("\"version\"").nth(1).and_then(|rest| rest.split('"').nth(1)).unwrap_or("unknown").to_string();
     std::fs::write(Path::new(&out_dir).join("echarts_version.txt"), version).unwrap();
+    println!("cargo:rustc-env=SVCBENCH_COMMIT_SUFFIX={}", commit_suffix());
+}
+
+/// ` (commit <sha>)`, with `, uncommitted changes` when svcbench's sources differ from it; empty outside
+/// a git checkout (a source archive).
+fn commit_suffix() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let git = |args: &[&str]| -> Option<String> {
+        let out = Command::new("git").arg("-C").arg(&root).args(args).output().ok()?;
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let Some(commit) = git(&["rev-parse", "--verify", "HEAD"]) else { return String::new() };
+    // Built again when HEAD moves, a commit lands or the index changes (a worktree keeps its HEAD apart).
+    for dir in [git(&["rev-parse", "--git-dir"]), git(&["rev-parse", "--git-common-dir"])].into_iter().flatten() {
+        let dir = root.join(dir);
+        for f in ["HEAD", "index", "packed-refs", "refs/heads"] {
+            println!("cargo:rerun-if-changed={}", dir.join(f).display());
+        }
+    }
+    for dir in ["crates/svcbench/src", "crates/loadgen/src", "Cargo.toml", "Cargo.lock"] {
+        println!("cargo:rerun-if-changed={}", root.join(dir).display());
+    }
+    let changes = git(&["status", "--porcelain", "--", "crates", "Cargo.toml", "Cargo.lock"]).unwrap_or_default();
+    let dirty = if changes.is_empty() { "" } else { ", uncommitted changes" };
+    format!(" (commit {commit}{dirty})")
 }

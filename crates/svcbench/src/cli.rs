@@ -4,7 +4,7 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
-#[command(name = "svcbench", version, about = "Benchmark lab for HTTP microservices")]
+#[command(name = "svcbench", version = crate::VERSION, about = "Benchmark lab for HTTP microservices")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

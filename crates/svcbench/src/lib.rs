@@ -8,6 +8,7 @@ pub mod cpus;
 pub mod deps;
 pub mod duet;
 pub mod figures;
+pub mod git;
 pub mod guard;
 pub mod host;
 pub mod http_client;
@@ -35,3 +36,7 @@ pub mod study;
 pub mod teardown;
 mod terminal;
 pub mod toml_file;
+
+/// svcbench's version and the commit it was built from, as every store records it: `0.1.0 (commit <sha>)`,
+/// with `, uncommitted changes` when its sources differed from that commit (build.rs).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), env!("SVCBENCH_COMMIT_SUFFIX"));

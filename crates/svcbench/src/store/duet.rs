@@ -233,7 +233,7 @@ impl Store {
                 now(),
                 d.label,
                 d.command,
-                env!("CARGO_PKG_VERSION"),
+                crate::VERSION,
                 d.scenario,
                 d.profile,
                 d.services[0],

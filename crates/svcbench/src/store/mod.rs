@@ -71,7 +71,7 @@ impl Store {
                 now(),
                 s.label,
                 s.command,
-                env!("CARGO_PKG_VERSION"),
+                crate::VERSION,
                 s.scenario,
                 s.profile,
                 s.runs_per_service,
@@ -161,10 +161,12 @@ impl Store {
         artifact_bytes: Option<u64>,
     ) -> Result<()> {
         let m = &svc.manifest;
+        // The code measured, as git says it is (a study recorded by commit reads back which one).
+        let git = crate::git::state(&svc.dir);
         self.conn.execute(
             "INSERT OR REPLACE INTO service (session_id, name, scenario, language, framework, framework_version, model, dir,
-               build_ok, build_s, build_error, artifact_bytes, base_name, variant)
-             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)",
+               build_ok, build_s, build_error, artifact_bytes, base_name, variant, git_commit, git_dirty)
+             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)",
             params![
                 session,
                 m.name,
@@ -179,7 +181,9 @@ impl Store {
                 build_error,
                 artifact_bytes,
                 svc.base_name,
-                svc.variant
+                svc.variant,
+                git.as_ref().map(|g| g.commit.clone()),
+                git.as_ref().map(|g| g.dirty)
             ],
         )?;
         Ok(())
@@ -432,6 +436,54 @@ mod tests {
             .unwrap();
         let err = Store::open(&path).err().unwrap();
         assert!(format!("{err:#}").contains("schema version 99"), "{err:#}");
+    }
+
+    #[test]
+    fn a_session_records_svcbenchs_commit_and_each_services() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, path) = (dir.path().join("repo"), dir.path().join("s.db"));
+        let svc_dir = repo.join("svc");
+        std::fs::create_dir_all(&svc_dir).unwrap();
+        std::fs::write(
+            svc_dir.join("svcbench.toml"),
+            crate::manifest::test_manifest("s", "hello", "run = \"./s\"\nreadiness = \"/\"\n"),
+        )
+        .unwrap();
+        let git = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .arg("-C")
+                .arg(&repo)
+                .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+                .args(args)
+                .stdout(std::process::Stdio::null())
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        git(&["add", "."]);
+        git(&["commit", "-qm", "one"]);
+        let svc = crate::manifest::Service::load(&svc_dir).unwrap();
+        let s = Store::open(&path).unwrap();
+        let session = s.create_session(&SessionRecord { command: "t".into(), ..Default::default() }).unwrap();
+        s.add_service(session, &svc, true, Some(0.0), None, None).unwrap();
+        std::fs::write(svc_dir.join("main.sh"), "edited").unwrap();
+        let other = session + 1;
+        assert_eq!(s.create_session(&SessionRecord { command: "t".into(), ..Default::default() }).unwrap(), other);
+        s.add_service(other, &svc, true, Some(0.0), None, None).unwrap();
+        drop(s);
+        let r = Reader::open(&path).unwrap();
+        let (clean, dirty) = (&r.services(session).unwrap()[0], &r.services(other).unwrap()[0]);
+        let commit = clean.git_commit.clone().expect("the service's commit");
+        assert!(commit.len() == 40 && clean.git_dirty == Some(false), "{clean:?}");
+        assert_eq!((dirty.git_commit.as_deref(), dirty.git_dirty), (Some(commit.as_str()), Some(true)));
+        let version = &r.sessions().unwrap()[0].svcbench_version;
+        assert!(version.starts_with(env!("CARGO_PKG_VERSION")) && version == crate::VERSION, "{version}");
+        // This checkout's svcbench is built from a commit; a source archive would leave the version bare.
+        assert!(
+            crate::VERSION.contains("(commit ") || crate::git::state(Path::new(env!("CARGO_MANIFEST_DIR"))).is_none()
+        );
     }
 
     #[test]

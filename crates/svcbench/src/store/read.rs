@@ -60,6 +60,10 @@ pub struct StoredService {
     pub variant: Option<String>,
     /// How it ran: `process`, `container (podman)`, `pod (podman kube play)`; None: a process.
     pub runtime: Option<String>,
+    /// The commit of the service folder's repository, and whether the folder differed from it; None outside
+    /// a repository (and in stores before version 16).
+    pub git_commit: Option<String>,
+    pub git_dirty: Option<bool>,
 }
 
 impl StoredService {
@@ -86,6 +90,8 @@ impl StoredService {
             base_name: name.split('@').next().unwrap_or(name).to_string(),
             variant: name.split_once('@').map(|(_, v)| v.to_string()),
             runtime: None,
+            git_commit: None,
+            git_dirty: None,
         }
     }
 }
@@ -243,6 +249,8 @@ fn service_of(r: &Row) -> rusqlite::Result<StoredService> {
         base_name: r.get::<_, Option<String>>("base_name")?.unwrap_or_else(|| r.get("name").unwrap_or_default()),
         variant: r.get("variant")?,
         runtime: r.get("runtime")?,
+        git_commit: r.get("git_commit")?,
+        git_dirty: r.get::<_, Option<i64>>("git_dirty")?.map(|v| v != 0),
     })
 }
 

@@ -86,6 +86,14 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
     ("step", "open_files_limit", "INTEGER", 15, "that process's soft RLIMIT_NOFILE at that reading"),
     ("step", "listen_drops", "INTEGER", 15, "connection attempts dropped at the service's full accept queue"),
     ("step", "dep_listen_drops", "INTEGER", 15, "the same at the dependencies svcbench started"),
+    ("service", "git_commit", "TEXT", 16, "the commit of the service folder's repository; NULL: not in one"),
+    (
+        "service",
+        "git_dirty",
+        "INTEGER",
+        16,
+        "1 when the service folder differed from that commit (uncommitted changes)",
+    ),
 ];
 
 /// 11: the duet tables (duet.sql), created in every store that lacks them when it is opened.
@@ -94,7 +102,8 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
 /// 14: service.runtime (a process, a container by its engine, or a played Pod).
 /// 15: step.open_files_peak and open_files_limit (the sampler's open-file readings), listen_drops and
 /// dep_listen_drops (accept-queue overflows).
-pub const SCHEMA_VERSION: u32 = 15;
+/// 16: service.git_commit and git_dirty (the code a session measured).
+pub const SCHEMA_VERSION: u32 = 16;
 
 fn has_column(conn: &Connection, table: &str, col: &str) -> Result<bool> {
     let mut st = conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?;
