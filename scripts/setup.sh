@@ -119,19 +119,25 @@ fi
 
 if [ -n "$packages_only" ]; then exit 0; fi
 
-# Services under test and OpenSearch run as this unprivileged user (docs/security.md).
-id svcbench >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin svcbench
+# Services under test run as `svcbench`, the second side of a duet as `svcbench-peer`, and the
+# dependencies svcbench starts (OpenSearch) as `svcbench-store`: unprivileged users of their own, so no
+# part of a measurement can signal, trace or read another (docs/security.md).
+for user in svcbench svcbench-peer svcbench-store; do
+  id "$user" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$user"
+done
 
-# It must reach the services' folders in this checkout: where a folder above the checkout denies it
-# (/root is 0700 on many machines), grant it the search bit alone, nothing to read or write.
-# From / down, so that a folder is judged once those above it can be crossed.
+# The services' users must reach the services' folders in this checkout: where a folder above the
+# checkout denies them (/root is 0700 on many machines), grant each the search bit alone, nothing to read
+# or write. From / down, so that a folder is judged once those above it can be crossed.
 dirs=() dir=$(pwd -P)
 while :; do dirs=("$dir" "${dirs[@]}"); [ "$dir" = / ] && break; dir=$(dirname "$dir"); done
-for dir in "${dirs[@]}"; do
-  if ! setpriv --reuid=svcbench --regid=svcbench --clear-groups test -x "$dir" 2>/dev/null; then
-    setfacl -m u:svcbench:x "$dir"
-    echo "setup: granted user svcbench the search (x) bit on $dir with an ACL (setfacl -m u:svcbench:x), so it can reach the services in $(pwd -P)" >&2
-  fi
+for user in svcbench svcbench-peer; do
+  for dir in "${dirs[@]}"; do
+    if ! setpriv --reuid="$user" --regid="$user" --clear-groups test -x "$dir" 2>/dev/null; then
+      setfacl -m "u:$user:x" "$dir"
+      echo "setup: granted user $user the search (x) bit on $dir with an ACL (setfacl -m u:$user:x), so it can reach the services in $(pwd -P)" >&2
+    fi
+  done
 done
 
 # The report's chart library, from npm, embedded into the binary at build time (crates/svcbench/assets).

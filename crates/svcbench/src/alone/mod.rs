@@ -105,6 +105,7 @@ pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool)
             host: &hosts.service,
             remote: elsewhere.as_ref(),
             labels: Vec::new(),
+            account: crate::sandbox::service_user::Account::Main,
         },
     )?;
     let startup = inst.wait_ready(svc, how.startup_timeout, stop)?;

@@ -37,7 +37,7 @@ impl SqliteFile {
             );
         }
         // A service running as root can write a folder owned by the unprivileged user as well.
-        let owner = service_user::for_service(RunAs::Svcbench)?;
+        let owner = service_user::for_service(RunAs::Svcbench, service_user::Account::Main)?;
         let dir = service_user::private_folder("sqlite", owner.as_ref())?;
         let mut f = SqliteFile { path: dir.path().join("initial.db"), dir, owner, schema, prefill, prefill_row };
         f.create("initial")?;

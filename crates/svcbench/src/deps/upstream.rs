@@ -32,7 +32,8 @@ impl Upstream {
                 shell_quote(&exe.display().to_string())
             ),
             ctx.work_dir,
-            &[],
+            // svcbench's own program: the allow-list alone, nothing of svcbench's environment it does not need.
+            &crate::sandbox::child::env(crate::sandbox::child::Needs::Nothing),
             log,
         )?;
         let up = Upstream { sandbox, addr, cpus };

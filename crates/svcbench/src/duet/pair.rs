@@ -4,6 +4,7 @@
 use super::slices::{guard, SideSlice, Slice};
 use crate::manifest::Service;
 use crate::profile::{Profile, Step};
+use crate::sandbox::service_user::Account;
 use crate::sandbox::{CgroupChoice, Limits, Probe};
 use crate::scenario::Scenario;
 use crate::service::instance::{Instance, StartSpec};
@@ -58,6 +59,8 @@ pub fn run_pair(setup: &DuetSetup, pair: u32, stop: &Arc<AtomicBool>) -> Result<
                 host: &crate::network::Host::local(),
                 remote: None,
                 labels: Vec::new(),
+                // Each side a user of its own: neither can signal, trace or read the other.
+                account: [Account::Main, Account::Peer][side],
             },
         )?;
         inst.wait_ready(svc, crate::runner::STARTUP_TIMEOUT, stop)?;

@@ -3,7 +3,6 @@
 use anyhow::{bail, Context, Result};
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
-use std::process::Command;
 
 /// `prog` from the system folders, where a user's PATH often lacks /usr/sbin.
 pub fn program(prog: &str) -> PathBuf {
@@ -16,10 +15,12 @@ pub fn program(prog: &str) -> PathBuf {
 
 /// Runs `prog args…` and fails with its own error text on one line.
 pub fn run(prog: &str, args: &[&str]) -> Result<()> {
-    let out = Command::new(program(prog))
+    let out = crate::sandbox::child::helper(program(prog), crate::sandbox::child::Needs::Nothing)
         .args(args)
         .output()
-        .with_context(|| format!("cannot run `{prog}`: install iproute2 (apt install iproute2), which --net needs"))?;
+        .with_context(|| {
+        format!("cannot run `{prog}`: install iproute2 (apt install iproute2), which --net needs")
+    })?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr).trim().replace('\n', " ");
         bail!("`{prog} {}` failed: {err}", args.join(" "));
@@ -29,7 +30,7 @@ pub fn run(prog: &str, args: &[&str]) -> Result<()> {
 
 /// The output of `prog args…` (empty when it fails).
 pub fn output(prog: &str, args: &[&str]) -> String {
-    Command::new(program(prog))
+    crate::sandbox::child::helper(program(prog), crate::sandbox::child::Needs::Nothing)
         .args(args)
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).to_string())

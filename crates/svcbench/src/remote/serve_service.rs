@@ -91,6 +91,7 @@ impl Served {
                         host: &host,
                         remote: None,
                         labels: Vec::new(),
+                        account: crate::sandbox::service_user::Account::Main,
                     },
                 )?;
                 let id = self.next_id;

@@ -157,6 +157,7 @@ fn spawn_all(
                 crate::sandbox::process::spawn_program(
                     Path::new("ssh"),
                     &place.ssh_args(&script),
+                    crate::sandbox::child::Needs::Ssh,
                     None,
                     std::process::Stdio::piped(),
                     out_file,
@@ -169,6 +170,7 @@ fn spawn_all(
                 crate::sandbox::process::spawn_program(
                     &exe,
                     &args,
+                    crate::sandbox::child::Needs::Nothing,
                     ns,
                     std::process::Stdio::null(),
                     out_file,
@@ -299,7 +301,7 @@ impl RemoteMix {
 impl Drop for RemoteMix {
     fn drop(&mut self) {
         if !self.removed {
-            let _ = std::process::Command::new("ssh")
+            let _ = crate::sandbox::child::helper("ssh", crate::sandbox::child::Needs::Ssh)
                 .args(self.place.ssh_args(&remove_command(&self.dir)))
                 .stdin(std::process::Stdio::null())
                 .output();
@@ -319,7 +321,7 @@ fn remove_command(dir: &str) -> String {
 
 /// Copies the mix file to a private folder on `place`.
 fn upload(place: &Place, mix: &Path) -> Result<RemoteMix> {
-    let out = std::process::Command::new("ssh")
+    let out = crate::sandbox::child::helper("ssh", crate::sandbox::child::Needs::Ssh)
         .args(place.ssh_args(UPLOAD_COMMAND))
         .stdin(std::fs::File::open(mix)?)
         .output()

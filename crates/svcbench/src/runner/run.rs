@@ -59,6 +59,7 @@ pub fn start_spec<'a>(
         host: &ctx.hosts.service,
         remote: ctx.remote_service.as_ref(),
         labels: vec![("svcbench.session".into(), ctx.session_id.to_string())],
+        account: crate::sandbox::service_user::Account::Main,
     }
 }
 

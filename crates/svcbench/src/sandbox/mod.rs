@@ -4,6 +4,7 @@
 pub mod cgroup;
 pub mod cgroup_v1;
 pub mod cgroup_v2;
+pub mod child;
 pub mod container;
 pub mod kernel_log;
 pub mod listen_queue;
@@ -155,8 +156,6 @@ pub struct Sandbox {
     netns: Option<Arc<crate::network::NsHandle>>,
     /// The user the processes run as (uid, gid); None: svcbench's own.
     run_as: Option<(u32, u32)>,
-    /// Whether the processes get svcbench's environment under theirs, or only their own (a service).
-    env_base: process::EnvBase,
     /// Loud, stored with the results: limits that could not be applied, and why.
     pub warnings: Vec<String>,
 }
@@ -197,7 +196,6 @@ impl Sandbox {
             exit: None,
             netns: None,
             run_as: None,
-            env_base: process::EnvBase::Inherited,
             warnings,
         }
     }
@@ -216,11 +214,6 @@ impl Sandbox {
     /// Processes started from now on run as this user (uid, gid): a store that refuses root.
     pub fn run_as(&mut self, ids: (u32, u32)) {
         self.run_as = Some(ids);
-    }
-
-    /// Processes started from now on get only the environment given to `start` (a service under test).
-    pub fn clean_env(&mut self) {
-        self.env_base = process::EnvBase::Clean;
     }
 
     /// The limits the service really runs under, and how they differ from `asked` (empty: as asked).
@@ -250,7 +243,7 @@ impl Sandbox {
         let files = self.cgroup.as_ref().map(|c| c.procs_files()).unwrap_or_default();
         let placement =
             process::Placement { procs_files: &files, netns: self.netns.as_ref().map(|n| n.fd()), run_as: self.run_as };
-        let child = process::spawn(&command.into(), dir, env, self.env_base, &placement, log)?;
+        let child = process::spawn(&command.into(), dir, env, &placement, log)?;
         self.pgid = child.id() as i32;
         self.child = Some(child);
         self.exit = None;

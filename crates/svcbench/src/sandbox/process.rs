@@ -50,22 +50,14 @@ impl std::fmt::Display for StartCommand {
     }
 }
 
-/// The environment a started process gets: svcbench's own plus some variables (a dependency svcbench
-/// trusts), or only the variables given (a service under test: docs/security.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EnvBase {
-    Inherited,
-    Clean,
-}
-
-/// Spawns `command` (directly, or via `sh -c 'exec …'`) with its own process group, the open-file limit
-/// raised to the hard limit, and its placement taken before exec, so that not a single instruction of the
-/// service runs outside its limits, its network or as another user.
+/// Spawns `command` (directly, or via `sh -c 'exec …'`) in a session of its own (no controlling terminal,
+/// its own process group), the open-file limit raised to the hard limit, and its placement taken before
+/// exec, so that not a single instruction of the service runs outside its limits, its network or as
+/// another user. Its environment is `env` and nothing else (child.rs gives the allow-lists).
 pub fn spawn(
     command: &StartCommand,
     dir: &std::path::Path,
     env: &[(String, String)],
-    base: EnvBase,
     placement: &Placement,
     log: File,
 ) -> Result<Child> {
@@ -84,10 +76,7 @@ pub fn spawn(
             cmd
         }
     };
-    cmd.current_dir(dir).stdin(Stdio::null());
-    if base == EnvBase::Clean {
-        cmd.env_clear();
-    }
+    cmd.current_dir(dir).stdin(Stdio::null()).env_clear();
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -104,17 +93,18 @@ pub fn shell_quote(s: &str) -> String {
 }
 
 /// Spawns `program args…` (no shell) the same way, outside any cgroup: a generator agent, whose
-/// stdout (its JSON report) and stderr go to files of their own.
+/// stdout (its JSON report) and stderr go to files of their own, or a container engine's `run`.
 pub fn spawn_program(
     program: &std::path::Path,
     args: &[String],
+    needs: super::child::Needs,
     netns: Option<std::os::fd::RawFd>,
     stdin: Stdio,
     stdout: File,
     stderr: File,
 ) -> Result<Child> {
     let mut cmd = Command::new(program);
-    cmd.args(args).stdin(stdin);
+    cmd.args(args).stdin(stdin).env_clear().envs(super::child::env(needs));
     spawn_placed(cmd, &Placement { netns, ..Placement::default() }, stdout, stderr)
         .with_context(|| format!("cannot start {}", program.display()))
 }
@@ -132,10 +122,9 @@ fn spawn_placed(mut cmd: Command, placement: &Placement, stdout: File, stderr: F
     cmd.stdout(stdout).stderr(stderr);
     unsafe {
         cmd.pre_exec(move || {
-            // Only async-signal-safe calls here: we are between fork and exec.
-            if libc::setpgid(0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            // Only async-signal-safe calls here: we are between fork and exec. A session of its own first:
+            // no controlling terminal (nothing typed into or read from svcbench's), its own process group.
+            super::child::new_session()?;
             for &fd in &fds {
                 // "0" means the writing process itself, in v1 and v2 alike.
                 if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {

@@ -1,18 +1,40 @@
-//! Who a service under test runs as, and what it is given: when svcbench is root, the unprivileged system
-//! user `svcbench` (created if missing) unless its manifest says `run_as = "root"`; otherwise the invoking
-//! user, as svcbench itself. Its environment is only the allow-list below, a private HOME and what its
-//! manifest and placeholders give it (docs/security.md).
+//! Who a service under test and the other parts of a measurement run as, and what a service is given:
+//! when svcbench is root, the unprivileged system user `svcbench` (created if missing) unless its manifest
+//! says `run_as = "root"`, `svcbench-peer` for the other side of a duet, and `svcbench-store` for the
+//! dependencies svcbench starts, so that no part can signal, trace or read another; otherwise the invoking
+//! user, as svcbench itself. A service's environment is only the allow-list below, a private HOME and what
+//! its manifest and placeholders give it (docs/security.md).
 use crate::manifest::RunAs;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-/// The unprivileged user services (and OpenSearch) run as; scripts/setup.sh creates it.
+/// The unprivileged user services run as; scripts/setup.sh creates it, like the two below.
 pub const USER: &str = "svcbench";
+/// The user the second side of a duet runs as: a user of its own, so neither side reaches the other.
+pub const PEER_USER: &str = "svcbench-peer";
+/// The user the dependencies svcbench starts run as (OpenSearch): out of the services' reach.
+pub const STORE_USER: &str = "svcbench-store";
 
 /// The only variables of svcbench's own environment a service gets (when set); HOME is its own private
 /// folder and JAVA_HOME is added where its `run` uses `{java}`.
-pub const ENV_ALLOW_LIST: &[&str] = &["PATH", "LANG", "LC_ALL", "TZ"];
+pub const ENV_ALLOW_LIST: &[&str] = super::child::BASE;
+
+/// Which of the services' users a start takes: the usual one, or the second side of a duet's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Account {
+    Main,
+    Peer,
+}
+
+impl Account {
+    fn user(self) -> &'static str {
+        match self {
+            Account::Main => USER,
+            Account::Peer => PEER_USER,
+        }
+    }
+}
 
 /// A user to switch to before exec.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,13 +44,21 @@ pub struct User {
     pub gid: u32,
 }
 
-/// The user a service with this `run_as` runs as: None keeps svcbench's own (svcbench is not root, or the
-/// manifest asks for root).
-pub fn for_service(run_as: RunAs) -> Result<Option<User>> {
+/// The user a service with this `run_as` runs as, on `account`: None keeps svcbench's own (svcbench is
+/// not root, or the manifest asks for root).
+pub fn for_service(run_as: RunAs, account: Account) -> Result<Option<User>> {
     if !nix::unistd::geteuid().is_root() || run_as == RunAs::Root {
         return Ok(None);
     }
-    ensure(USER).map(Some)
+    ensure(account.user()).map(Some)
+}
+
+/// The user a dependency svcbench starts runs as: None keeps svcbench's own (svcbench is not root).
+pub fn for_store() -> Result<Option<User>> {
+    if !nix::unistd::geteuid().is_root() {
+        return Ok(None);
+    }
+    ensure(STORE_USER).map(Some)
 }
 
 /// The name stored with a run: the user switched to, or svcbench's own user's.
@@ -43,7 +73,7 @@ pub fn name_of(user: Option<&User>) -> String {
 }
 
 /// `name`'s ids, creating it as a system user without home or login shell when missing.
-fn ensure(name: &str) -> Result<User> {
+pub fn ensure(name: &str) -> Result<User> {
     let lookup =
         || -> Result<Option<User>> {
             Ok(nix::unistd::User::from_name(name)
@@ -53,7 +83,7 @@ fn ensure(name: &str) -> Result<User> {
     if let Some(u) = lookup()? {
         return Ok(u);
     }
-    let status = Command::new("useradd")
+    let status = super::child::helper("useradd", super::child::Needs::Nothing)
         .args(["--system", "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", name])
         .stdout(Stdio::null())
         .status()
@@ -61,10 +91,9 @@ fn ensure(name: &str) -> Result<User> {
     // Another svcbench may have created it meanwhile: only a user still missing is an error.
     match lookup()? {
         Some(u) => Ok(u),
-        None => bail!(
-            "cannot create the unprivileged user {name} (useradd: {status}); create it (scripts/setup.sh does) or \
-             give the service run_as = \"root\" in its manifest"
-        ),
+        None => {
+            bail!("cannot create the unprivileged user {name} (useradd: {status}); create it (scripts/setup.sh does)")
+        }
     }
 }
 
@@ -125,7 +154,7 @@ case $prog in
 esac"#;
     let out = {
         use std::os::unix::process::CommandExt;
-        Command::new("/bin/sh")
+        super::child::helper("/bin/sh", super::child::Needs::Nothing)
             .arg("-c")
             .arg(SCRIPT)
             .arg("sh")
@@ -182,9 +211,46 @@ mod tests {
     }
 
     #[test]
+    fn a_service_can_neither_read_nor_signal_a_dependency_or_the_other_side_of_a_duet() {
+        if !nix::unistd::geteuid().is_root() {
+            return; // Only root can switch user.
+        }
+        use std::os::unix::process::CommandExt;
+        let store = for_store().unwrap().unwrap();
+        let (main, peer) = (
+            for_service(RunAs::Svcbench, Account::Main).unwrap().unwrap(),
+            for_service(RunAs::Svcbench, Account::Peer).unwrap().unwrap(),
+        );
+        assert_eq!((main.name.as_str(), peer.name.as_str(), store.name.as_str()), (USER, PEER_USER, STORE_USER));
+        assert!(main.uid != peer.uid && peer.uid != store.uid && main.uid != store.uid);
+        // A dependency and a duet's second side, each as its own user, and the first side trying to reach them.
+        for target in [&store, &peer] {
+            let mut part = super::super::child::part("sleep", super::super::child::Needs::Nothing);
+            let mut sleeper = part.arg("30").uid(target.uid).gid(target.gid).spawn().unwrap();
+            let pid = sleeper.id();
+            let tries = format!("cat /proc/{pid}/environ >/dev/null 2>&1 && echo read; kill -0 {pid} 2>/dev/null && echo signalled; echo done");
+            let out = super::super::child::helper("/bin/sh", super::super::child::Needs::Nothing)
+                .args(["-c", &tries])
+                .uid(main.uid)
+                .gid(main.gid)
+                .output()
+                .unwrap();
+            let _ = sleeper.kill();
+            let _ = sleeper.wait();
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout).trim(),
+                "done",
+                "user {} reached {}",
+                main.name,
+                target.name
+            );
+        }
+    }
+
+    #[test]
     fn a_private_folder_is_0700_and_its_users() {
         use std::os::unix::fs::MetadataExt;
-        let user = for_service(RunAs::Svcbench).unwrap();
+        let user = for_service(RunAs::Svcbench, Account::Main).unwrap();
         let dir = private_folder("test", user.as_ref()).unwrap();
         let meta = std::fs::symlink_metadata(dir.path()).unwrap();
         assert_eq!(meta.mode() & 0o777, 0o700);

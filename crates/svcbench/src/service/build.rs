@@ -1,15 +1,15 @@
 //! Building a service with its own build command (cargo, go, mvn, npm), once per session and only when its
 //! inputs changed since the last successful build (build_stamp.rs), timed, with its output kept in a log
 //! file (shown in part when it fails). A build runs as svcbench's user (it needs that user's toolchains and
-//! caches), in a process group of its own that is ended whole at its `build_timeout` and on Ctrl-C.
+//! caches), with the toolchains' variables alone of its environment, in a session of its own (no terminal)
+//! whose process group is ended whole at its `build_timeout` and on Ctrl-C.
 use super::build_stamp;
 use crate::manifest::Service;
 use crate::sandbox::process::{signal_group, wait_timeout};
 use crate::sandbox::service_user;
 use anyhow::{bail, Context, Result};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// How long a build ended by svcbench has between SIGTERM and SIGKILL.
@@ -34,9 +34,12 @@ pub fn build(svc: &Service, log_dir: &Path, skip: bool) -> Result<Built> {
     // Before any build: a service its user cannot reach would fail only at its start (a container's
     // user is inside its image), and a container's image needs the local base it builds on.
     match &svc.manifest.container {
-        None => {
-            service_user::check_reachable(service_user::for_service(svc.manifest.run_as)?.as_ref(), &svc.dir, None, "")?
-        }
+        None => service_user::check_reachable(
+            service_user::for_service(svc.manifest.run_as, service_user::Account::Main)?.as_ref(),
+            &svc.dir,
+            None,
+            "",
+        )?,
         Some(_) => super::container_start::check_bases(svc, &super::container_start::engine(svc)?)?,
     }
     let mut seconds = 0.0;
@@ -58,12 +61,13 @@ pub fn build(svc: &Service, log_dir: &Path, skip: bool) -> Result<Built> {
         let env: Vec<String> = svc.manifest.build_env.iter().map(|(k, v)| format!("{k}={v} ")).collect();
         crate::errln!("svcbench: building {} ({}{cmd})", svc.name(), env.concat());
         let (t0, started) = (Instant::now(), build_stamp::file_clock_now());
-        let child = Command::new("/bin/sh")
+        // A session of its own (no terminal, its own process group, ended whole); svcbench's user's
+        // toolchain settings, not its whole environment (child.rs); the manifest's build_env on top.
+        let child = crate::sandbox::child::part("/bin/sh", crate::sandbox::child::Needs::Toolchains)
             .arg("-c")
             .arg(cmd)
             .current_dir(&svc.dir)
             .envs(&svc.manifest.build_env)
-            .process_group(0)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)

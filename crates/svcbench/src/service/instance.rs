@@ -60,6 +60,8 @@ pub struct StartSpec<'a> {
     pub remote: Option<&'a std::sync::Arc<dyn StartsElsewhere>>,
     /// Labels of a container service (its session and run), so that what a killed svcbench left is found.
     pub labels: Vec<(String, String)>,
+    /// Which services' user it runs as: a duet's second side has one of its own.
+    pub account: service_user::Account,
 }
 
 /// `java` for the `{java}` placeholder: JAVA_HOME's, else the one on PATH.
@@ -97,7 +99,7 @@ impl Instance {
             fill_placeholders(text, &values).with_context(|| format!("{}: {what}", manifest_file.display()))
         };
         // Only the allow-list, a private HOME, JAVA_HOME where `{java}` is used, then the manifest's env.
-        let user = service_user::for_service(svc.manifest.run_as)?;
+        let user = service_user::for_service(svc.manifest.run_as, spec.account)?;
         let home = service_user::private_folder("home", user.as_ref())?;
         let java_home = std::env::var("JAVA_HOME").ok().filter(|_| svc.manifest.run.contains("{java}"));
         let mut env = service_user::base_env(home.path(), java_home.as_deref());
@@ -121,7 +123,6 @@ impl Instance {
         let log = std::fs::File::create(&log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
         let mut sandbox = Sandbox::new(&spec.sandbox_name, spec.limits, spec.cgroup);
         sandbox.place_on(spec.host);
-        sandbox.clean_env();
         if let Some(u) = &user {
             sandbox.run_as((u.uid, u.gid));
         }
@@ -294,6 +295,7 @@ mod tests {
             host: &host,
             remote: None,
             labels: Vec::new(),
+            account: crate::sandbox::service_user::Account::Main,
         };
         let mut inst = Instance::spawn(&svc, &spec).unwrap();
         let ended = crate::poll::until(Duration::from_secs(10), Duration::from_millis(10), || inst.sandbox.try_exit());

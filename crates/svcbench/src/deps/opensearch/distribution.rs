@@ -5,15 +5,15 @@ use anyhow::{anyhow, bail, Context, Result};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Instant;
 
 use super::node::OpenSearchOptions;
 
 const MAVEN_ARTIFACT: &str = "org.opensearch.distribution.integ-test-zip:opensearch";
 const MIN_JAVA: u32 = 21;
-/// The user the node runs as when svcbench runs as root.
-pub(super) const RUN_AS: &str = "svcbench";
+/// The user the node runs as when svcbench runs as root: the dependencies' own, not the services'.
+pub(super) const RUN_AS: &str = crate::sandbox::service_user::STORE_USER;
 
 /// JAVA_HOME if it is Java >= 21, else the newest such JDK under /usr/lib/jvm.
 pub(super) fn find_java() -> Result<PathBuf> {
@@ -52,7 +52,10 @@ fn java_version(home: &Path) -> Option<u32> {
     if let Some(v) = fs::read_to_string(home.join("release")).ok().and_then(|s| parse_release_file(&s)) {
         return Some(v);
     }
-    let out = Command::new(home.join("bin/java")).arg("-version").output().ok()?;
+    let out = crate::sandbox::child::helper(home.join("bin/java"), crate::sandbox::child::Needs::Nothing)
+        .arg("-version")
+        .output()
+        .ok()?;
     parse_version_output(&String::from_utf8_lossy(&out.stderr))
 }
 
@@ -102,7 +105,7 @@ pub(super) fn ensure_distribution(version: &str, cache_dir: &Path, java_home: &P
         crate::errln!("svcbench: downloading OpenSearch {version} with Maven (once) into {}", cache_dir.display());
         let tmp = cache_dir.join(format!(".download-{}", std::process::id()));
         let _ = fs::remove_dir_all(&tmp);
-        let out = Command::new("mvn")
+        let out = crate::sandbox::child::helper("mvn", crate::sandbox::child::Needs::Toolchains)
             .args(["-q", "-B", "-Dstyle.color=never", "dependency:copy"])
             .arg(format!("-Dartifact={MAVEN_ARTIFACT}:{version}:zip"))
             .arg(format!("-DoutputDirectory={}", tmp.display()))
@@ -131,14 +134,19 @@ pub(super) fn ensure_distribution(version: &str, cache_dir: &Path, java_home: &P
     let _ = fs::remove_dir_all(&tmp);
     fs::create_dir_all(&tmp)?;
     // Helpers' output goes to stderr: stdout is for what svcbench prints (`svcbench up`'s URLs).
-    let unzip =
-        Command::new("unzip").arg("-q").arg(&zip).arg("-d").arg(&tmp).stdout(Stdio::from(std::io::stderr())).status();
+    let unzip = crate::sandbox::child::helper("unzip", crate::sandbox::child::Needs::Nothing)
+        .arg("-q")
+        .arg(&zip)
+        .arg("-d")
+        .arg(&tmp)
+        .stdout(Stdio::from(std::io::stderr()))
+        .status();
     match unzip {
         Ok(s) if s.success() => {}
         Ok(s) => bail!("unzip of {} failed ({s})", zip.display()),
         Err(_) => {
             // No unzip on this machine: the JDK's jar tool unpacks too, but loses the executable bits.
-            let s = Command::new(java_home.join("bin/jar"))
+            let s = crate::sandbox::child::helper(java_home.join("bin/jar"), crate::sandbox::child::Needs::Nothing)
                 .arg("xf")
                 .arg(&zip)
                 .current_dir(&tmp)
@@ -231,34 +239,6 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
 
 // ---------------------------------------------------------------- users and processes
 
-/// uid and gid of `name`, creating it as a system user without home or shell if missing.
-pub(super) fn ensure_user(name: &str) -> Result<(u32, u32)> {
-    if let Some(ids) = lookup_user(name)? {
-        return Ok(ids);
-    }
-    let status = Command::new("useradd")
-        .args(["--system", "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", name])
-        .stdout(Stdio::from(std::io::stderr()))
-        .status()
-        .context("cannot run useradd")?;
-    if !status.success() {
-        bail!("useradd {name} failed ({status}); OpenSearch refuses to run as root and needs an unprivileged user");
-    }
-    lookup_user(name)?.ok_or_else(|| anyhow!("user {name} missing after useradd"))
-}
-
-fn lookup_user(name: &str) -> Result<Option<(u32, u32)>> {
-    let passwd = fs::read_to_string("/etc/passwd").context("cannot read /etc/passwd")?;
-    Ok(parse_passwd(&passwd, name))
-}
-
-fn parse_passwd(passwd: &str, name: &str) -> Option<(u32, u32)> {
-    passwd.lines().find_map(|line| {
-        let f: Vec<&str> = line.split(':').collect();
-        (f.len() >= 4 && f[0] == name).then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?)))?
-    })
-}
-
 /// The unprivileged user must be able to reach the distribution: every folder above it searchable by
 /// others (the user owns none of them).
 pub(super) fn ensure_reachable(home: &Path, user: &str) -> Result<()> {
@@ -324,12 +304,5 @@ mod tests {
         write_instance_config(home.path(), dir.path(), &opts, Path::new("/var/cache/a b/snapshots")).unwrap();
         let yml = fs::read_to_string(dir.path().join("config/opensearch.yml")).unwrap();
         assert!(yml.lines().any(|l| l == "path.repo: [\"/var/cache/a b/snapshots\"]"), "{yml}");
-    }
-
-    #[test]
-    fn passwd_entries() {
-        let passwd = "root:x:0:0:root:/root:/bin/bash\nsvcbench:x:999:995::/nonexistent:/usr/sbin/nologin\n";
-        assert_eq!(parse_passwd(passwd, "svcbench"), Some((999, 995)));
-        assert_eq!(parse_passwd(passwd, "nobody"), None);
     }
 }

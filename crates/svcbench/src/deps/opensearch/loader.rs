@@ -264,13 +264,27 @@ fn ensure_dataset(dataset_dir: &Path) -> Result<PathBuf> {
     let venv = dataset_dir.join(".venv");
     let python = venv.join("bin/python");
     if !python.is_file() {
-        run(Command::new("python3").arg("-m").arg("venv").arg(&venv), "python3 -m venv")?;
+        run(
+            crate::sandbox::child::helper("python3", crate::sandbox::child::Needs::Toolchains)
+                .arg("-m")
+                .arg("venv")
+                .arg(&venv),
+            "python3 -m venv",
+        )?;
     }
     run(
-        Command::new(&python).args(["-m", "pip", "install", "-q", "-r"]).arg(dataset_dir.join("requirements.txt")),
+        crate::sandbox::child::helper(&python, crate::sandbox::child::Needs::Toolchains)
+            .args(["-m", "pip", "install", "-q", "-r"])
+            .arg(dataset_dir.join("requirements.txt")),
         "pip install -r requirements.txt",
     )?;
-    run(Command::new(&python).arg(dataset_dir.join("build.py")).arg("--out").arg(&out), "build.py")?;
+    run(
+        crate::sandbox::child::helper(&python, crate::sandbox::child::Needs::Toolchains)
+            .arg(dataset_dir.join("build.py"))
+            .arg("--out")
+            .arg(&out),
+        "build.py",
+    )?;
     if !complete(&out) {
         bail!("{} ran but {} is incomplete", dataset_dir.join("build.py").display(), out.display());
     }

@@ -1,11 +1,10 @@
 //! One OpenSearch node started by svcbench: a fresh instance folder per start, the node started through
 //! the ordinary sandbox like any service (its own process group and cgroup on the generator's CPUs, in
-//! the store's network namespace under `--net`, as an unprivileged user because OpenSearch refuses root),
+//! the store's network namespace under `--net`, as the dependencies' unprivileged user: OpenSearch refuses
+//! root, and a service must not reach it),
 //! ready when its cluster health is yellow; stopped as a sandbox stops (SIGTERM, then SIGKILL to the
 //! group and the cgroup).
-use super::distribution::{
-    ensure_distribution, ensure_reachable, ensure_user, find_java, write_instance_config, RUN_AS,
-};
+use super::distribution::{ensure_distribution, ensure_reachable, find_java, write_instance_config, RUN_AS};
 use super::snapshot::Snapshots;
 use crate::sandbox::{process::shell_quote, Probe, Sandbox};
 use anyhow::{bail, Context, Result};
@@ -51,13 +50,10 @@ impl OpenSearch {
     pub fn start(opts: &OpenSearchOptions, mut sandbox: Sandbox) -> Result<OpenSearch> {
         let java_home = find_java()?;
         let home = ensure_distribution(&opts.version, &opts.cache_dir, &java_home)?;
-        let owner = if unsafe { libc::geteuid() } == 0 {
-            let ids = ensure_user(RUN_AS)?;
+        let owner = node_user()?;
+        if owner.is_some() {
             ensure_reachable(&home, RUN_AS)?;
-            Some(ids)
-        } else {
-            None
-        };
+        }
         let snapshots = Snapshots::prepare(&opts.cache_dir, owner)?;
         if std::net::TcpListener::bind(("127.0.0.1", opts.port)).is_err() {
             bail!("cannot start OpenSearch: port {} on 127.0.0.1 is already in use", opts.port);
@@ -73,15 +69,10 @@ impl OpenSearch {
         if let Some(ids) = owner {
             sandbox.run_as(ids);
         }
-        let env = [
-            ("OPENSEARCH_JAVA_HOME", java_home.display().to_string()),
-            ("OPENSEARCH_PATH_CONF", instance_dir.join("config").display().to_string()),
-            ("OPENSEARCH_TMPDIR", instance_dir.join("tmp").display().to_string()),
-            ("HOME", instance_dir.display().to_string()),
-            // The node's JVM options are the instance's jvm.options, not whatever svcbench's caller set.
-            ("OPENSEARCH_JAVA_OPTS", String::new()),
-        ]
-        .map(|(k, v)| (k.to_string(), v));
+        // The allow-list and the node's own settings: nothing else of svcbench's environment (its
+        // credentials) is in the node's /proc/PID/environ.
+        let mut env = crate::sandbox::child::env(crate::sandbox::child::Needs::Nothing);
+        env.extend(node_env(&java_home, &instance_dir));
         let started = Instant::now();
         // bin/opensearch execs the JVM: the sandbox's main process is the node itself.
         let command = shell_quote(&home.join("bin/opensearch").display().to_string());
@@ -183,6 +174,28 @@ impl Drop for OpenSearch {
     }
 }
 
+/// The node's user (uid, gid) when svcbench is root: the dependencies' own, never a service's, so that no
+/// service can signal the node, trace it or read its /proc/PID/environ; None keeps svcbench's own.
+fn node_user() -> Result<Option<(u32, u32)>> {
+    Ok(crate::sandbox::service_user::for_store()?.map(|u| (u.uid, u.gid)))
+}
+
+/// The node's own variables: its Java, its configuration, its temporary folder, HOME (its instance
+/// folder), and no JVM options but the instance's jvm.options.
+fn node_env(java_home: &Path, instance_dir: &Path) -> Vec<(String, String)> {
+    [
+        ("JAVA_HOME", java_home.display().to_string()),
+        ("OPENSEARCH_JAVA_HOME", java_home.display().to_string()),
+        ("OPENSEARCH_PATH_CONF", instance_dir.join("config").display().to_string()),
+        ("OPENSEARCH_TMPDIR", instance_dir.join("tmp").display().to_string()),
+        ("HOME", instance_dir.display().to_string()),
+        // The node's JVM options are the instance's jvm.options, not whatever svcbench's caller set.
+        ("OPENSEARCH_JAVA_OPTS", String::new()),
+    ]
+    .map(|(k, v)| (k.to_string(), v))
+    .to_vec()
+}
+
 /// A fresh instance folder with a random name, made exclusively with mode 0700: nothing anyone planted
 /// under /tmp is reused. It goes when the value drops, whatever happens.
 fn instance_folder(port: u16) -> Result<tempfile::TempDir> {
@@ -259,6 +272,34 @@ mod tests {
             let m = fs::symlink_metadata(instance.path().join(given)).unwrap();
             assert_eq!((m.uid(), m.gid()), (uid, gid), "{given} was not handed over");
         }
+    }
+
+    #[test]
+    fn the_node_runs_as_the_dependencies_user_with_its_own_variables_only() {
+        if let Some((uid, _)) = node_user().unwrap() {
+            let store = nix::unistd::User::from_name(crate::sandbox::service_user::STORE_USER).unwrap().unwrap();
+            let service = crate::sandbox::service_user::for_service(
+                crate::manifest::RunAs::Svcbench,
+                crate::sandbox::service_user::Account::Main,
+            )
+            .unwrap()
+            .unwrap();
+            assert_eq!(uid, store.uid.as_raw());
+            assert_ne!(uid, service.uid, "the node and the services must not share a user");
+        }
+        let env = node_env(Path::new("/jdk"), Path::new("/tmp/i"));
+        let keys: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "JAVA_HOME",
+                "OPENSEARCH_JAVA_HOME",
+                "OPENSEARCH_PATH_CONF",
+                "OPENSEARCH_TMPDIR",
+                "HOME",
+                "OPENSEARCH_JAVA_OPTS"
+            ]
+        );
     }
 
     #[test]

@@ -23,8 +23,12 @@ pub struct Engine {
 
 /// Whether `program info` answers within a few seconds (a Docker client without its daemon does not).
 fn answers(program: &str) -> bool {
-    let child =
-        Command::new(program).arg("info").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn();
+    let child = crate::sandbox::child::helper(program, crate::sandbox::child::Needs::Engine)
+        .arg("info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
     let Ok(mut child) = child else { return false };
     let ended =
         crate::poll::until(Duration::from_secs(10), Duration::from_millis(20), || child.try_wait().ok().flatten());
@@ -37,7 +41,7 @@ fn answers(program: &str) -> bool {
 
 /// Whether `program` is Podman (podman-docker's `docker` says so in its version).
 fn is_podman(program: &str) -> bool {
-    Command::new(program)
+    crate::sandbox::child::helper(program, crate::sandbox::child::Needs::Engine)
         .arg("--version")
         .stdin(Stdio::null())
         .stderr(Stdio::null())
@@ -82,7 +86,8 @@ impl Engine {
     }
 
     pub fn command(&self) -> Command {
-        let mut c = Command::new(&self.program);
+        // A short command waited on: a Ctrl-C at the terminal ends it with svcbench.
+        let mut c = crate::sandbox::child::helper(&self.program, crate::sandbox::child::Needs::Engine);
         c.stdin(Stdio::null());
         c
     }

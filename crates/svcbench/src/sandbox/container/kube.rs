@@ -32,7 +32,15 @@ pub fn check_engine(engine: &Engine) -> Result<()> {
 pub fn play(engine: &Engine, file: &Path, log: &std::fs::File) -> Result<Child> {
     let args = ["kube".to_string(), "play".into(), file.to_string_lossy().to_string()];
     let program = PathBuf::from(&engine.program);
-    crate::sandbox::process::spawn_program(&program, &args, None, Stdio::null(), log.try_clone()?, log.try_clone()?)
+    crate::sandbox::process::spawn_program(
+        &program,
+        &args,
+        crate::sandbox::child::Needs::Engine,
+        None,
+        Stdio::null(),
+        log.try_clone()?,
+        log.try_clone()?,
+    )
 }
 
 /// Where the pod's container is: the pod's cgroup (relative to each hierarchy's root) and the container's

@@ -317,7 +317,15 @@ impl ContainerSandbox {
         let args = run_args(engine, &spec)?;
         let err = log.try_clone()?;
         let program = std::path::PathBuf::from(&engine.program);
-        let child = crate::sandbox::process::spawn_program(&program, &args, None, Stdio::null(), log, err)?;
+        let child = crate::sandbox::process::spawn_program(
+            &program,
+            &args,
+            crate::sandbox::child::Needs::Engine,
+            None,
+            Stdio::null(),
+            log,
+            err,
+        )?;
         crate::guard::register(crate::guard::Part {
             name: spec.name.clone(),
             pgid: child.id() as i32,
