@@ -158,7 +158,7 @@ impl Run {
     pub fn validity(&self) -> Validity {
         match &self.flags {
             Some(j) => Validity::from_json(j),
-            None => Validity { flags: crate::figures::validity::run_flags(&self.status, &[]) },
+            None => Validity { flags: crate::figures::validity::run_flags(&self.status, &[], &[]) },
         }
     }
 
@@ -185,6 +185,7 @@ impl Run {
         self.status == "failed"
             && (self.oom_killed || self.crashed || self.stuck_at_memory_cap)
             && !self.validity().has(crate::figures::validity::FlagCode::Unlimited)
+            && !self.validity().has(crate::figures::validity::FlagCode::StoreChanged)
     }
 }
 
