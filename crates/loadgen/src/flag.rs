@@ -40,12 +40,13 @@ pub enum FlagCode {
     Incomplete,
     LegacyClientSaturated,
     OpenFileLimit,
+    StoreChanged,
     #[serde(other)]
     Unknown,
 }
 
 impl FlagCode {
-    pub const ALL: [FlagCode; 16] = [
+    pub const ALL: [FlagCode; 17] = [
         FlagCode::GeneratorSaturated,
         FlagCode::GeneratorContended,
         FlagCode::GeneratorConnectBound,
@@ -62,6 +63,7 @@ impl FlagCode {
         FlagCode::Incomplete,
         FlagCode::LegacyClientSaturated,
         FlagCode::OpenFileLimit,
+        FlagCode::StoreChanged,
     ];
 
     /// The code as stored.
@@ -83,6 +85,7 @@ impl FlagCode {
             FlagCode::Incomplete => "incomplete",
             FlagCode::LegacyClientSaturated => "legacy_client_saturated",
             FlagCode::OpenFileLimit => "open_file_limit",
+            FlagCode::StoreChanged => "store_changed",
             FlagCode::Unknown => "unknown",
         }
     }
@@ -111,6 +114,7 @@ impl FlagCode {
             FlagCode::Incomplete => "run not completed",
             FlagCode::LegacyClientSaturated => "load generator saturated (older rule)",
             FlagCode::OpenFileLimit => "service at its open-file limit",
+            FlagCode::StoreChanged => "store changed during the run",
             FlagCode::Unknown => "flagged by a newer svcbench",
         }
     }

@@ -43,7 +43,7 @@ mod tests {
 
     #[test]
     fn a_key_is_formatted_and_read_back() {
-        let limits = Limits { cpus: Some(0.5), memory_bytes: Some(256 << 20), cpuset: None };
+        let limits = Limits { cpus: Some(0.5), memory_bytes: Some(256 << 20), cpuset: None, pids: None };
         let plain = AxisCell { limits: limits.clone(), links: None };
         assert_eq!(plain.key(), "cpus=0.5 memory=256M");
         assert_eq!(links_of_key(&plain.key()), None);

@@ -8,6 +8,11 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a short question to the store or the upstream (a count, an index, a setting) may wait for
 /// each read of its answer.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest answer svcbench reads from the store (a bulk load's answer, a few MiB, is the largest it
+/// needs): a peer that sends more gets an error, not svcbench's memory.
+pub const MAX_ANSWER_BYTES: u64 = 32 << 20;
+/// The longest answer to a short question (a count, the store's health, the mock upstream's counter).
+pub const MAX_SHORT_ANSWER_BYTES: u64 = 64 << 10;
 
 /// An agent whose reads and writes each wait at most `read_timeout` (connecting: [`CONNECT_TIMEOUT`]).
 pub fn agent(read_timeout: Duration) -> ureq::Agent {

@@ -1,6 +1,7 @@
 //! svcbench: benchmark lab for HTTP microservices. Data flows one way:
 //! cli → runner → (sandbox, loadgen, deps) → store → report.
 pub mod alone;
+pub mod bounded;
 pub mod cell;
 pub mod cli;
 pub mod commands;

@@ -1,7 +1,8 @@
 //! svcbench under hostile endings: SIGKILL mid-step (the next run cleans up and marks the session aborted), a
 //! lock file naming what is not the session's (left alone, the file called untrusted), a second Ctrl-C 50 ms after the first, two measurements at once, a refusal check that must not be fooled,
 //! a service that runs out of memory while starting, during the checks, or sits at its cap, and an svcbench in
-//! another pid namespace that must take none of this one's parts for leftovers.
+//! another pid namespace that must take none of this one's parts for leftovers; a service that forks without end
+//! (its process limit), and one whose log is too large to read whole.
 mod common;
 use common::*;
 use std::path::{Path, PathBuf};
@@ -281,6 +282,55 @@ fn a_service_stuck_at_its_memory_cap_is_given_up_on_early() {
     assert!(!r.oom_killed);
     assert_eq!(r.failed_stage.as_deref(), Some("startup"));
     assert_no_leftovers("fixtures/testservice.py");
+}
+
+#[test]
+fn a_service_that_forks_without_end_fills_its_process_limit_is_named_and_removed_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dbp, prof) = (tmp.path().join("s.db"), profile(tmp.path(), 1));
+    let t0 = Instant::now();
+    let out = run_fixtures(tmp.path(), &["forker"], &prof, &dbp, &["--pids", "64", "--startup-timeout", "5s"]);
+    assert_eq!(out.status.code(), Some(1));
+    let r = stored(&dbp).run().clone();
+    let err = r.error.unwrap_or_default();
+    assert!(err.contains("hit its limit of 64 processes and threads") && err.contains("raise --pids"), "{err}");
+    assert!(!err.contains('\n'), "{err}");
+    assert_eq!(r.failed_stage.as_deref(), Some("startup"));
+    // Every `sleep` it started went with it, and its groups (the freezer's and the pids controller's too).
+    assert_no_leftovers("sleep 6017");
+    assert!(t0.elapsed() < Duration::from_secs(30), "took {:?}", t0.elapsed());
+}
+
+/// The peak resident memory of a running process (VmHWM), in KiB.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("VmHWM:")?.trim().strip_suffix("kB")?.trim().parse().ok())
+}
+
+#[test]
+fn a_service_with_a_huge_log_is_quoted_from_its_end_without_reading_it_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dbp, prof) = (tmp.path().join("s.db"), profile(tmp.path(), 1));
+    let svc = fixture("loud").display().to_string();
+    let mut bg = spawn_svcbench(tmp.path(), "loud", &run_args(&svc, &prof, &dbp));
+    // Its peak as seen while it runs: read until it ends (the last reading before the exit counts).
+    let mut peak = 0;
+    let status = loop {
+        if let Some(kib) = peak_rss_kib(bg.0.id()) {
+            peak = peak.max(kib);
+        }
+        if let Some(s) = bg.0.try_wait().unwrap() {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(status.code(), Some(1), "{}", stderr_of(tmp.path(), "loud"));
+    let err = stored(&dbp).run().error.clone().unwrap_or_default();
+    assert!(err.contains("exited during startup (exit code 3)") && err.contains("last-words-6029"), "{err}");
+    // The 200 MB line is quoted cut, and svcbench never held it.
+    assert!(err.len() < 4096, "{} bytes of error", err.len());
+    assert!(peak < 100 * 1024, "svcbench peaked at {peak} KiB");
+    eprintln!("svcbench's peak: {peak} KiB; the error: {} bytes", err.len());
 }
 
 #[test]

@@ -382,6 +382,37 @@ fn a_running_opensearch_given_by_url_is_checked_completed_and_measured(tmp: &std
     assert!(said.contains("cannot be given by URL"), "{said}");
 }
 
+/// `svcbench upstream` run by hand makes a token and prints it for its user; its control endpoints refuse a
+/// request without it and leave the delay as it was, and take one with it.
+#[test]
+fn the_mock_upstreams_control_endpoints_want_the_token_it_printed() {
+    let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("upstream.err");
+    let child = std::process::Command::new(bin())
+        .args(["upstream", "--listen", &addr, "--delay-ms", "0", "--threads", "1"])
+        .env_remove("SVCBENCH_UPSTREAM_TOKEN")
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let _upstream = Background(child);
+    let agent = ureq::AgentBuilder::new().timeout(std::time::Duration::from_secs(5)).build();
+    let token = (0..200)
+        .find_map(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let said = std::fs::read_to_string(&log).unwrap();
+            said.split("x-svcbench-token: ").nth(1).map(|t| t.trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("no token said: {}", std::fs::read_to_string(&log).unwrap()));
+    assert_eq!(token.len(), 32, "{token}");
+    let delay = format!("http://{addr}/_svcbench/delay?ms=2000");
+    assert!(matches!(agent.put(&delay).call(), Err(ureq::Error::Status(403, _))));
+    let t0 = std::time::Instant::now();
+    agent.get(&format!("http://{addr}/")).call().unwrap();
+    assert!(t0.elapsed() < std::time::Duration::from_millis(1500), "the refused delay was applied");
+    assert_eq!(agent.put(&delay).set("X-Svcbench-Token", &token).call().unwrap().status(), 200);
+}
+
 /// Seed 004's slow dependency must never be the bottleneck. At its open-file limit, accept fails at once
 /// for as long as connections wait: the mock upstream waits for files to free instead of retrying on a
 /// spinning CPU (it spun a whole one before), says so, and answers again once they free.

@@ -32,6 +32,9 @@ fn svc_variants_with_container(svc: &Service) -> Vec<String> {
 /// The limits as asked, each in what a Pod can say.
 fn limits(a: &PodArgs) -> Result<Limits> {
     let mut limits = a.limits.limits()?;
+    if let Some(n) = limits.pids {
+        bail!("--pids {n}: a Pod's process limit is its manifest's [container] pids_limit; set it there");
+    }
     if let Some(c) = limits.cpus {
         pod_spec::millicores(c)?;
     }

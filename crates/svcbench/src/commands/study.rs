@@ -319,6 +319,7 @@ fn session_plan(
             cpus: None,
             memory_bytes: first.limits.memory_bytes,
             cpuset: study.file.limits.cpuset.clone(),
+            pids: None,
         },
         loadgen_cpuset: study.file.limits.loadgen_cpuset.clone(),
         db: db.to_path_buf(),
@@ -366,6 +367,7 @@ fn duet(a: &StudyArgs, study: &Study, db: &Path, stop: Arc<AtomicBool>) -> Resul
                 .unwrap_or(crate::options::DEFAULT_MEMORY)
                 .to_string(),
             cpuset: plan.cpuset.clone(),
+            pids: None,
         },
         loadgen_cpuset: None,
         cgroup: a.session.cgroup,

@@ -22,6 +22,11 @@ pub trait Dependency {
     fn after_run(&mut self) -> Vec<(String, f64)> {
         vec![]
     }
+    /// What the run changed in a store it must leave as it was, one sentence each, asked once after each
+    /// run (OpenSearch: its indices' documents, mappings, settings, aliases).
+    fn changed_by_run(&mut self) -> Vec<String> {
+        vec![]
+    }
     /// Reader of the dependency's own CPU and memory, when it is a process.
     fn probe(&self) -> Option<Arc<dyn Probe>> {
         None
@@ -179,6 +184,10 @@ impl Dependencies {
 
     pub fn after_run(&mut self) -> Vec<(String, f64)> {
         self.items.iter_mut().flat_map(|d| d.after_run()).collect()
+    }
+
+    pub fn changed_by_run(&mut self) -> Vec<String> {
+        self.items.iter_mut().flat_map(|d| d.changed_by_run()).collect()
     }
 
     /// Combined CPU seconds of all dependency processes now (None when none is a process, or one could

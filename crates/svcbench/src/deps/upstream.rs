@@ -12,6 +12,9 @@ pub struct Upstream {
     sandbox: Sandbox,
     addr: std::net::SocketAddr,
     cpus: usize,
+    /// What its control endpoints want (mock_upstream::TOKEN_HEADER): made for this start, handed to it in
+    /// its environment, never in a placeholder, so that the service under test cannot steer it.
+    token: String,
 }
 
 impl Upstream {
@@ -26,17 +29,22 @@ impl Upstream {
         let addr = std::net::SocketAddr::from((ctx.host.addr, port));
         let cpus = ctx.cpuset.as_deref().map(crate::cpus::count).unwrap_or(1);
         let log = std::fs::File::create(ctx.work_dir.join("upstream.log"))?;
+        let token = crate::mock_upstream::new_token();
         sandbox.start(
             &format!(
                 "{} upstream --listen {addr} --delay-ms {delay} --threads {cpus}",
                 shell_quote(&exe.display().to_string())
             ),
             ctx.work_dir,
-            // svcbench's own program: the allow-list alone, nothing of svcbench's environment it does not need.
-            &crate::sandbox::child::env(crate::sandbox::child::Needs::Nothing),
+            // svcbench's own program: the allow-list alone and its control token, nothing else of svcbench's.
+            &{
+                let mut env = crate::sandbox::child::env(crate::sandbox::child::Needs::Nothing);
+                env.push((crate::mock_upstream::TOKEN_ENV.to_string(), token.clone()));
+                env
+            },
             log,
         )?;
-        let up = Upstream { sandbox, addr, cpus };
+        let up = Upstream { sandbox, addr, cpus, token };
         crate::readiness::wait_http(addr, "/_svcbench/calls", Duration::from_secs(10)).with_context(|| {
             format!("the mock upstream did not answer on {addr}; see {}", ctx.work_dir.join("upstream.log").display())
         })?;
@@ -62,7 +70,10 @@ impl Dependency for Upstream {
     }
 
     fn set_delay_ms(&mut self, ms: u64) -> Result<bool> {
-        let r = crate::http_client::agent(READ_TIMEOUT).put(&format!("{}/_svcbench/delay?ms={ms}", self.url())).call();
+        let r = crate::http_client::agent(READ_TIMEOUT)
+            .put(&format!("{}/_svcbench/delay?ms={ms}", self.url()))
+            .set(crate::mock_upstream::TOKEN_HEADER, &self.token)
+            .call();
         match r {
             Ok(_) => Ok(true),
             Err(e) => bail!("cannot set the upstream delay: {}", crate::http_client::describe(&e, READ_TIMEOUT)),
@@ -71,6 +82,11 @@ impl Dependency for Upstream {
 
     fn calls(&self) -> Option<u64> {
         let agent = crate::http_client::agent(READ_TIMEOUT);
-        agent.get(&format!("{}/_svcbench/calls", self.url())).call().ok()?.into_string().ok()?.trim().parse().ok()
+        let resp = agent
+            .get(&format!("{}/_svcbench/calls", self.url()))
+            .set(crate::mock_upstream::TOKEN_HEADER, &self.token)
+            .call()
+            .ok()?;
+        crate::bounded::text_body(resp, crate::http_client::MAX_SHORT_ANSWER_BYTES).ok()?.trim().parse().ok()
     }
 }

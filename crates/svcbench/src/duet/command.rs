@@ -365,10 +365,10 @@ mod tests {
 
     #[test]
     fn a_quota_the_kernel_would_not_hold_is_refused_before_anything_starts() {
-        let mut limits = Limits { cpus: Some(0.005), memory_bytes: None, cpuset: Some("1".into()) };
+        let mut limits = Limits { cpus: Some(0.005), memory_bytes: None, cpuset: Some("1".into()), pids: None };
         let e = fitting_quota(&mut limits, DuetMode::SideBySide).unwrap_err().to_string();
         assert!(e.contains("--cpus 0.005 is below 0.01"), "{e}");
-        let mut limits = Limits { cpus: Some(0.45), memory_bytes: None, cpuset: Some("1".into()) };
+        let mut limits = Limits { cpus: Some(0.45), memory_bytes: None, cpuset: Some("1".into()), pids: None };
         assert_eq!(fitting_quota(&mut limits, DuetMode::SideBySide).unwrap(), 0.45);
     }
 

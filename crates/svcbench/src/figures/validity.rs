@@ -226,8 +226,9 @@ pub fn service_end_flags(oom_killed: bool, crashed: bool) -> Vec<Flag> {
     out
 }
 
-/// A run's own flags: not completed, or limits that were not applied as asked.
-pub fn run_flags(status: &str, limit_mismatches: &[String]) -> Vec<Flag> {
+/// A run's own flags: not completed, limits that were not applied as asked, a store that changed while it ran
+/// (each change in one sentence: its data is no longer the scenario's, so neither are the answers).
+pub fn run_flags(status: &str, limit_mismatches: &[String], store_changes: &[String]) -> Vec<Flag> {
     let mut out = Vec::new();
     if status != "completed" {
         let enters = if status == "failed" {
@@ -240,6 +241,12 @@ pub fn run_flags(status: &str, limit_mismatches: &[String]) -> Vec<Flag> {
     }
     for m in limit_mismatches {
         out.push(Flag::new(FlagCode::Unlimited, m.clone()));
+    }
+    if !store_changes.is_empty() {
+        out.push(Flag::new(
+            FlagCode::StoreChanged,
+            format!("the store changed during the run: {}", store_changes.join("; ")),
+        ));
     }
     out
 }
@@ -358,7 +365,7 @@ mod tests {
 
     #[test]
     fn validity_round_trips_and_summarises() {
-        let v = Validity { flags: run_flags("interrupted", &["asked 0.5 CPUs, cgroup has no quota".into()]) };
+        let v = Validity { flags: run_flags("interrupted", &["asked 0.5 CPUs, cgroup has no quota".into()], &[]) };
         assert!(!v.valid());
         assert_eq!(v.summary(), "run not completed, limits not applied as asked");
         assert_eq!(Validity::from_json(&v.to_json()), v);

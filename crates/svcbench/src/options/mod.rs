@@ -21,6 +21,9 @@ pub struct LimitsArgs {
     /// CPUs the service may run on (default: the upper half of this machine's CPUs).
     #[arg(long)]
     pub cpuset: Option<String>,
+    /// Most processes and threads the service may run at once (its cgroup's pids.max; default 4096).
+    #[arg(long)]
+    pub pids: Option<u64>,
 }
 
 impl LimitsArgs {
@@ -32,10 +35,14 @@ impl LimitsArgs {
                 anyhow::bail!("--cpus {c}: must be a number of CPUs above 0 (e.g. 1.5)");
             }
         }
+        if self.pids == Some(0) {
+            anyhow::bail!("--pids 0: a service needs at least one process; give a number above 0 (e.g. 4096)");
+        }
         Ok(crate::sandbox::Limits {
             cpus: self.cpus,
             memory_bytes: parse_memory(&self.memory)?,
             cpuset: self.cpuset.clone(),
+            pids: self.pids,
         })
     }
 }

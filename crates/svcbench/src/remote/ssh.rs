@@ -18,6 +18,12 @@ pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(10);
 /// …and how long the far side waits without a line before it takes this side for lost and stops what it
 /// started: sshd may not notice a vanished client for hours (its keep-alives are its own configuration).
 pub const CONTROLLER_SILENCE_LIMIT: Duration = Duration::from_secs(45);
+/// The longest line read from the other side (a request, an answer, a line of its stderr): the longest
+/// answer svcbench sends is a few KiB; beyond this a line is cut (an answer then fails to parse) instead of
+/// growing without bound.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+/// The most a short command over ssh (`host-facts`) may print on each of stdout and stderr.
+const MAX_OUTPUT_BYTES: u64 = 1 << 20;
 
 /// The `-o` options every ssh of svcbench gets after the hosts file's own `ssh_options` (ssh keeps the
 /// first value it is given, so a hosts file may set other ones).
@@ -40,7 +46,9 @@ fn output_within(cmd: &mut std::process::Command, limit: Duration) -> std::io::R
     let read_all = |mut r: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut v = Vec::new();
-            let _ = r.read_to_end(&mut v);
+            let _ = (&mut r).take(MAX_OUTPUT_BYTES).read_to_end(&mut v);
+            // What passes the bound is read and dropped, so that the far side is never blocked writing.
+            let _ = std::io::copy(&mut r, &mut std::io::sink());
             v
         })
     };
@@ -202,7 +210,6 @@ const FAR_STOP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60)
 impl FarProcess {
     /// Runs `command` there; what it says on stderr is passed on, prefixed with its role and place.
     pub fn spawn(place: &Place, command: &str, role: &'static str) -> Result<FarProcess> {
-        use std::io::BufRead;
         use std::process::Stdio;
         // A session of its own, not in svcbench's process group: a Ctrl-C at the terminal must not cut the
         // connection before svcbench has told the other machine to stop (by closing its input) and heard
@@ -219,7 +226,7 @@ impl FarProcess {
         let last_words = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
         let (err, last, who) = (ssh.stderr.take().expect("piped"), last_words.clone(), place.describe());
         std::thread::spawn(move || {
-            for line in std::io::BufReader::new(err).lines().map_while(|l| l.ok()) {
+            for line in crate::bounded::lines(std::io::BufReader::new(err), MAX_LINE_BYTES) {
                 crate::errln!("  [{role} {who}] {line}");
                 *last.lock().unwrap() = line;
             }
@@ -227,7 +234,7 @@ impl FarProcess {
         let (tx, lines) = std::sync::mpsc::channel();
         let out = ssh.stdout.take().expect("piped");
         std::thread::spawn(move || {
-            for line in std::io::BufReader::new(out).lines().map_while(|l| l.ok()) {
+            for line in crate::bounded::lines(std::io::BufReader::new(out), MAX_LINE_BYTES) {
                 if tx.send(line).is_err() {
                     break;
                 }
@@ -373,7 +380,7 @@ fn pass_on_lines(
     let (raw_tx, raw) = std::sync::mpsc::channel();
     // A blocking read cannot time out: it runs on its own, and is left behind when the controller is lost.
     std::thread::spawn(move || {
-        for line in input.lines().map_while(|l| l.ok()) {
+        for line in crate::bounded::lines(input, MAX_LINE_BYTES) {
             if raw_tx.send(line).is_err() {
                 break;
             }

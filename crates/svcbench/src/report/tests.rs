@@ -548,9 +548,10 @@ fn a_run_the_service_ended_counts_with_its_valid_steps_before_the_end() {
     let lines = compare::compare(&d, &d, 0.05, &[]).lines;
     assert_eq!(lines.iter().find(|l| l.metric == "peak_rps").unwrap().base.unwrap().n, 3);
     // Without limits as asked, the service's death answers nothing: left out, as an interrupted run is.
-    let unlimited =
-        Validity { flags: crate::figures::validity::run_flags("failed", &["no memory cap was applied".to_string()]) }
-            .to_json();
+    let unlimited = Validity {
+        flags: crate::figures::validity::run_flags("failed", &["no memory cap was applied".to_string()], &[]),
+    }
+    .to_json();
     f.store.raw().execute("UPDATE run SET flags = ?2 WHERE id = ?1", params![runs[2], unlimited]).unwrap();
     let (_, sums) = sections::summary(&f.load(&[], false), 0.0275);
     assert_eq!((sums[0].runs, sums[0].ended_by_the_service, sums[0].runs_left_out.len()), (2, 0, 1));

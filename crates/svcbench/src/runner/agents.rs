@@ -336,13 +336,7 @@ fn upload(place: &Place, mix: &Path) -> Result<RemoteMix> {
 
 /// The last non-empty line of an agent's log (its error), for messages.
 fn last_line(log: &Path) -> String {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("no output")
-        .to_string()
+    crate::bounded::last_lines(log, 1, crate::bounded::MESSAGE_LINE_CHARS).pop().unwrap_or_else(|| "no output".into())
 }
 
 #[cfg(test)]

@@ -101,7 +101,15 @@ pub fn run_one(
     for (name, value) in ctx.deps.after_run() {
         ctx.store.add_run_figure(run_id, &name, value)?;
     }
-    let flags = crate::figures::validity::run_flags(status.as_str(), &unlimited);
+    let store_changes = ctx.deps.changed_by_run();
+    if !store_changes.is_empty() {
+        crate::errln!(
+            "svcbench: WARNING: {} run {run_index}: the service changed the store, the run is marked invalid: {}",
+            svc.name(),
+            store_changes.join("; ")
+        );
+    }
+    let flags = crate::figures::validity::run_flags(status.as_str(), &unlimited, &store_changes);
     ctx.store.finish_run(run_id, status.as_str(), err.as_deref(), &flags)?;
     Ok((status, err))
 }
@@ -130,6 +138,10 @@ fn measure(
     let (mut inst, started) = start(ctx, svc, cell, &what, (run_index, run_id), unlimited)?;
     check_conformance(ctx, svc, &mut inst, &started, (run_index, run_id))?;
     let steps = run_steps(ctx, svc, cell, &mut inst, (run_index, run_id), &what)?;
+    if let Some(line) = inst.pids_limit_note() {
+        crate::errln!("svcbench: WARNING: {} run {run_index}: {line}", svc.name());
+        ctx.store.add_run_warnings(run_id, &[line])?;
+    }
     let last = inst.sandbox.sample();
     let stopped = inst.sandbox.stop(ctx.opts.stop_grace);
     let ended_by_service = steps.death.is_some();

@@ -126,7 +126,15 @@ struct FakeSandbox(Arc<Script>);
 
 impl ServiceSandbox for FakeSandbox {
     fn limits_held(&self, asked: &Limits) -> (Applied, Vec<String>) {
-        (Applied { cpus: asked.cpus, memory_bytes: asked.memory_bytes, cpuset: asked.cpuset.clone() }, Vec::new())
+        (
+            Applied {
+                cpus: asked.cpus,
+                memory_bytes: asked.memory_bytes,
+                cpuset: asked.cpuset.clone(),
+                pids: Some(asked.pids_max()),
+            },
+            Vec::new(),
+        )
     }
     fn cgroup_version(&self) -> &str {
         "fake"

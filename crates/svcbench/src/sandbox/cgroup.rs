@@ -3,12 +3,27 @@ use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Limits of a sandbox, as Docker's `--cpus`, `--memory` (no swap) and `--cpuset-cpus`.
+/// Limits of a sandbox, as Docker's `--cpus`, `--memory` (no swap), `--cpuset-cpus` and `--pids-limit`.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Limits {
     pub cpus: Option<f64>,
     pub memory_bytes: Option<u64>,
     pub cpuset: Option<String>,
+    /// Most processes and threads at once (`pids.max`); None: [`DEFAULT_PIDS`]. Every cgroup svcbench makes
+    /// has one, so that a service that forks without end fills its own limit, not the machine's.
+    #[serde(default)]
+    pub pids: Option<u64>,
+}
+
+/// The process and thread limit of a cgroup when none is given: twice the most threads a bundled service
+/// was seen to run (2,063, http4k with Apache's client under load), far below the machine's.
+pub const DEFAULT_PIDS: u64 = 4096;
+
+impl Limits {
+    /// The `pids.max` a cgroup with these limits gets.
+    pub fn pids_max(&self) -> u64 {
+        self.pids.unwrap_or(DEFAULT_PIDS)
+    }
 }
 
 /// Limits as the kernel holds them, read back from the group's own files after it was set up: what the
@@ -18,6 +33,27 @@ pub struct Applied {
     pub cpus: Option<f64>,
     pub memory_bytes: Option<u64>,
     pub cpuset: Option<String>,
+    #[serde(default)]
+    pub pids: Option<u64>,
+}
+
+/// How the process limit held differs from the one asked (a cgroup's: containers set their own).
+pub fn pids_mismatch(asked: &Limits, held: &Applied) -> Option<String> {
+    let want = asked.pids_max();
+    match held.pids {
+        Some(h) if h == want => None,
+        Some(h) => Some(format!("process limit {want} asked, {h} held")),
+        None => Some(format!("process limit {want} asked, none held")),
+    }
+}
+
+/// The one line telling that a service hit its process limit, naming the limit and the fix.
+pub fn pids_hit_line(limit: Option<u64>, refused: u64) -> String {
+    let limit = limit.map_or("its".to_string(), |l| l.to_string());
+    format!(
+        "it hit its limit of {limit} processes and threads (pids.max; {refused} forks or new threads refused): \
+         raise --pids, or find what it starts without end"
+    )
 }
 
 /// How the limits held differ from the limits asked, one sentence each (empty: as asked).
@@ -59,6 +95,8 @@ pub struct Counters {
     pub mem_peak_bytes: Option<u64>,
     pub throttled_ns: Option<u64>,
     pub oom_kills: Option<u64>,
+    /// Forks and new threads refused at the group's process limit (pids.events `max`).
+    pub pids_refused: Option<u64>,
 }
 
 pub trait CgroupBackend: Send + Sync {
@@ -78,6 +116,9 @@ pub trait CgroupBackend: Send + Sync {
     fn applied(&self) -> Applied;
     /// Moves the group to other CPUs (where it has a cpuset; elsewhere creation already warned).
     fn pin(&self, set: &str) -> Result<()>;
+    /// SIGKILL to every process of the group at once, none able to fork past it (v2's `cgroup.kill`, v1's
+    /// freezer); false where the kernel offers neither, the caller then kills what `cgroup.procs` lists.
+    fn kill_whole(&self) -> bool;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum)]

@@ -1,16 +1,21 @@
-//! cgroup v1: one group per hierarchy (cpu, cpuacct, cpuset, memory; co-mounted hierarchies share one
-//! folder), as on this project's machines (see DESIGN.md, "Verified on this project's machines").
+//! cgroup v1: one group per hierarchy (cpu, cpuacct, cpuset, memory, pids, freezer; co-mounted hierarchies
+//! share one folder), as on this project's machines (see DESIGN.md, "Containers"). The freezer holds no
+//! limit: it stops the group's processes while they are killed, so that none forks past the kill.
 use super::cgroup::{
     read_keyed, read_pids, read_u64, rmdir_retry, v1_mount, write, Applied, CgroupBackend, Counters, Limits,
 };
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+#[derive(Default)]
 pub struct CgroupV1 {
     cpu: Option<PathBuf>,
     cpuacct: Option<PathBuf>,
     memory: Option<PathBuf>,
     cpuset: Option<PathBuf>,
+    pids: Option<PathBuf>,
+    freezer: Option<PathBuf>,
     /// Every folder created, in creation order (co-mounted controllers appear once).
     dirs: Vec<PathBuf>,
 }
@@ -19,7 +24,7 @@ const PERIOD_US: u64 = 100_000;
 
 impl CgroupV1 {
     pub fn create(parent: &str, name: &str, limits: &Limits, warnings: &mut Vec<String>) -> Result<CgroupV1> {
-        let mut g = CgroupV1 { cpu: None, cpuacct: None, memory: None, cpuset: None, dirs: Vec::new() };
+        let mut g = CgroupV1::default();
         let result = g.setup(parent, name, limits, warnings);
         if result.is_err() {
             let _ = g.remove();
@@ -31,7 +36,7 @@ impl CgroupV1 {
     /// manage: a container's, which its engine made and removes.
     pub fn of_process(pid: i32) -> Option<CgroupV1> {
         let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-        let mut g = CgroupV1 { cpu: None, cpuacct: None, memory: None, cpuset: None, dirs: Vec::new() };
+        let mut g = CgroupV1::default();
         for line in text.lines() {
             // "4:memory:/svcbench/x/libpod-<id>", co-mounted controllers comma-separated.
             let mut f = line.splitn(3, ':');
@@ -42,6 +47,7 @@ impl CgroupV1 {
                     "cpuacct" => &mut g.cpuacct,
                     "memory" => &mut g.memory,
                     "cpuset" => &mut g.cpuset,
+                    "pids" => &mut g.pids,
                     _ => continue,
                 };
                 let Some(mount) = v1_mount(controller) else { continue };
@@ -56,9 +62,9 @@ impl CgroupV1 {
     }
 
     fn setup(&mut self, parent: &str, name: &str, limits: &Limits, warnings: &mut Vec<String>) -> Result<()> {
-        for controller in ["cpu", "cpuacct", "memory", "cpuset"] {
+        for controller in CONTROLLERS {
             let Some(mount) = v1_mount(controller) else {
-                if controller != "cpuset" || limits.cpuset.is_some() {
+                if controller != "freezer" && (controller != "cpuset" || limits.cpuset.is_some()) {
                     warnings.push(format!(
                         "cgroup v1 controller `{controller}` is not mounted: its limits and figures are missing"
                     ));
@@ -85,7 +91,9 @@ impl CgroupV1 {
                 "cpu" => self.cpu = Some(dir),
                 "cpuacct" => self.cpuacct = Some(dir),
                 "memory" => self.memory = Some(dir),
-                _ => self.cpuset = Some(dir),
+                "cpuset" => self.cpuset = Some(dir),
+                "pids" => self.pids = Some(dir),
+                _ => self.freezer = Some(dir),
             }
         }
         if let (Some(cpus), Some(dir)) = (limits.cpus, &self.cpu) {
@@ -104,9 +112,27 @@ impl CgroupV1 {
         if let (Some(set), Some(dir)) = (&limits.cpuset, &self.cpuset) {
             write(&dir.join("cpuset.cpus"), set)?;
         }
+        if let Some(dir) = &self.pids {
+            write(&dir.join("pids.max"), &limits.pids_max().to_string())?;
+        }
         Ok(())
     }
+
+    /// Freezes the group and waits (bounded) until the kernel says it is frozen.
+    fn freeze(dir: &Path) -> bool {
+        if write(&dir.join("freezer.state"), "FROZEN").is_err() {
+            return false;
+        }
+        let state = || std::fs::read_to_string(dir.join("freezer.state")).unwrap_or_default();
+        crate::poll::until(FREEZE_WAIT, Duration::from_millis(1), || (state().trim() == "FROZEN").then_some(()))
+            .is_some()
+    }
 }
+
+/// The hierarchies a group is made in, in this order.
+const CONTROLLERS: [&str; 6] = ["cpu", "cpuacct", "memory", "cpuset", "pids", "freezer"];
+/// How long a group may take to freeze (a process in an uninterruptible wait delays it).
+const FREEZE_WAIT: Duration = Duration::from_secs(2);
 
 /// A new cpuset group starts with empty cpus and mems: copy them from its parent so processes may join.
 fn inherit_cpuset(from: &Path, to: &Path) -> Result<()> {
@@ -142,6 +168,7 @@ impl CgroupBackend for CgroupV1 {
             mem_peak_bytes: mem.and_then(|d| read_u64(&d.join("memory.max_usage_in_bytes"))),
             throttled_ns: self.cpu.as_ref().and_then(|d| read_keyed(&d.join("cpu.stat"), "throttled_time")),
             oom_kills: mem.and_then(|d| read_keyed(&d.join("memory.oom_control"), "oom_kill")),
+            pids_refused: self.pids.as_ref().and_then(|d| read_keyed(&d.join("pids.events"), "max")),
         }
     }
 
@@ -169,7 +196,21 @@ impl CgroupBackend for CgroupV1 {
         let memory_bytes =
             self.memory.as_ref().and_then(|d| read_u64(&d.join("memory.limit_in_bytes"))).filter(|b| *b < (1u64 << 62));
         let cpuset = read(&self.cpuset, "cpuset.cpus").map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
-        Applied { cpus, memory_bytes, cpuset }
+        // "max": no limit.
+        let pids = self.pids.as_ref().and_then(|d| read_u64(&d.join("pids.max")));
+        Applied { cpus, memory_bytes, cpuset, pids }
+    }
+
+    fn kill_whole(&self) -> bool {
+        let Some(dir) = &self.freezer else { return false };
+        // Frozen, nothing in the group can fork between the read of its processes and their kill; each
+        // dies as the group thaws.
+        let frozen = Self::freeze(dir);
+        if frozen {
+            super::process::signal_pids(&read_pids(&dir.join("cgroup.procs")), libc::SIGKILL);
+        }
+        let _ = write(&dir.join("freezer.state"), "THAWED");
+        frozen
     }
 
     fn remove(&self) -> Result<()> {

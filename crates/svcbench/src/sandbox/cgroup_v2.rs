@@ -85,6 +85,11 @@ impl CgroupV2 {
                 warnings.push("cgroup v2 has no cpuset controller here: CPU pinning NOT applied".into());
             }
         }
+        if has("pids.max") {
+            write(&self.dir.join("pids.max"), &limits.pids_max().to_string())?;
+        } else {
+            warnings.push("cgroup v2 has no pids controller here: process limit NOT applied".into());
+        }
         Ok(())
     }
 }
@@ -110,6 +115,7 @@ impl CgroupBackend for CgroupV2 {
             mem_peak_bytes: read_u64(&self.dir.join("memory.peak")),
             throttled_ns: read_keyed(&stat, "throttled_usec").map(|us| us * 1000),
             oom_kills: read_keyed(&self.dir.join("memory.events"), "oom_kill"),
+            pids_refused: read_keyed(&self.dir.join("pids.events"), "max"),
         }
     }
 
@@ -140,7 +146,15 @@ impl CgroupBackend for CgroupV2 {
         let memory_bytes = read("memory.max").and_then(|t| t.parse().ok());
         // Without the cpuset controller the file is missing; an empty one means "the parent's".
         let cpuset = read("cpuset.cpus").filter(|t| !t.is_empty());
-        Applied { cpus, memory_bytes, cpuset }
+        // "max": no limit.
+        let pids = read("pids.max").and_then(|t| t.parse().ok());
+        Applied { cpus, memory_bytes, cpuset, pids }
+    }
+
+    fn kill_whole(&self) -> bool {
+        // Since Linux 5.14: the kernel kills every process of the group, and any it forks meanwhile.
+        let file = self.dir.join("cgroup.kill");
+        file.exists() && write(&file, "1").is_ok()
     }
 
     fn remove(&self) -> Result<()> {

@@ -1,6 +1,7 @@
-//! The sandbox a service (or a dependency) runs in: a cgroup (v2 or v1) with CPU quota, memory cap and
-//! CPU pinning, plus its own process group. It knows nothing of HTTP. Teardown — on success, error,
-//! Ctrl-C or crash — kills the whole process group and everything left in the cgroup, then removes it.
+//! The sandbox a service (or a dependency) runs in: a cgroup (v2 or v1) with CPU quota, memory cap, CPU
+//! pinning and a process limit, plus its own process group. It knows nothing of HTTP. Teardown — on
+//! success, error, Ctrl-C or crash — kills the whole process group and the whole cgroup at once (v2's
+//! `cgroup.kill`, v1's freezer), then removes it.
 pub mod cgroup;
 pub mod cgroup_v1;
 pub mod cgroup_v2;
@@ -27,6 +28,8 @@ use std::time::{Duration, Instant};
 
 /// Parent folder of every svcbench group in each hierarchy.
 pub const CGROUP_PARENT: &str = "svcbench";
+/// How long the processes of a group killed at once may take to be gone before they are killed one by one.
+const WHOLE_KILL_WAIT: Duration = Duration::from_millis(300);
 
 /// Reads a sandbox's figures at one moment.
 pub trait Probe: Send + Sync {
@@ -220,13 +223,22 @@ impl Sandbox {
     pub fn limits_held(&self, asked: &Limits) -> (cgroup::Applied, Vec<String>) {
         let Some(cg) = &self.cgroup else {
             let asked_any = asked.cpus.is_some() || asked.memory_bytes.is_some() || asked.cpuset.is_some();
-            let why =
-                if asked_any { vec!["no cgroup: no CPU quota, memory cap or cpuset held".to_string()] } else { vec![] };
+            let why = if asked_any {
+                vec!["no cgroup: no CPU quota, memory cap, cpuset or process limit held".to_string()]
+            } else {
+                vec![]
+            };
             return (cgroup::Applied::default(), why);
         };
         let held = cg.applied();
-        let mismatches = cgroup::mismatches(asked, &held);
+        let mut mismatches = cgroup::mismatches(asked, &held);
+        mismatches.extend(cgroup::pids_mismatch(asked, &held));
         (held, mismatches)
+    }
+
+    /// Forks and new threads refused so far at the cgroup's process limit; None without a count to read.
+    pub fn pids_refused(&self) -> Option<u64> {
+        self.cgroup.as_ref()?.counters().pids_refused
     }
 
     pub fn cgroup_version(&self) -> &'static str {
@@ -339,12 +351,20 @@ impl Sandbox {
         StopOutcome { exit: exit.or(self.exit), elapsed, graceful }
     }
 
-    /// SIGKILL to the process group and every process in the cgroup, then reap the main process.
+    /// SIGKILL to the process group and to the whole cgroup at once, then waits (about a second at most)
+    /// for them to be gone and reaps the main process. Where the kernel cannot kill the group at once, what
+    /// `cgroup.procs` lists is killed again on each turn until nothing is left (and so it is after the
+    /// kill at once, should a process outlive it).
     pub fn kill_all(&mut self) {
+        let t0 = Instant::now();
+        process::signal_group(self.pgid, libc::SIGKILL);
+        let whole = self.cgroup.as_ref().is_some_and(|c| c.kill_whole());
         crate::poll::until(Duration::from_secs(1), Duration::from_millis(10), || {
-            process::signal_group(self.pgid, libc::SIGKILL);
-            let pids = self.cgroup.as_ref().map(|c| c.pids()).unwrap_or_default();
-            process::signal_pids(&pids, libc::SIGKILL);
+            if !whole || t0.elapsed() > WHOLE_KILL_WAIT {
+                process::signal_group(self.pgid, libc::SIGKILL);
+                let pids = self.cgroup.as_ref().map(|c| c.pids()).unwrap_or_default();
+                process::signal_pids(&pids, libc::SIGKILL);
+            }
             if let Some(c) = self.child.as_mut() {
                 if let Ok(Some(s)) = c.try_wait() {
                     self.exit.get_or_insert(s.into());
@@ -413,6 +433,46 @@ mod tests {
         let out = sb.stop(Duration::from_secs(10));
         assert!(out.graceful, "{out:?}");
         assert!(procfs::group_pids(pgid).is_empty(), "processes left in the group");
+    }
+
+    /// A service that keeps starting processes which leave its process group (`(sleep &)`) from ever more
+    /// processes, in a group of the cgroup version given; None where that version cannot be made here.
+    fn forking(version: CgroupChoice, tag: &str) -> Option<(Sandbox, Arc<dyn CgroupBackend>)> {
+        let limits = Limits { pids: Some(400), ..Limits::default() };
+        let mut sb = Sandbox::new(&format!("unit-{}-{tag}", std::process::id()), &limits, version);
+        let cg = sb.cgroup.clone()?;
+        // Forkers that start forkers: whichever is killed last has forked again meanwhile.
+        let forker = "while :; do (sleep 6011 &); done";
+        sb.start(&format!("sh -c 'while :; do sh -c \"{forker}\" & sleep 0.01; done'"), Path::new("/"), &[], log())
+            .unwrap();
+        let many = crate::poll::until(Duration::from_secs(10), Duration::from_millis(5), || {
+            (cg.pids().len() >= 300).then_some(())
+        });
+        assert!(many.is_some(), "{version:?}: the service did not fork");
+        Some((sb, cg))
+    }
+
+    #[test]
+    fn a_forking_group_is_killed_whole_in_one_pass() {
+        for (version, tag) in [(CgroupChoice::V1, "fork1"), (CgroupChoice::V2, "fork2")] {
+            let Some((mut sb, cg)) = forking(version, tag) else {
+                eprintln!("skipped {version:?}: no such cgroup here");
+                continue;
+            };
+            let t0 = Instant::now();
+            assert!(cg.kill_whole(), "{version:?}: neither cgroup.kill nor the freezer");
+            // Nothing more is sent: what the one kill missed would stay.
+            let gone = crate::poll::until(Duration::from_secs(3), Duration::from_millis(2), || {
+                let _ = sb.try_exit();
+                cg.pids().is_empty().then_some(())
+            });
+            let took = t0.elapsed();
+            let left = cg.pids().len();
+            drop(sb);
+            assert!(gone.is_some(), "{version:?}: {left} processes survived the kill");
+            assert!(took < Duration::from_millis(500), "{version:?}: took {took:?}");
+            eprintln!("{version:?}: removed whole in {took:?}");
+        }
     }
 
     #[test]

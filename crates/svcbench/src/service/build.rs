@@ -76,8 +76,7 @@ pub fn build(svc: &Service, log_dir: &Path, skip: bool) -> Result<Built> {
         let status = wait_bounded(child, svc, &log_path)?;
         seconds = t0.elapsed().as_secs_f64();
         if !status.success() {
-            let text = std::fs::read_to_string(&log_path).unwrap_or_default();
-            let tail: Vec<&str> = text.lines().rev().take(3).collect::<Vec<_>>().into_iter().rev().collect();
+            let tail = crate::bounded::last_lines(&log_path, 3, crate::bounded::MESSAGE_LINE_CHARS);
             bail!("build of {} failed ({status}): {} (full log: {})", svc.name(), tail.join(" | "), log_path.display());
         }
         crate::errln!("svcbench: built {} in {seconds:.1} s", svc.name());

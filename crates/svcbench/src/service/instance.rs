@@ -166,10 +166,14 @@ impl Instance {
             }
             stuck
         };
-        match wait_ready(&watch, self.spawned_at, timeout, gone, stop) {
+        let readiness = wait_ready(&watch, self.spawned_at, timeout, gone, stop);
+        // A service that ran out of processes fails in ways of its own (a fork refused, a thread pool that
+        // cannot start): said first, whatever the end looked like.
+        let hit = self.pids_limit_note().map(|l| format!("; {l}")).unwrap_or_default();
+        match readiness {
             Readiness::Ready { after } => Ok(after),
             Readiness::Exited if stuck => Err(StuckAtMemoryCap(format!(
-                "{} sat at its memory cap ({:.0} MiB) for {} s without answering {}: raise --memory; last log lines: {}",
+                "{} sat at its memory cap ({:.0} MiB) for {} s without answering {}: raise --memory{hit}; last log lines: {}",
                 svc.name(),
                 cap.unwrap_or(0.0),
                 STUCK_AT_CAP.as_secs(),
@@ -178,25 +182,33 @@ impl Instance {
             ))
             .into()),
             Readiness::Exited if self.sandbox.sample().oom_kills > 0 => bail!(
-                "{} was OOM-killed during startup (memory cap {:.0} MiB): raise --memory; last log lines: {}",
+                "{} was OOM-killed during startup (memory cap {:.0} MiB): raise --memory{hit}; last log lines: {}",
                 svc.name(),
                 cap.unwrap_or(0.0),
                 self.log_tail(3)
             ),
             Readiness::Exited => bail!(
-                "{} exited during startup ({}); last log lines: {}",
+                "{} exited during startup ({}){hit}; last log lines: {}",
                 svc.name(),
                 self.sandbox.try_exit().map(|e| e.to_string()).unwrap_or_default(),
                 self.log_tail(3)
             ),
             Readiness::Interrupted => bail!("interrupted"),
             Readiness::TimedOut => bail!(
-                "{} did not answer on {} within {timeout:?}; last log lines: {}",
+                "{} did not answer on {} within {timeout:?}{hit}; last log lines: {}",
                 svc.name(),
                 svc.manifest.readiness,
                 self.log_tail(3)
             ),
         }
+    }
+
+    /// One line when the service has hit its cgroup's process limit (forks or new threads refused), naming
+    /// the limit and the fix; None while it has not, or where that is not counted.
+    pub fn pids_limit_note(&self) -> Option<String> {
+        let refused = self.sandbox.pids_refused().filter(|n| *n > 0)?;
+        let limit = self.sandbox.limits_held(&Limits::default()).0.pids;
+        Some(crate::sandbox::cgroup::pids_hit_line(limit, refused))
     }
 
     /// Where the service's processes listen, as read from /proc, judged against its `{host}`; None when it
@@ -251,9 +263,7 @@ impl Instance {
         if let Some(tail) = self.sandbox.log_tail(n) {
             return tail;
         }
-        let text = std::fs::read_to_string(&self.log_path).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        let tail = lines[lines.len().saturating_sub(n)..].join(" | ");
+        let tail = crate::bounded::last_lines(&self.log_path, n, crate::bounded::MESSAGE_LINE_CHARS).join(" | ");
         if tail.is_empty() {
             format!("(log {} is empty)", self.log_path.display())
         } else {

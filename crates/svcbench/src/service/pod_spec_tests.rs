@@ -20,7 +20,7 @@ fn hello() -> (tempfile::TempDir, Service) {
 }
 
 fn limits() -> Limits {
-    Limits { cpus: Some(0.5), memory_bytes: Some(64 << 20), cpuset: Some("1".into()) }
+    Limits { cpus: Some(0.5), memory_bytes: Some(64 << 20), cpuset: Some("1".into()), pids: None }
 }
 
 fn pod_of(svc: &Service, limits: &Limits, netns: Option<&str>) -> Pod {

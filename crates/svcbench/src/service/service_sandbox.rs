@@ -38,6 +38,10 @@ pub trait ServiceSandbox: Send {
     fn started_by_engine(&self) -> Option<std::time::SystemTime> {
         None
     }
+    /// Forks and new threads refused so far at its cgroup's process limit (None: not counted there).
+    fn pids_refused(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Where a service can be started instead of this machine (a hosts file's `[service] at`).
@@ -52,6 +56,9 @@ pub trait StartsElsewhere: Send + Sync {
 impl ServiceSandbox for Sandbox {
     fn limits_held(&self, asked: &Limits) -> (Applied, Vec<String>) {
         Sandbox::limits_held(self, asked)
+    }
+    fn pids_refused(&self) -> Option<u64> {
+        Sandbox::pids_refused(self)
     }
     fn cgroup_version(&self) -> &str {
         Sandbox::cgroup_version(self)

@@ -164,7 +164,7 @@ impl Run {
     pub fn validity(&self) -> Validity {
         match &self.flags {
             Some(j) => Validity::from_json(j),
-            None => Validity { flags: crate::figures::validity::run_flags(&self.status, &[]) },
+            None => Validity { flags: crate::figures::validity::run_flags(&self.status, &[], &[]) },
         }
     }
 
@@ -191,6 +191,7 @@ impl Run {
         self.status == "failed"
             && (self.oom_killed || self.crashed || self.stuck_at_memory_cap)
             && !self.validity().has(crate::figures::validity::FlagCode::Unlimited)
+            && !self.validity().has(crate::figures::validity::FlagCode::StoreChanged)
     }
 }
 

@@ -320,7 +320,7 @@ impl Study {
         for c in &cpus {
             for m in &memories {
                 for links in &link_axis {
-                    let limits = Limits { cpus: *c, memory_bytes: *m, cpuset: file.limits.cpuset.clone() };
+                    let limits = Limits { cpus: *c, memory_bytes: *m, cpuset: file.limits.cpuset.clone(), pids: None };
                     cells.push(AxisCell { limits, links: links.clone() });
                 }
             }

@@ -17,6 +17,7 @@ use std::time::{Duration, SystemTime};
 /// Kills a part's process group and everything in its cgroups, then removes the cgroups: this svcbench's
 /// own parts, known from its memory, not from a file.
 pub fn end_part(p: &Part) {
+    thaw(&p.cgroups);
     crate::poll::until(Duration::from_secs(3), Duration::from_millis(20), || {
         process::signal_group(p.pgid, libc::SIGKILL);
         let pids: Vec<i32> = p.cgroups.iter().flat_map(|d| cgroup::read_pids(&d.join("cgroup.procs"))).collect();
@@ -36,6 +37,7 @@ fn end_recorded(p: &RecordedPart, cgroups: &[PathBuf]) {
     let pgid = p.part.pgid;
     let leader_ok = |now: Option<u64>| now.is_none() || now == Some(p.leader_start_ticks);
     let group_ok = pgid > 1 && p.leader_start_ticks != 0 && identity::start_ticks(pgid) == Some(p.leader_start_ticks);
+    thaw(cgroups);
     crate::poll::until(Duration::from_secs(3), Duration::from_millis(20), || {
         let members = if group_ok { crate::sandbox::procfs::group_pids(pgid) } else { Vec::new() };
         if !members.is_empty() && leader_ok(identity::start_ticks(pgid)) {
@@ -55,6 +57,17 @@ fn end_recorded(p: &RecordedPart, cgroups: &[PathBuf]) {
     }
 }
 
+/// Thaws groups left frozen (an svcbench killed while it killed a v1 group): a frozen process dies of
+/// SIGKILL only once thawed.
+fn thaw(cgroups: &[PathBuf]) {
+    for d in cgroups {
+        let state = d.join("freezer.state");
+        if state.exists() {
+            let _ = cgroup::write(&state, "THAWED");
+        }
+    }
+}
+
 /// Whether `dir` is a cgroup svcbench pid `owner` made: a direct child of one of svcbench's parent folders,
 /// named after that pid, reached without `..` or a symlink.
 fn own_cgroup(dir: &Path, owner: i32) -> bool {
@@ -68,7 +81,7 @@ fn own_cgroup(dir: &Path, owner: i32) -> bool {
 /// svcbench's parent folders in every cgroup hierarchy mounted here.
 fn cgroup_parents() -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for c in ["cpu", "cpuacct", "cpuset", "memory", "pids"] {
+    for c in ["cpu", "cpuacct", "cpuset", "memory", "pids", "freezer"] {
         if let Some(m) = cgroup::v1_mount(c) {
             let d = m.join(CGROUP_PARENT);
             if !out.contains(&d) {
@@ -224,7 +237,7 @@ fn clean_lock(path: &Path) -> Vec<String> {
             untrusted.push(format!("store {} (not a regular file)", lf.store.display()))
         }
         Ok(_) => match crate::store::Store::open(&lf.store)
-            .and_then(|s| s.abort_session(lf.session, &why, &crate::figures::validity::run_flags("aborted", &[])))
+            .and_then(|s| s.abort_session(lf.session, &why, &crate::figures::validity::run_flags("aborted", &[], &[])))
         {
             Ok(runs) => said.push(format!(
                 "svcbench: cleaned up after svcbench pid {owner} (killed mid-session): {} part(s) ended, session {} \

@@ -13,7 +13,7 @@ pub fn teardown_all(why: &str) {
     crate::network::remove_mine();
     if let Some((path, store, session)) = crate::guard::forget_all() {
         if let Ok(s) = crate::store::Store::open(&store) {
-            let _ = s.abort_session(session, why, &crate::figures::validity::run_flags("aborted", &[]));
+            let _ = s.abort_session(session, why, &crate::figures::validity::run_flags("aborted", &[], &[]));
         }
         let _ = std::fs::remove_file(path);
     }

@@ -7,7 +7,7 @@ use super::loader::Loader;
 use crate::deps::Dependency;
 use crate::sandbox::sampler::Sample;
 use crate::sandbox::Probe;
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,6 +20,7 @@ pub struct ExistingOpenSearch {
     url: String,
     probe: Option<Arc<NodeStats>>,
     cpus: usize,
+    watch: super::store_check::Watch,
 }
 
 impl ExistingOpenSearch {
@@ -44,7 +45,8 @@ impl ExistingOpenSearch {
                 (None, 1)
             }
         };
-        Ok(ExistingOpenSearch { url: loader.url, probe, cpus })
+        let watch = super::store_check::Watch::new(&loader.url);
+        Ok(ExistingOpenSearch { url: loader.url, probe, cpus, watch })
     }
 }
 
@@ -59,6 +61,14 @@ impl Dependency for ExistingOpenSearch {
 
     fn cpus(&self) -> usize {
         self.cpus
+    }
+
+    fn before_run(&mut self, _run_label: &str) -> Result<()> {
+        self.watch.start().with_context(|| format!("cannot read the store's indices at {} before the run", self.url))
+    }
+
+    fn changed_by_run(&mut self) -> Vec<String> {
+        self.watch.changes()
     }
 
     /// On this machine (a loopback address) it may share the generator's CPUs; elsewhere it does not.
@@ -128,7 +138,15 @@ mod tests {
 
     #[test]
     fn a_store_on_loopback_shares_the_machine_and_one_elsewhere_does_not() {
-        let at = |url: &str| ExistingOpenSearch { url: url.into(), probe: None, cpus: 1 }.shares_generator_cpus();
+        let at = |url: &str| {
+            ExistingOpenSearch {
+                url: url.into(),
+                probe: None,
+                cpus: 1,
+                watch: super::super::store_check::Watch::new(url),
+            }
+            .shares_generator_cpus()
+        };
         assert!(at("http://127.0.0.1:9200") && at("http://localhost:9200/") && at("http://[::1]:9200"));
         assert!(!at("http://10.0.0.5:9200") && !at("https://search.example:443"));
     }

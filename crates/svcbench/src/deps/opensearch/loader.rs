@@ -126,7 +126,7 @@ impl Loader {
     fn count(&self, index: &str) -> Result<Option<u64>> {
         match self.agent.get(&format!("{}/{index}/_count", self.url)).call() {
             Ok(r) => {
-                let v: serde_json::Value = serde_json::from_reader(r.into_reader())?;
+                let v = crate::bounded::json_body(r, crate::http_client::MAX_SHORT_ANSWER_BYTES)?;
                 Ok(Some(v["count"].as_u64().ok_or_else(|| anyhow!("no count in {v}"))?))
             }
             Err(ureq::Error::Status(404, _)) => Ok(None),
@@ -203,10 +203,11 @@ pub(super) fn request(req: ureq::Request, body: Option<&str>, timeout: Duration)
         None => req.call(),
     };
     match sent {
-        Ok(resp) => Ok(serde_json::from_reader(resp.into_reader())?),
+        Ok(resp) => crate::bounded::json_body(resp, crate::http_client::MAX_ANSWER_BYTES),
         Err(ureq::Error::Status(code, resp)) => {
-            let text = resp.into_string().unwrap_or_default();
-            bail!("OpenSearch answered {code}: {}", text.chars().take(500).collect::<String>())
+            let text = crate::bounded::text_body(resp, crate::http_client::MAX_SHORT_ANSWER_BYTES)
+                .unwrap_or_else(|e| e.to_string());
+            bail!("OpenSearch answered {code}: {}", crate::bounded::cut(&text, 500))
         }
         Err(e) => bail!("{}", crate::http_client::describe(&e, timeout)),
     }

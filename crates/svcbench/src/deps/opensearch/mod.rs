@@ -9,6 +9,7 @@ pub mod existing;
 pub mod loader;
 pub mod node;
 pub mod snapshot;
+pub mod store_check;
 
 use super::{opt_u64, reject_unknown, DepContext, Dependency};
 use crate::sandbox::{Limits, Probe, Sandbox};
@@ -33,6 +34,7 @@ pub fn cache_dir() -> PathBuf {
 pub struct OpenSearchDependency {
     node: OpenSearch,
     cpus: usize,
+    watch: store_check::Watch,
 }
 
 /// Starts the scenario's store, or uses the one given with `--dep opensearch=URL`.
@@ -76,7 +78,8 @@ impl OpenSearchDependency {
             node.pin(set).context("cannot pin the OpenSearch store to the load generator's CPUs")?;
         }
         let cpus = ctx.cpuset.as_deref().map(crate::cpus::count).unwrap_or(1);
-        Ok(OpenSearchDependency { node, cpus })
+        let watch = store_check::Watch::new(&node.url());
+        Ok(OpenSearchDependency { node, cpus, watch })
     }
 }
 
@@ -91,6 +94,14 @@ impl Dependency for OpenSearchDependency {
 
     fn cpus(&self) -> usize {
         self.cpus
+    }
+
+    fn before_run(&mut self, _run_label: &str) -> Result<()> {
+        self.watch.start().context("cannot read the OpenSearch store's indices before the run")
+    }
+
+    fn changed_by_run(&mut self) -> Vec<String> {
+        self.watch.changes()
     }
 }
 

@@ -9,7 +9,6 @@ use super::snapshot::Snapshots;
 use crate::sandbox::{process::shell_quote, Probe, Sandbox};
 use anyhow::{bail, Context, Result};
 use std::fs;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::sleep;
@@ -147,7 +146,7 @@ impl OpenSearch {
                 .get(&health)
                 .call()
                 .ok()
-                .and_then(|r| serde_json::from_reader::<_, serde_json::Value>(r.into_reader()).ok());
+                .and_then(|r| crate::bounded::json_body(r, crate::http_client::MAX_SHORT_ANSWER_BYTES).ok());
             if answer.is_some_and(|v| matches!(v["status"].as_str(), Some("yellow" | "green"))) {
                 return Ok(());
             }
@@ -230,14 +229,7 @@ pub(super) fn hand_over(dir: &Path, uid: u32, gid: u32) -> Result<()> {
 }
 
 fn tail(path: &Path, lines: usize) -> String {
-    let mut text = String::new();
-    if let Ok(mut f) = fs::File::open(path) {
-        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-        let _ = f.seek(SeekFrom::Start(len.saturating_sub(16 * 1024)));
-        let _ = f.read_to_string(&mut text);
-    }
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
+    crate::bounded::last_lines(path, lines, 1000).join("\n")
 }
 
 #[cfg(test)]

@@ -628,7 +628,7 @@ mod tests {
             image: "img:1".into(),
             args: vec!["--flag".into()],
             env: vec![("PORT".into(), "8080".into())],
-            limits: Limits { cpus: Some(0.5), memory_bytes: Some(64 << 20), cpuset: Some("1".into()) },
+            limits: Limits { cpus: Some(0.5), memory_bytes: Some(64 << 20), cpuset: Some("1".into()), pids: None },
             pids_limit: 512,
             netns: Some("svcb-1-svc".into()),
             user: "65534:65534".into(),
