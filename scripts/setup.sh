@@ -28,7 +28,8 @@ build=release
 if [ -n "$quick" ]; then build=ci; fi
 if [ -n "$no_build" ]; then build=""; fi
 
-# The main job needs only setfacl (below). The rest is for the tests, the other scenarios and bench/:
+# The main job needs only acl (below: taking back an ACL entry older versions granted). The rest is for the
+# tests, the other scenarios and bench/:
 # sqlite3 (a shell to read a store by hand), wrk and nginx (bench/loadgen-vs-wrk.sh), Chromium (the
 # report's rendering test), upx-ucl (the users scenario's packed Go binary), unzip (OpenSearch's
 # distribution), iproute2 (--net), OpenSSH (--hosts and its test), python3 (the store's data loader and
@@ -126,19 +127,24 @@ for user in svcbench svcbench-peer svcbench-store; do
   id "$user" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$user"
 done
 
-# The services' users must reach the services' folders in this checkout: where a folder above the
-# checkout denies them (/root is 0700 on many machines), grant each the search bit alone, nothing to read
-# or write. From / down, so that a folder is judged once those above it can be crossed.
-dirs=() dir=$(pwd -P)
-while :; do dirs=("$dir" "${dirs[@]}"); [ "$dir" = / ] && break; dir=$(dirname "$dir"); done
-for user in svcbench svcbench-peer; do
-  for dir in "${dirs[@]}"; do
-    if ! setpriv --reuid="$user" --regid="$user" --clear-groups test -x "$dir" 2>/dev/null; then
-      setfacl -m "u:$user:x" "$dir"
-      echo "setup: granted user $user the search (x) bit on $dir with an ACL (setfacl -m u:$user:x), so it can reach the services in $(pwd -P)" >&2
-    fi
-  done
+# It must reach the services' folders in this checkout. A checkout under a folder it cannot enter (/root
+# is 0700 on many machines) is refused, not opened up: a search bit for it on a home folder would let the
+# services reach every world-readable file there by name (docs/security.md).
+# Older versions of this script granted that bit with an ACL entry of exactly `user:svcbench:--x`; such an
+# entry on a folder above the checkout is taken back.
+dir=$(pwd -P)
+while :; do
+  if getfacl -cp "$dir" 2>/dev/null | grep -qx 'user:svcbench:--x'; then
+    setfacl -x u:svcbench "$dir"
+    echo "setup: removed the ACL entry user:svcbench:--x on $dir (an older setup.sh granted it; the services' user no longer crosses folders it could not enter)" >&2
+  fi
+  [ "$dir" = / ] && break
+  dir=$(dirname "$dir")
 done
+if ! closed=$(scripts/unreachable-folder.sh .); then
+  echo "setup: user svcbench (the services') cannot enter $closed, above this checkout $(pwd -P): clone svcbench where every user can enter each folder above it, e.g. git clone $(pwd -P) /srv/svcbench, and run it from there" >&2
+  exit 1
+fi
 
 # The report's chart library, from npm, embedded into the binary at build time (crates/svcbench/assets).
 if [ -f crates/svcbench/assets/package.json ] && [ ! -d crates/svcbench/assets/node_modules ]; then

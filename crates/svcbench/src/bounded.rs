@@ -12,7 +12,11 @@ pub const MESSAGE_LINE_CHARS: usize = 500;
 /// The last `max_bytes` of the file at `path`, as text (bytes that are not UTF-8 replaced). When the file
 /// is longer, the first (cut) line is dropped. Empty when it cannot be read.
 pub fn file_tail(path: &Path, max_bytes: u64) -> String {
-    let Ok(mut f) = std::fs::File::open(path) else { return String::new() };
+    std::fs::File::open(path).map(|f| tail_of(&f, max_bytes)).unwrap_or_default()
+}
+
+/// [`file_tail`] of a file already open (one read through the handle made with it, never by name again).
+pub fn tail_of(mut f: &std::fs::File, max_bytes: u64) -> String {
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     let from = len.saturating_sub(max_bytes);
     if f.seek(SeekFrom::Start(from)).is_err() {
@@ -29,7 +33,12 @@ pub fn file_tail(path: &Path, max_bytes: u64) -> String {
 
 /// The last `n` non-empty lines of the file's last [`LOG_TAIL_BYTES`], each cut to `max_line` characters.
 pub fn last_lines(path: &Path, n: usize, max_line: usize) -> Vec<String> {
-    let text = file_tail(path, LOG_TAIL_BYTES);
+    std::fs::File::open(path).map(|f| last_lines_of(&f, n, max_line)).unwrap_or_default()
+}
+
+/// [`last_lines`] of a file already open.
+pub fn last_lines_of(f: &std::fs::File, n: usize, max_line: usize) -> Vec<String> {
+    let text = tail_of(f, LOG_TAIL_BYTES);
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(n)..].iter().map(|l| cut(l, max_line)).collect()
 }

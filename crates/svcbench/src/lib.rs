@@ -27,6 +27,7 @@ pub mod readiness;
 pub mod remote;
 pub mod report;
 pub mod runner;
+pub mod safe_fs;
 pub mod sandbox;
 pub mod scenario;
 pub mod server_accept;

@@ -98,8 +98,12 @@ fn sigint_mid_step_tears_down_and_keeps_finished_steps() {
 #[test]
 fn without_cgroup_write_access_the_run_completes_with_a_warning() {
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
-    let dbp = tmp.path().join("s.db");
+    std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // The store in a folder of nobody's own: svcbench refuses one that other users can write (docs/security.md).
+    let store = tmp.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    std::os::unix::fs::lchown(&store, Some(65534), Some(65534)).unwrap();
+    let dbp = store.join("s.db");
     let prof = quick_profile(tmp.path(), 1, 1);
     std::fs::set_permissions(&prof, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
     // As an unprivileged user (nobody), svcbench cannot create cgroups. Binary and fixtures are copied into

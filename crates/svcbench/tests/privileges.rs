@@ -219,3 +219,26 @@ fn java_under_a_java_home_with_a_space_starts() {
         assert!(out.status.success(), "{name} ({run}) did not start and answer: {err}");
     }
 }
+
+/// scripts/unreachable-folder.sh, which scripts/setup.sh refuses a checkout by and .ci/run copies one by:
+/// the first folder the services' user cannot enter, from / down.
+#[test]
+fn the_first_folder_the_service_user_cannot_enter_is_named() {
+    if !is_root() {
+        eprintln!("skipped: only root can test as another user");
+        return;
+    }
+    let tmp = open_tempdir();
+    let closed = tmp.path().join("home");
+    let checkout = closed.join("me/svcbench");
+    std::fs::create_dir_all(&checkout).unwrap();
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let script = repo().join("scripts/unreachable-folder.sh");
+    let out = std::process::Command::new(&script).arg(&checkout).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), closed.display().to_string());
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = std::process::Command::new(&script).arg(&checkout).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(out.stdout.is_empty());
+}

@@ -4,7 +4,7 @@ use crate::options::StartupArgs;
 use crate::sandbox::listening::Listening;
 use crate::sandbox::{CgroupChoice, Limits};
 use crate::scenario::checks::CheckResult;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -37,7 +37,7 @@ pub fn check_service(
 ) -> Result<Vec<crate::scenario::checks::CheckResult>> {
     let (services, scenario) = crate::runner::load_services(std::slice::from_ref(&a.service), a.scenario.as_deref())?;
     let svc = &services[0];
-    std::fs::create_dir_all(&a.work_dir)?;
+    crate::safe_fs::Folder::make(&a.work_dir).context("--work-dir")?;
     let work_dir = &std::path::absolute(&a.work_dir)?;
     // What a killed svcbench left (its services, cgroups, --net namespaces) goes first, as for run and up.
     // results/work/check → the results folder, whose work/ holds the lock files of the old kind.

@@ -6,7 +6,7 @@ use crate::cpus::cpu_split;
 use crate::options::{LimitsArgs, NetworkArgs};
 use crate::runner::load_services;
 use crate::sandbox::CgroupChoice;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -78,7 +78,7 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             crate::remote::service_client::check_services(&services)?;
         }
     }
-    std::fs::create_dir_all(&a.work_dir)?;
+    crate::safe_fs::Folder::make(&a.work_dir).context("--work-dir")?;
     let work_dir = std::path::absolute(&a.work_dir)?;
     // results/work/up → the results folder, whose work/ holds the lock files of killed sessions.
     let results_dir = work_dir.parent().and_then(|p| p.parent()).unwrap_or(&work_dir);

@@ -28,7 +28,7 @@ impl Upstream {
         sandbox.place_on(&ctx.host);
         let addr = std::net::SocketAddr::from((ctx.host.addr, port));
         let cpus = ctx.cpuset.as_deref().map(crate::cpus::count).unwrap_or(1);
-        let log = std::fs::File::create(ctx.work_dir.join("upstream.log"))?;
+        let log = crate::safe_fs::create_file(&ctx.work_dir.join("upstream.log"))?;
         let token = crate::mock_upstream::new_token();
         sandbox.start(
             &format!(

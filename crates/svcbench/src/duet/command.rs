@@ -9,7 +9,7 @@ use crate::profile::Profile;
 use crate::sandbox::{CgroupChoice, Limits};
 use crate::scenario::Scenario;
 use crate::store::{DuetLineRow, DuetMode, DuetRecord, DuetSliceRow, Store};
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -184,7 +184,7 @@ fn fitting_quota(limits: &mut Limits, mode: DuetMode) -> Result<f64> {
 
 pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     let c = check(&a)?;
-    std::fs::create_dir_all(&a.work_dir)?;
+    crate::safe_fs::Folder::make(&a.work_dir).context("--work-dir")?;
     let work_dir = std::path::absolute(&a.work_dir)?;
     let _machine = crate::guard::machine_lock::acquire("duet", a.wait_lock)?;
     // What a killed svcbench left goes before anything is built or started, as for run.
@@ -216,7 +216,7 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     let labels: Vec<String> = c.profile.steps.iter().map(|s| s.label()).collect();
     // A folder per duet of a store, as a session's: the next duet's logs do not overwrite these.
     let logs = work_dir.join(format!("{}-duet-{duet}", crate::paths::store_name(&a.db)));
-    std::fs::create_dir_all(&logs)?;
+    crate::safe_fs::Folder::make(&logs)?;
     let setup = DuetSetup {
         services: [&c.services[0], &c.services[1]],
         scenario: &c.scenario,

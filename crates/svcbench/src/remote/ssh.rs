@@ -327,7 +327,7 @@ pub fn far_side_setup(
 ) -> Result<(std::path::PathBuf, std::sync::mpsc::Receiver<String>)> {
     std::net::TcpListener::bind((listen, 0))
         .map_err(|e| anyhow::anyhow!("--listen {listen}: not an address of this machine ({e})"))?;
-    std::fs::create_dir_all(work_dir)?;
+    crate::safe_fs::Folder::make(work_dir).context("--work-dir")?;
     let work_dir = std::path::absolute(work_dir)?;
     // results/work/<part> → the results folder, whose work/ holds the lock files of killed sessions.
     let results_dir = work_dir.parent().and_then(|p| p.parent()).unwrap_or(&work_dir);
@@ -349,7 +349,7 @@ pub fn far_side_input(
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let lost = pass_on_lines(std::io::BufReader::new(std::io::stdin()), CONTROLLER_SILENCE_LIMIT, &tx);
-        if let Ok(f) = std::fs::File::create(&log) {
+        if let Ok(f) = crate::safe_fs::create_file(&log) {
             use std::os::fd::AsRawFd;
             // SAFETY: dup2 onto the standard descriptors; `f` stays open until both are replaced.
             unsafe {

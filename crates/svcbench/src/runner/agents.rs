@@ -85,10 +85,8 @@ pub enum AgentAt<'a> {
 /// Runs the step on one agent per place and merges their reports. `stops`: any of them set ends the agents
 /// early (each still writes what it measured).
 pub fn run(step: &AgentStep, places: &[AgentAt], stops: &[&AtomicBool]) -> Result<LoadReport> {
-    std::fs::create_dir_all(&step.dir).with_context(|| format!("cannot create {}", step.dir.display()))?;
     let mix_path = step.dir.join(format!("step-{}-mix.toml", step.seq));
-    std::fs::write(&mix_path, mix_file(step.mix, step.mix_dir)?)
-        .with_context(|| format!("cannot write {}", mix_path.display()))?;
+    crate::safe_fs::write_file(&mix_path, mix_file(step.mix, step.mix_dir)?)?;
     // Copies to other machines first, so that the agreed start is not spent on them. Each goes into a
     // private folder there, removed when `remote_mix` drops unless its agent's script already did.
     let mut remote_mix = Vec::new();
@@ -141,10 +139,7 @@ fn spawn_all(
     for (i, at) in places.iter().enumerate() {
         let out = step.dir.join(format!("step-{}-agent-{}.json", step.seq, i + 1));
         let log = step.dir.join(format!("step-{}-agent-{}.log", step.seq, i + 1));
-        let (out_file, log_file) = (
-            std::fs::File::create(&out).with_context(|| format!("cannot create {}", out.display()))?,
-            std::fs::File::create(&log).with_context(|| format!("cannot create {}", log.display()))?,
-        );
+        let (out_file, log_file) = (crate::safe_fs::create_file(&out)?, crate::safe_fs::create_file(&log)?);
         let child = match (at, &remote_mix[i]) {
             (AgentAt::Ssh(place @ Place::Ssh { svcbench, .. }), Some(remote)) => {
                 let args = agent_args(step.config, &step.url, &remote.file(), (i, n), start_at, Remote::Yes);

@@ -58,7 +58,7 @@ pub fn open_session(pre: &Preflight) -> Result<Opened> {
     let store_name = crate::paths::store_name(&opts.plan.db);
     let work_dir =
         std::path::absolute(pre.results_dir.join("work").join(format!("{store_name}-session-{session_id}")))?;
-    std::fs::create_dir_all(&work_dir).with_context(|| format!("cannot create {}", work_dir.display()))?;
+    crate::safe_fs::Folder::make(&work_dir).context("the store's work folder")?;
     // From here on, a later svcbench can end what this one started if this one is killed.
     guard::open_lock(&opts.plan.db, session_id);
     let (profile, scenario) = (&pre.profile, &pre.scenario);

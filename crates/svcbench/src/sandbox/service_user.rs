@@ -173,12 +173,12 @@ esac"#;
     let what = String::from_utf8_lossy(&out.stdout);
     match out.status.code() {
         Some(0) => Ok(()),
+        // Not a search bit on the folder: on a home folder it would open every world-readable file there.
         Some(3) => bail!(
-            "user {} (the service's) cannot enter {what}, above {}: grant it the search bit alone with `setfacl -m \
-             u:{}:x {what}` (scripts/setup.sh does so for the checkout), or move the service elsewhere",
+            "user {} (the service's) cannot enter {what}, above {}: keep the checkout (or the service) where every \
+             user can enter each folder above it, e.g. git clone it to /srv/svcbench, not under a private home folder",
             user.name,
-            dir.display(),
-            user.name
+            dir.display()
         ),
         Some(4) => bail!(
             "user {} (the service's) cannot run {what}: make it executable by others (chmod o+rx), or give the \
@@ -274,7 +274,8 @@ mod tests {
         std::fs::create_dir_all(&inner).unwrap();
         std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o700)).unwrap();
         let e = check_reachable(Some(&user), &inner, Some("./x"), "/usr/bin:/bin").unwrap_err().to_string();
-        assert!(e.contains(&format!("cannot enter {}", locked.display())) && e.contains("setfacl"), "{e}");
+        assert!(e.contains(&format!("cannot enter {}", locked.display())) && e.contains("/srv/svcbench"), "{e}");
+        assert!(!e.contains("setfacl") && !e.contains("chmod"), "no advice to widen the folder: {e}");
         assert!(!e.contains('\n'), "one line: {e}");
         std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
         let e = check_reachable(Some(&user), &inner, Some("./x"), "/usr/bin:/bin").unwrap_err().to_string();

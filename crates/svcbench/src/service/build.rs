@@ -55,9 +55,8 @@ pub fn build(svc: &Service, log_dir: &Path, skip: bool) -> Result<Built> {
             return Ok(Built { seconds: stamp.seconds, artifact_bytes: artifact_bytes(svc, log_dir)? });
         }
         build_stamp::remove(svc);
-        std::fs::create_dir_all(log_dir)?;
         let log_path = log_dir.join(format!("build-{}.log", svc.name()));
-        let log = std::fs::File::create(&log_path)?;
+        let log = crate::safe_fs::create_file(&log_path)?;
         let env: Vec<String> = svc.manifest.build_env.iter().map(|(k, v)| format!("{k}={v} ")).collect();
         crate::errln!("svcbench: building {} ({}{cmd})", svc.name(), env.concat());
         let (t0, started) = (Instant::now(), build_stamp::file_clock_now());

@@ -69,7 +69,7 @@ pub fn check_bases(svc: &Service, engine: &Engine) -> Result<()> {
 /// Builds or pulls the image where it is missing; its size in bytes (the service's artifact size).
 pub fn ensure_image(svc: &Service, log_dir: &Path) -> Result<u64> {
     let engine = engine(svc)?;
-    std::fs::create_dir_all(log_dir)?;
+    crate::safe_fs::Folder::make(log_dir)?;
     let log = log_dir.join(format!("image-{}.log", svc.name()));
     let (tag, _) = image::ensure(&engine, &source(svc)?, &log)?;
     let bytes = image::size_bytes(&engine, &tag)?;
@@ -106,7 +106,7 @@ pub fn manifest_for_image(tag: &str, port: Option<u16>, scenario: &str, folder: 
     }
     let name = image::repository_for(tag).replacen("svcbench-", "image-", 1);
     let dir = folder.join(&name);
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let made = crate::safe_fs::Folder::make(&dir).context("run --image's manifest folder")?;
     // A fixed port is the image's own; otherwise it is handed one in PORT. The container shares the host's
     // network: HOST tells an image that reads it where to listen, also when its port is fixed (one that
     // ignores it is warned about, and failed by `check`, if it listens on all).
@@ -120,7 +120,7 @@ pub fn manifest_for_image(tag: &str, port: Option<u16>, scenario: &str, folder: 
          framework_version = {tag:?}\nmodel = \"async\"\nreadiness = \"/\"\n\n[env]\n{port_env}HOST = \"{{host}}\"\n\n\
          [container]\nimage = {tag:?}\n{listen}"
     );
-    std::fs::write(dir.join("svcbench.toml"), text).with_context(|| format!("cannot write {}", dir.display()))?;
+    made.write("svcbench.toml", text)?;
     Ok(dir)
 }
 
@@ -254,9 +254,8 @@ pub fn spawn(svc: &Service, spec: &StartSpec) -> Result<Instance> {
         labels,
     };
     let container = container_spec(svc, &resolved, spec.limits)?;
-    std::fs::create_dir_all(spec.log_dir)?;
     let log_path = spec.log_dir.join(&spec.log_name);
-    let log = std::fs::File::create(&log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
+    let log = crate::safe_fs::create_file(&log_path)?;
     let spawned_at = Instant::now();
     let sandbox = match c.runtime {
         Runtime::Engine => ContainerSandbox::start(&engine, container, log)?,
@@ -265,7 +264,7 @@ pub fn spawn(svc: &Service, spec: &StartSpec) -> Result<Instance> {
             let pod = pod_spec::pod_name(&container_name(&spec.sandbox_name));
             let yaml = pod_yaml(svc, &container, &pod, port, &resolved.host)?;
             let file = log_path.with_extension("pod.yaml");
-            std::fs::write(&file, yaml).with_context(|| format!("cannot write {}", file.display()))?;
+            crate::safe_fs::write_file(&file, yaml)?;
             ContainerSandbox::start_kube(&engine, container, &pod, &file, log)?
         }
     };

@@ -118,9 +118,8 @@ impl Instance {
             }
         };
         service_user::check_reachable(user.as_ref(), &svc.dir, program.as_deref(), &service_path(&env))?;
-        std::fs::create_dir_all(spec.log_dir)?;
         let log_path = spec.log_dir.join(&spec.log_name);
-        let log = std::fs::File::create(&log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
+        let log = crate::safe_fs::create_file(&log_path)?;
         let mut sandbox = Sandbox::new(&spec.sandbox_name, spec.limits, spec.cgroup);
         sandbox.place_on(spec.host);
         if let Some(u) = &user {
@@ -316,9 +315,13 @@ mod tests {
     #[test]
     fn a_dep_url_with_a_command_substitution_runs_nothing() {
         let tmp = tempfile::tempdir().unwrap();
-        // Open to every user: an injected `touch` would succeed whoever the service runs as.
-        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-        let planted = tmp.path().join("planted");
+        // The service's user enters the folder; an injected `touch` would succeed in `open` whoever it runs as.
+        // (Its logs stay out of `open`: svcbench makes no file in a folder other users can write.)
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let open = tmp.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let planted = open.join("planted");
         let url = format!("http://$(touch {})@127.0.0.1:9200", planted.display());
         // Without shell syntax (no shell at all), and with it (the value quoted for the shell).
         for run in ["echo {dep.opensearch.url}", "echo {dep.opensearch.url} && echo \"$HOME\" >/dev/null"] {

@@ -46,10 +46,14 @@ fn prepare(conn: &Connection, path: &Path) -> Result<()> {
 
 impl Store {
     pub fn open(path: &Path) -> Result<Store> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+            crate::safe_fs::Folder::make(dir)?;
         }
-        let conn = Connection::open(path).with_context(|| format!("cannot open store {}", path.display()))?;
+        // Another user must not be able to swap the store, or plant its journal beside it (safe_fs.rs).
+        crate::safe_fs::check_store(path)?;
+        let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn = Connection::open_with_flags(path, flags)
+            .with_context(|| format!("cannot open store {}", path.display()))?;
         prepare(&conn, path)?;
         Ok(Store { conn })
     }

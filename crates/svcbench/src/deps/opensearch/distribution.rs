@@ -94,11 +94,13 @@ pub fn prepare(version: &str, cache_dir: &Path) -> Result<PathBuf> {
 
 /// `<cache>/opensearch-<version>/`, downloaded with Maven and unpacked on first use.
 pub(super) fn ensure_distribution(version: &str, cache_dir: &Path, java_home: &Path) -> Result<PathBuf> {
+    // Root copies the distribution's config and the node runs its programs: another user must not be able
+    // to swap what is in the cache.
+    crate::safe_fs::Folder::make(cache_dir).context("OpenSearch's cache folder (SVCBENCH_CACHE)")?;
     let home = cache_dir.join(format!("opensearch-{version}"));
     if home.join("bin/opensearch").is_file() && home.join("lib").is_dir() {
         return Ok(home);
     }
-    fs::create_dir_all(cache_dir).with_context(|| format!("cannot create {}", cache_dir.display()))?;
     let zip = cache_dir.join(format!("opensearch-{version}.zip"));
     if !zip.is_file() {
         let started = Instant::now();

@@ -61,10 +61,14 @@ impl OpenSearch {
         let instance = instance_folder(opts.port)?;
         let instance_dir = instance.path().to_path_buf();
         write_instance_config(&home, &instance_dir, opts, snapshots.folder())?;
+        // The log is made while only root can enter the instance folder, and read through a handle of its
+        // own: once the folder is the node's user's, that user could put a link in its name.
+        let logs = crate::safe_fs::Folder::make(&instance_dir.join("logs"))?;
+        let log = logs.create("console.log")?;
+        let log_reader = logs.open("console.log")?;
         if let Some((uid, gid)) = owner {
             hand_over(&instance_dir, uid, gid)?;
         }
-        let log_path = instance_dir.join("logs/console.log");
         if let Some(ids) = owner {
             sandbox.run_as(ids);
         }
@@ -75,14 +79,11 @@ impl OpenSearch {
         let started = Instant::now();
         // bin/opensearch execs the JVM: the sandbox's main process is the node itself.
         let command = shell_quote(&home.join("bin/opensearch").display().to_string());
-        let launched = fs::File::create(&log_path)
-            .with_context(|| format!("cannot create {}", log_path.display()))
-            .and_then(|log| sandbox.start(&command, &instance_dir, &env, log));
-        launched?;
+        sandbox.start(&command, &instance_dir, &env, log)?;
         // From here on, dropping `node` stops the process and removes the instance folder.
         let url = format!("http://{}:{}", opts.bind, opts.port);
         let mut node = OpenSearch { sandbox, url, instance_dir, _instance: instance, snapshots };
-        node.wait_ready(&log_path)?;
+        node.wait_ready(&log_reader)?;
         crate::errln!(
             "svcbench: OpenSearch {} ready on {} in {:.1} s",
             opts.version,
@@ -125,7 +126,7 @@ impl OpenSearch {
         }
     }
 
-    fn wait_ready(&mut self, log_path: &Path) -> Result<()> {
+    fn wait_ready(&mut self, log: &fs::File) -> Result<()> {
         // Each health question waits at most 5 s (it asks the node to answer within 2 s).
         let agent = crate::http_client::builder(Duration::from_secs(5)).timeout(Duration::from_secs(5)).build();
         let health = format!("{}/_cluster/health?wait_for_status=yellow&timeout=2s", self.url);
@@ -137,7 +138,7 @@ impl OpenSearch {
         let mut next_note = Duration::from_secs(10);
         loop {
             if let Some(exit) = self.sandbox.try_exit() {
-                bail!("OpenSearch exited ({exit}) before it was ready; its log ends with:\n{}", tail(log_path, 20));
+                bail!("OpenSearch exited ({exit}) before it was ready; its log ends with:\n{}", tail(log, 20));
             }
             if crate::guard::signals::interrupted() {
                 bail!("interrupted while OpenSearch was starting");
@@ -155,7 +156,7 @@ impl OpenSearch {
                 bail!(
                     "OpenSearch was not ready within {} s (SVCBENCH_OPENSEARCH_READY_S sets another limit); its log ends with:\n{}",
                     timeout.as_secs(),
-                    tail(log_path, 20)
+                    tail(log, 20)
                 );
             }
             if waited >= next_note {
@@ -228,8 +229,8 @@ pub(super) fn hand_over(dir: &Path, uid: u32, gid: u32) -> Result<()> {
         .with_context(|| format!("cannot hand {} to uid {uid}", dir.display()))
 }
 
-fn tail(path: &Path, lines: usize) -> String {
-    crate::bounded::last_lines(path, lines, 1000).join("\n")
+fn tail(f: &fs::File, lines: usize) -> String {
+    crate::bounded::last_lines_of(f, lines, 1000).join("\n")
 }
 
 #[cfg(test)]

@@ -144,7 +144,7 @@ pub fn ensure(engine: &Engine, source: &Source, log: &Path) -> Result<(String, b
             crate::errln!("svcbench: building image {tag} from {cf}");
             let out = engine.run(&["build", "-f", &cf, "-t", &tag, &ctx], BUILD_TIMEOUT);
             if let Err(e) = out {
-                let _ = std::fs::write(log, format!("{e:#}"));
+                let _ = crate::safe_fs::write_file(log, format!("{e:#}"));
                 bail!("image build of {tag} failed: {e:#}");
             }
             prune(engine, repository, &tag);
