@@ -20,8 +20,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// The user a container service runs as (nobody:nogroup): never root, whatever the image says.
 pub const CONTAINER_USER: &str = "65534:65534";
-/// The pids limit when the manifest gives none.
-pub const DEFAULT_PIDS_LIMIT: u32 = 4096;
+use crate::sandbox::container::confinement::DEFAULT_PIDS_LIMIT;
 
 fn section(svc: &Service) -> Result<&ContainerSection> {
     svc.manifest.container.as_ref().with_context(|| format!("{} has no [container]", svc.name()))
@@ -169,6 +168,7 @@ pub fn container_spec(svc: &Service, r: &Resolved, limits: &Limits) -> Result<Co
         env,
         limits: limits.clone(),
         pids_limit: c.pids_limit.unwrap_or(DEFAULT_PIDS_LIMIT),
+        capabilities: crate::sandbox::container::confinement::capability_names(&c.capabilities)?,
         netns: r.netns.clone(),
         user,
         labels,
@@ -269,7 +269,7 @@ pub fn spawn(svc: &Service, spec: &StartSpec) -> Result<Instance> {
             ContainerSandbox::start_kube(&engine, container, &pod, &file, log)?
         }
     };
-    Ok(Instance {
+    let inst = Instance {
         sandbox: Box::new(sandbox),
         host: spec.host.clone(),
         port,
@@ -279,7 +279,12 @@ pub fn spawn(svc: &Service, spec: &StartSpec) -> Result<Instance> {
         _home: None,
         first_answer: None,
     }
-    .watched(&svc.manifest.readiness))
+    .watched(&svc.manifest.readiness);
+    // Dropped, and so removed, when refused: nothing of an unconfined image is measured.
+    if let Some(why) = inst.sandbox.confinement_refusal() {
+        bail!(why);
+    }
+    Ok(inst)
 }
 
 impl ServiceSandbox for ContainerSandbox {
@@ -321,5 +326,8 @@ impl ServiceSandbox for ContainerSandbox {
     }
     fn started_by_engine(&self) -> Option<SystemTime> {
         ContainerSandbox::engine_started_at(self)
+    }
+    fn confinement_refusal(&self) -> Option<String> {
+        ContainerSandbox::confinement_refusal(self)
     }
 }
