@@ -137,6 +137,9 @@ pub struct ContainerSection {
     /// The container's pids limit (default 4096).
     #[serde(default)]
     pub pids_limit: Option<u32>,
+    /// The capabilities the service needs (`NET_BIND_SERVICE`); every other one is dropped.
+    #[serde(default)]
+    pub capabilities: Vec<String>,
     /// How it is started: set by `run --runtime`, never by a manifest.
     #[serde(skip)]
     pub runtime: Runtime,
@@ -353,6 +356,8 @@ impl Service {
             }
             _ => {}
         }
+        crate::sandbox::container::confinement::capability_names(&c.capabilities)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
         // A context the build makes (e.g. Maven's `target/`) is not there before the build: only a service
         // without a build must have it already.
         let unbuilt = self.manifest.build.as_deref().is_none_or(|b| b.trim().is_empty());

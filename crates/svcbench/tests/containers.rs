@@ -4,8 +4,9 @@
 //! without a manifest, a memory hog image killed at its cap, an emulated link in front of a container, and
 //! the container a SIGKILLed svcbench leaves, removed by the next run, the Docker CLI's path (against
 //! Podman's Docker-compatible API), the Pod, and the users image writing its run's SQLite database
-//! mounted into it. After each, no container, cgroup or process of svcbench is
-//! left.
+//! mounted into it; an image trying what untrusted code would (a setuid-root file, writes to /, a fork
+//! loop) held to its confinement, run and played; and a container labelled as svcbench's by someone else,
+//! left alone. After each, no container, cgroup or process of svcbench is left.
 mod common;
 use common::*;
 use std::path::{Path, PathBuf};
@@ -38,7 +39,7 @@ fn container_processes() -> Vec<String> {
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(raw) = std::fs::read(e.path().join("cmdline")) else { continue };
         let cmd = String::from_utf8_lossy(&raw).replace('\0', " ").trim().to_string();
-        if ["/hello-nethttp", "/hello", "/hog", "/users-go-nethttp"].contains(&cmd.as_str())
+        if ["/hello-nethttp", "/hello", "/hog", "/users-go-nethttp", "/probe", "/probe sleep"].contains(&cmd.as_str())
             || cmd.contains("-n svcbench-")
         {
             out.push(format!("{}: {cmd}", e.file_name().to_string_lossy()));
@@ -467,4 +468,141 @@ fn a_containerfile_on_a_missing_local_base_is_refused_before_any_build() {
     let line = said.lines().find(|l| l.contains("localhost/svcbench-missing-base")).unwrap_or_default();
     assert!(line.contains("scripts/base-images.sh"), "{said}");
     assert!(!dir.join("built-it").exists() && !said.contains("building"), "built before refusing: {said}");
+}
+
+/// What the confinement probe's log says, key by key (`uid: …`, `setuid: …`), from every service log of a
+/// run in `tmp`'s work folder; one map per log that has its findings.
+fn probe_findings(tmp: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let mut out = Vec::new();
+    for d in std::fs::read_dir(tmp.join("work")).unwrap().flatten() {
+        for f in std::fs::read_dir(d.path()).unwrap().flatten() {
+            let text = std::fs::read_to_string(f.path()).unwrap_or_default();
+            if !text.contains("setuid: ") {
+                continue;
+            }
+            let found = text.lines().filter_map(|l| l.split_once(": ")).map(|(k, v)| (k.to_string(), v.to_string()));
+            out.push(found.collect());
+        }
+    }
+    out
+}
+
+/// The probe under its confinement: uid 65534 however its setuid-root copy is run, no capability but
+/// `capeff` (the one asked for, or none), a read-only root and a writable /tmp, its pids limit (64, the
+/// manifest's) held by its cgroup and hit by its fork loop.
+fn assert_confined(f: &std::collections::BTreeMap<String, String>, capeff: &str) {
+    let all = format!("{f:?}");
+    assert_eq!(f.get("uid").map(String::as_str), Some("65534 65534 65534 65534"), "{all}");
+    assert_eq!(f.get("capeff").map(String::as_str), Some(capeff), "{all}");
+    assert_eq!(f.get("nonewprivs").map(String::as_str), Some("1"), "{all}");
+    // The setuid-root file ran (no error) and stayed the container's user, without capabilities.
+    assert_eq!(
+        f.get("setuid").map(String::as_str),
+        Some(format!("euid=65534 capeff={capeff} <nil>").as_str()),
+        "{all}"
+    );
+    assert!(f.get("write-root").is_some_and(|w| w.contains("read-only file system")), "{all}");
+    assert_eq!(f.get("write-tmp").map(String::as_str), Some("written"), "{all}");
+    assert_eq!(f.get("pids-max").map(String::as_str), Some("64"), "{all}");
+    let forks = f.get("forks").cloned().unwrap_or_default();
+    let started: u32 = forks.split(',').next().and_then(|n| n.parse().ok()).unwrap_or(999);
+    assert!(forks.contains("then refused") && started < 64, "the fork loop did not meet the limit: {all}");
+}
+
+#[test]
+fn an_image_s_setuid_root_file_stays_unprivileged_on_a_read_only_root_under_its_pids_limit() {
+    engine();
+    let tmp = tempfile::tempdir().unwrap();
+    let (dbp, prof) = (tmp.path().join("s.db"), profile(tmp.path(), 2));
+    let probe = fixture("confined-image");
+    let bind = format!("{}@bind", probe.display());
+    let (prof, db) = (prof.to_str().unwrap(), dbp.to_str().unwrap());
+    let args = ["run", probe.to_str().unwrap(), &bind, "--profile", prof, "--runs", "1", "--db", db];
+    let out = svcbench_locked(&args, tmp.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let st = stored(&dbp);
+    assert_eq!(st.runs_of("test-confined-image").next().map(|r| r.status.clone()).as_deref(), Some("completed"));
+    let found = probe_findings(tmp.path());
+    assert_eq!(found.len(), 2, "{found:?}");
+    // NET_BIND_SERVICE is bit 10: the variant that asks for it keeps it, and only it.
+    let mut capeffs: Vec<&str> = found.iter().map(|f| f.get("capeff").map_or("", String::as_str)).collect();
+    capeffs.sort();
+    assert_eq!(capeffs, ["0000000000000000", "0000000000000400"], "{found:?}");
+    for f in &found {
+        assert_confined(f, &f["capeff"]);
+    }
+    assert_nothing_left();
+}
+
+#[test]
+fn a_played_pod_of_the_setuid_image_is_confined_and_its_pids_limit_is_held_by_its_cgroup() {
+    engine();
+    let tmp = tempfile::tempdir().unwrap();
+    let (dbp, prof) = (tmp.path().join("sp.db"), profile(tmp.path(), 2));
+    let probe = fixture("confined-image");
+    let (prof, db) = (prof.to_str().unwrap(), dbp.to_str().unwrap());
+    let args = ["run", probe.to_str().unwrap(), "--runtime", "kube", "--profile", prof, "--runs", "1", "--db", db];
+    let out = svcbench_locked(&args, tmp.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let found = probe_findings(tmp.path());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_confined(&found[0], "0000000000000000");
+    assert_eq!(svcbench_pods(), Vec::<String>::new(), "pods left behind");
+    let volumes = Command::new("podman").args(["volume", "ls", "-q"]).output().unwrap();
+    let volumes = String::from_utf8_lossy(&volumes.stdout).to_string();
+    assert!(!volumes.lines().any(|v| v.starts_with("tmp-svcbench-")), "the pod's /tmp left behind: {volumes}");
+    assert_nothing_left();
+}
+
+/// Anyone can label a container `svcbench.owner`: one labelled so by someone else, with an owner that no
+/// longer runs, is not svcbench's to remove, and survives the leftover cleanup of the next svcbench.
+#[test]
+fn a_container_labelled_as_svcbench_s_by_someone_else_survives_the_next_run_s_cleanup() {
+    engine();
+    let tmp = tempfile::tempdir().unwrap();
+    let ctx = tmp.path().join("ctx");
+    std::fs::create_dir(&ctx).unwrap();
+    let probe = fixture("confined-image");
+    let built = Command::new("go")
+        .args(["build", "-trimpath", "-o"])
+        .arg(ctx.join("probe"))
+        .arg(".")
+        .env("CGO_ENABLED", "0")
+        .current_dir(&probe)
+        .status()
+        .unwrap();
+    assert!(built.success(), "go build of the probe failed");
+    std::fs::write(ctx.join("Containerfile"), "FROM scratch\nCOPY probe /probe\nENTRYPOINT [\"/probe\"]\n").unwrap();
+    let tag = format!("localhost/svcbench-test-foreign:{}", std::process::id());
+    let b = Command::new("podman").args(["build", "-q", "-t", &tag]).arg(&ctx).output().unwrap();
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    // An owner that is gone: a process that has ended.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let name = format!("svcbench-foreign-{}", std::process::id());
+    let labels = [
+        format!("--label=svcbench.owner={dead}"),
+        "--label=svcbench.owner_start=1".into(),
+        format!("--label=svcbench.group={dead}-1-x"),
+        "--label=svcbench.session=1".into(),
+    ];
+    let run = Command::new("podman")
+        .args(["run", "-d", "--name", &name, "--network=none"])
+        .args(&labels)
+        .args([&tag, "sleep"])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let steady = fixture("steady");
+    let out = svcbench_locked(&["check", steady.to_str().unwrap()], tmp.path());
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    let state = Command::new("podman").args(["inspect", "--format", "{{.State.Running}}", &name]).output().unwrap();
+    let state = String::from_utf8_lossy(&state.stdout).trim().to_string();
+    let _ = Command::new("podman").args(["rm", "-f", "-t", "0", &name]).output();
+    let _ = Command::new("podman").args(["rmi", "-f", &tag]).output();
+    assert!(out.status.success(), "{said}");
+    assert_eq!(state, "true", "the other's container was removed: {said}");
+    assert!(!said.contains(&name), "{said}");
+    assert_nothing_left();
 }

@@ -17,11 +17,31 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// One started part: a service or a dependency.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Part {
     pub name: String,
     pub pgid: i32,
     pub cgroups: Vec<PathBuf>,
+    /// The containers and pods the engine runs for it, as svcbench started them: the only ones a later
+    /// svcbench removes (a label says nothing of who set it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engine: Vec<EngineObject>,
+}
+
+/// A container or pod svcbench asked the engine for: its name at once, its id as soon as the engine has one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineObject {
+    pub kind: EngineKind,
+    pub name: String,
+    #[serde(default)]
+    pub id: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    Container,
+    Pod,
 }
 
 /// A part as its lock file records it: with its group leader's start time, so that a later svcbench ends
@@ -98,6 +118,16 @@ pub fn register(part: Part) {
     let mut r = registry();
     r.parts.retain(|p| p.part.name != part.name);
     r.parts.push(RecordedPart { part, leader_start_ticks });
+    write_lock(&r);
+}
+
+/// Records the engine's id of a part's container or pod (known once the engine has made it).
+pub fn record_engine_id(part: &str, object: &str, id: &str) {
+    let mut r = registry();
+    let Some(p) = r.parts.iter_mut().find(|p| p.part.name == part) else { return };
+    for o in p.part.engine.iter_mut().filter(|o| o.name == object) {
+        o.id = Some(id.to_string());
+    }
     write_lock(&r);
 }
 

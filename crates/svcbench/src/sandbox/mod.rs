@@ -269,6 +269,7 @@ impl Sandbox {
             name: self.name.clone(),
             pgid: self.pgid,
             cgroups: self.cgroup.as_ref().map(|c| c.dirs()).unwrap_or_default(),
+            engine: Vec::new(),
         });
     }
 

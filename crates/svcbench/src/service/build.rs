@@ -90,7 +90,7 @@ pub fn build(svc: &Service, log_dir: &Path, skip: bool) -> Result<Built> {
 fn wait_bounded(mut child: Child, svc: &Service, log_path: &Path) -> Result<ExitStatus> {
     let pgid = child.id() as i32;
     let part = format!("build-{}-{pgid}", svc.name());
-    crate::guard::register(crate::guard::Part { name: part.clone(), pgid, cgroups: Vec::new() });
+    crate::guard::register(crate::guard::Part { name: part.clone(), pgid, ..Default::default() });
     let limit = svc.build_timeout();
     let ended = crate::poll::until(limit, Duration::from_millis(50), || {
         if crate::guard::signals::interrupted() {

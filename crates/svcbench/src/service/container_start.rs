@@ -20,8 +20,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// The user a container service runs as (nobody:nogroup): never root, whatever the image says.
 pub const CONTAINER_USER: &str = "65534:65534";
-/// The pids limit when the manifest gives none.
-pub const DEFAULT_PIDS_LIMIT: u32 = 4096;
 
 fn section(svc: &Service) -> Result<&ContainerSection> {
     svc.manifest.container.as_ref().with_context(|| format!("{} has no [container]", svc.name()))
@@ -168,7 +166,9 @@ pub fn container_spec(svc: &Service, r: &Resolved, limits: &Limits) -> Result<Co
         args,
         env,
         limits: limits.clone(),
-        pids_limit: c.pids_limit.unwrap_or(DEFAULT_PIDS_LIMIT),
+        // The manifest's own limit, else the run's (`--pids`, or the default every cgroup gets).
+        pids_limit: c.pids_limit.unwrap_or_else(|| u32::try_from(limits.pids_max()).unwrap_or(u32::MAX)),
+        capabilities: crate::sandbox::container::confinement::capability_names(&c.capabilities)?,
         netns: r.netns.clone(),
         user,
         labels,
@@ -268,7 +268,7 @@ pub fn spawn(svc: &Service, spec: &StartSpec) -> Result<Instance> {
             ContainerSandbox::start_kube(&engine, container, &pod, &file, log)?
         }
     };
-    Ok(Instance {
+    let inst = Instance {
         sandbox: Box::new(sandbox),
         host: spec.host.clone(),
         port,
@@ -278,7 +278,12 @@ pub fn spawn(svc: &Service, spec: &StartSpec) -> Result<Instance> {
         _home: None,
         first_answer: None,
     }
-    .watched(&svc.manifest.readiness))
+    .watched(&svc.manifest.readiness);
+    // Dropped, and so removed, when refused: nothing of an unconfined image is measured.
+    if let Some(why) = inst.sandbox.confinement_refusal() {
+        bail!(why);
+    }
+    Ok(inst)
 }
 
 impl ServiceSandbox for ContainerSandbox {
@@ -320,5 +325,8 @@ impl ServiceSandbox for ContainerSandbox {
     }
     fn started_by_engine(&self) -> Option<SystemTime> {
         ContainerSandbox::engine_started_at(self)
+    }
+    fn confinement_refusal(&self) -> Option<String> {
+        ContainerSandbox::confinement_refusal(self)
     }
 }

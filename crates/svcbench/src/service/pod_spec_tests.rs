@@ -71,10 +71,7 @@ fn the_manifest_s_readiness_env_and_args_are_resolved_as_for_a_container_run() {
     assert_eq!(env, [("HOST", "127.0.0.1"), ("PORT", "8080")]);
     assert_eq!(c.args, ["--listen", "127.0.0.1:8080"]);
     assert_eq!(c.image, "localhost/hello:1");
-    assert_eq!(
-        c.security_context,
-        SecurityContext { run_as_user: 65534, run_as_group: 65534, allow_privilege_escalation: false }
-    );
+    assert_eq!(c.security_context, SecurityContext::confined(65534, 65534, &[]));
     assert!(pod.spec.host_network, "no --net: the host's network, as the container backend uses");
     assert_eq!(pod.spec.restart_policy, "Never");
     assert_eq!(pod.metadata.name, "svcbench-4242-1-hello-container");
@@ -85,6 +82,43 @@ fn the_manifest_s_readiness_env_and_args_are_resolved_as_for_a_container_run() {
     assert!(!pod.spec.host_network);
     assert_eq!(pod.spec.containers[0].readiness_probe.http_get.host, None);
     assert_eq!(pod.spec.containers[0].ports, [Port { container_port: 8080, name: "http" }]);
+}
+
+/// The image is untrusted: the Pod holds it as `<engine> run` does (non-root, no capability but the
+/// manifest's, no escalation, the runtime's seccomp profile, a read-only root with an emptyDir at /tmp).
+#[test]
+fn the_pod_confines_its_container_and_adds_only_the_manifest_s_capabilities() {
+    let (d, _) = hello();
+    let text = std::fs::read_to_string(d.path().join("svcbench.toml")).unwrap();
+    let text = text.replace("args = [", "capabilities = [\"NET_BIND_SERVICE\"], args = [");
+    std::fs::write(d.path().join("svcbench.toml"), text).unwrap();
+    let svc = Service::load_spec(&format!("{}@container", d.path().display())).unwrap().remove(0);
+    let yaml = to_yaml(&pod_of(&svc, &limits(), None), "test").unwrap();
+    let back: serde_norway::Value = serde_norway::from_str(&yaml).unwrap();
+    let c = &back["spec"]["containers"][0];
+    let sc = &c["securityContext"];
+    assert_eq!(sc["runAsNonRoot"], true, "{yaml}");
+    assert_eq!(sc["runAsUser"], 65534, "{yaml}");
+    assert_eq!(sc["readOnlyRootFilesystem"], true, "{yaml}");
+    assert_eq!(sc["allowPrivilegeEscalation"], false, "{yaml}");
+    assert_eq!(sc["capabilities"]["drop"][0], "ALL", "{yaml}");
+    assert_eq!(sc["capabilities"]["add"][0], "NET_BIND_SERVICE", "{yaml}");
+    assert_eq!(sc["seccompProfile"]["type"], "RuntimeDefault", "{yaml}");
+    assert_eq!(c["volumeMounts"][0]["mountPath"], "/tmp", "{yaml}");
+    let tmp = c["volumeMounts"][0]["name"].as_str().unwrap();
+    assert_eq!(back["spec"]["volumes"][0]["name"].as_str(), Some(tmp), "{yaml}");
+    assert!(back["spec"]["volumes"][0]["emptyDir"].is_mapping(), "{yaml}");
+    // Named after its pod: Podman makes a volume of that name, which no other pod may share.
+    assert!(tmp.starts_with("tmp-svcbench-4242-1-hello") && tmp.len() <= 63, "{tmp}");
+    // Without capabilities asked, none is added.
+    let (_d, plain) = hello();
+    let yaml = to_yaml(&pod_of(&plain, &limits(), None), "test").unwrap();
+    assert!(!yaml.contains("add:"), "{yaml}");
+    // A capability Linux does not know: one line, when the manifest is read.
+    let text = std::fs::read_to_string(d.path().join("svcbench.toml")).unwrap().replace("NET_BIND_SERVICE", "BIND_ALL");
+    std::fs::write(d.path().join("svcbench.toml"), text).unwrap();
+    let e = format!("{:#}", Service::load_spec(&format!("{}@container", d.path().display())).unwrap_err());
+    assert!(e.contains("\"BIND_ALL\" is not a Linux capability") && !e.contains('\n'), "{e}");
 }
 
 #[test]

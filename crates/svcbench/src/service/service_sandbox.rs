@@ -34,6 +34,11 @@ pub trait ServiceSandbox: Send {
     fn log_tail(&self, _lines: usize) -> Option<String> {
         None
     }
+    /// Why the service must not be measured because its sandbox does not confine it as asked (a container
+    /// whose capabilities, privileges, root filesystem or pids limit are not held); None: confined.
+    fn confinement_refusal(&self) -> Option<String> {
+        None
+    }
     /// When the engine says it started the service (a container); None for a process.
     fn started_by_engine(&self) -> Option<std::time::SystemTime> {
         None

@@ -1,7 +1,8 @@
 //! Leftovers of an svcbench that was killed before it could tear down (SIGKILL, OOM, a crash): its
 //! services and dependencies still running in their cgroups, its session still `running` in the store.
 //! Every `svcbench run`, `study`, `up`, `check` and `duet` looks for them first: lock files of dead owners
-//! in the sessions folder (lock_dir.rs), and svcbench cgroups named after a dead svcbench (sandbox names start with its pid; groups
+//! in the sessions folder (lock_dir.rs), with the containers and pods they record (and only those: a
+//! label anyone can set proves nothing), and svcbench cgroups named after a dead svcbench (sandbox names start with its pid; groups
 //! still holding processes this pid namespace cannot see belong to an svcbench in another container). It
 //! ends their processes, removes the cgroups and `--net` namespaces, and marks the sessions and their runs
 //! `aborted`. Nothing a lock file names is trusted as it stands: a process is ended only inside one of the
@@ -122,7 +123,7 @@ fn orphan_cgroups() -> (Vec<Part>, Vec<i32>) {
             }
             match by_name.iter_mut().find(|(_, p)| p.name == name) {
                 Some((_, p)) => p.cgroups.push(e.path()),
-                None => by_name.push((pid, Part { name, pgid: 0, cgroups: vec![e.path()] })),
+                None => by_name.push((pid, Part { name, pgid: 0, cgroups: vec![e.path()], engine: Vec::new() })),
             }
         }
     }
@@ -179,7 +180,7 @@ fn lock_files(said: &mut Vec<String>) -> Vec<PathBuf> {
 
 /// Ends what a dead svcbench's lock file names, as far as it is verified, and marks its session aborted.
 /// Returns the lines to print; nothing when its owner still runs or cannot be judged from here.
-fn clean_lock(path: &Path) -> Vec<String> {
+fn clean_lock(path: &Path, removed: &mut crate::sandbox::container::cleanup::Removed) -> Vec<String> {
     let mut said = Vec::new();
     let lf = match std::fs::read_to_string(path)
         .map_err(anyhow::Error::from)
@@ -200,6 +201,9 @@ fn clean_lock(path: &Path) -> Vec<String> {
         return said;
     }
     let owner = lf.owner.pid;
+    // Its containers and pods first (their cgroups sit inside the groups removed below), as recorded.
+    let parts: Vec<Part> = lf.parts.iter().map(|p| p.part.clone()).collect();
+    crate::sandbox::container::cleanup::remove_recorded(&lf.owner, &parts, removed);
     let mut untrusted = Vec::new();
     for p in &lf.parts {
         let (own, foreign): (Vec<PathBuf>, Vec<PathBuf>) =
@@ -269,26 +273,18 @@ fn clean_lock(path: &Path) -> Vec<String> {
 /// the groups removed. `results_dir` is only looked at for lock files of the old kind.
 pub fn clean(results_dir: &Path) -> Vec<String> {
     let mut said = old_lock_files(results_dir);
-    // Pods first (whole, with their infra containers), then containers: their cgroups sit inside the
-    // groups removed below.
-    let pods = crate::sandbox::container::cleanup::remove_orphan_pods();
-    if !pods.is_empty() {
-        said.push(format!(
-            "svcbench: removed {} pod(s) left by svcbench processes that no longer run: {}",
-            pods.len(),
-            pods.join(", ")
-        ));
-    }
-    let containers = crate::sandbox::container::cleanup::remove_orphans();
-    if !containers.is_empty() {
-        said.push(format!(
-            "svcbench: removed {} container(s) left by svcbench processes that no longer run: {}",
-            containers.len(),
-            containers.join(", ")
-        ));
-    }
+    let mut removed = crate::sandbox::container::cleanup::Removed::default();
     for path in lock_files(&mut said) {
-        said.extend(clean_lock(&path));
+        said.extend(clean_lock(&path, &mut removed));
+    }
+    for (what, names) in [("pod", &removed.pods), ("container", &removed.containers)] {
+        if !names.is_empty() {
+            said.push(format!(
+                "svcbench: removed {} {what}(s) left by svcbench processes that no longer run: {}",
+                names.len(),
+                names.join(", ")
+            ));
+        }
     }
     let (orphans, elsewhere) = orphan_cgroups();
     if !orphans.is_empty() {

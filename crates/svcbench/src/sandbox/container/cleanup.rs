@@ -1,10 +1,12 @@
-//! Containers svcbench leaves behind: its own, when it must end everything at once (a second Ctrl-C), and
-//! those of an svcbench that was killed (SIGKILL, OOM), found by their labels at the next `run` or `up`.
-//! A container is removed only when its label names svcbench's owner process and that process (pid and
-//! start time) no longer runs, or is this svcbench itself when it ends its own. A pod svcbench played
-//! (`--runtime kube`) is found by the same labels on the pod and removed whole.
+//! Containers and pods svcbench leaves behind: its own, when it must end everything at once (a second
+//! Ctrl-C), and those of an svcbench that was killed (SIGKILL, OOM), as its lock file records them
+//! (guard/). Only what svcbench itself asked the engine for is removed: a container or pod is named by the
+//! lock file, and is the one recorded (its id; before the engine gave one, its name with the owner labels
+//! of the lock file's svcbench). A label alone proves nothing: anyone can set `svcbench.owner`.
 use super::engine::{Engine, COMMAND_TIMEOUT};
-use super::run::{remove_parent_groups, LABEL_GROUP, LABEL_OWNER, LABEL_OWNER_START};
+use super::run::{remove_parent_groups, LABEL_OWNER, LABEL_OWNER_START};
+use crate::guard::identity::Identity;
+use crate::guard::{EngineKind, EngineObject, Part};
 
 /// An engine CLI on PATH, without asking a daemon anything (every `run` looks, so it must be cheap).
 fn engine_installed() -> Option<Engine> {
@@ -22,113 +24,92 @@ fn engine_installed() -> Option<Engine> {
     None
 }
 
-/// One labelled container: its name, its owner (pid, start ticks) and its cgroup parent's name.
-struct Labelled {
-    name: String,
-    owner: i32,
-    owner_start: u64,
-    group: String,
-}
-
-fn labelled(engine: &Engine) -> Vec<Labelled> {
-    let Ok(ids) = engine.run(&["ps", "-a", "-q", "--filter", &format!("label={LABEL_OWNER}")], COMMAND_TIMEOUT) else {
-        return Vec::new();
+/// The engine's id of the container or pod `name_or_id` resolves to, with its owner labels.
+fn look_up(engine: &Engine, o: &EngineObject, name_or_id: &str) -> Option<(String, String, String)> {
+    let labels = match o.kind {
+        EngineKind::Container => ".Config.Labels",
+        EngineKind::Pod => ".Labels",
     };
-    let ids: Vec<&str> = ids.split_whitespace().collect();
-    if ids.is_empty() {
-        return Vec::new();
-    }
-    let format = format!(
-        "{{{{.Name}}}}|{{{{index .Config.Labels \"{LABEL_OWNER}\"}}}}|{{{{index .Config.Labels \
-         \"{LABEL_OWNER_START}\"}}}}|{{{{index .Config.Labels \"{LABEL_GROUP}\"}}}}"
-    );
-    let mut args = vec!["inspect", "--format", &format];
-    args.extend(ids);
-    let Ok(text) = engine.run(&args, COMMAND_TIMEOUT) else { return Vec::new() };
-    text.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.trim().split('|').collect();
-            (f.len() == 4).then(|| Labelled {
-                name: f[0].trim_start_matches('/').to_string(),
-                owner: f[1].parse().unwrap_or(0),
-                owner_start: f[2].parse().unwrap_or(0),
-                group: f[3].to_string(),
-            })
-        })
-        .collect()
-}
-
-fn remove(engine: &Engine, c: &Labelled) {
-    let _ = engine.run(&["rm", "-f", &c.name], COMMAND_TIMEOUT);
-    // Only a group named after its owner, as every svcbench sandbox is: never a path from elsewhere.
-    if c.group.starts_with(&format!("{}-", c.owner)) && !c.group.contains('/') && !c.group.contains("..") {
-        remove_parent_groups(&c.group);
-    }
-}
-
-/// Pods svcbench played (`run --runtime kube`), by name, with their owner (pid, start ticks). Their
-/// containers carry the pod's labels too, but removing one would leave its pod and infra container: a pod
-/// goes whole, first.
-fn labelled_pods(engine: &Engine) -> Vec<(String, i32, u64)> {
-    if engine.kind != super::engine::Kind::Podman {
-        return Vec::new();
-    }
     let format =
-        format!("{{{{.Name}}}}|{{{{index .Labels \"{LABEL_OWNER}\"}}}}|{{{{index .Labels \"{LABEL_OWNER_START}\"}}}}");
-    let args = ["pod", "ps", "--filter", &format!("label={LABEL_OWNER}"), "--format", &format];
-    let Ok(text) = engine.run(&args, COMMAND_TIMEOUT) else { return Vec::new() };
-    text.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.trim().split('|').collect();
-            (f.len() == 3).then(|| (f[0].to_string(), f[1].parse().unwrap_or(0), f[2].parse().unwrap_or(0)))
-        })
-        .collect()
+        format!("{{{{.Id}}}}|{{{{index {labels} \"{LABEL_OWNER}\"}}}}|{{{{index {labels} \"{LABEL_OWNER_START}\"}}}}");
+    let mut args = match o.kind {
+        EngineKind::Container => vec!["container", "inspect"],
+        EngineKind::Pod => vec!["pod", "inspect"],
+    };
+    args.extend(["--format", &format, name_or_id]);
+    let text = engine.run(&args, COMMAND_TIMEOUT).ok()?;
+    let f: Vec<&str> = text.trim().splitn(3, '|').collect();
+    (f.len() == 3).then(|| (f[0].to_string(), f[1].to_string(), f[2].to_string()))
 }
 
-/// Whether the svcbench that labelled something still runs (pid and start time both).
-fn owner_alive(pid: i32, start: u64) -> bool {
-    pid > 1 && crate::guard::identity::start_ticks(pid) == Some(start)
-}
-
-/// Removes the pods played by svcbench processes that no longer run; their names, for one line.
-pub fn remove_orphan_pods() -> Vec<String> {
-    let Some(engine) = engine_installed() else { return Vec::new() };
-    let mut removed = Vec::new();
-    for (pod, owner, start) in labelled_pods(&engine) {
-        if !owner_alive(owner, start) {
-            super::kube::remove(&engine, &pod);
-            removed.push(pod);
-        }
+/// The id of the recorded object if it is still there and still the one `owner` started: the id recorded,
+/// or (killed before the engine gave one) the name recorded carrying `owner`'s labels.
+fn still_owned(engine: &Engine, o: &EngineObject, owner: &Identity) -> Option<String> {
+    match &o.id {
+        Some(id) => look_up(engine, o, id).filter(|(found, _, _)| found == id).map(|(found, _, _)| found),
+        None => look_up(engine, o, &o.name)
+            .filter(|(_, pid, start)| *pid == owner.pid.to_string() && *start == owner.start_ticks.to_string())
+            .map(|(found, _, _)| found),
     }
-    removed
 }
 
-/// Removes the containers of svcbench processes that no longer run; their names, for one line.
-pub fn remove_orphans() -> Vec<String> {
-    let Some(engine) = engine_installed() else { return Vec::new() };
-    let mut removed = Vec::new();
-    for c in labelled(&engine) {
-        if !owner_alive(c.owner, c.owner_start) {
-            remove(&engine, &c);
-            removed.push(c.name);
-        }
+fn remove(engine: &Engine, o: &EngineObject, id: &str) {
+    match o.kind {
+        EngineKind::Container => drop(engine.run(&["rm", "-f", id], COMMAND_TIMEOUT)),
+        EngineKind::Pod => super::kube::remove(engine, id),
     }
-    removed
 }
 
-/// Removes this svcbench's own containers (everything ends at once).
-pub fn remove_own() {
+/// What was removed: pods and containers, by name, for one line each.
+#[derive(Debug, Default)]
+pub struct Removed {
+    pub pods: Vec<String>,
+    pub containers: Vec<String>,
+}
+
+/// Removes the containers and pods a dead svcbench's lock file records for its parts (pods first: whole,
+/// with their infra containers), then their cgroup parents, which only a part named after its owner has.
+pub fn remove_recorded(owner: &Identity, parts: &[Part], removed: &mut Removed) {
+    let objects: Vec<(&Part, &EngineObject)> =
+        parts.iter().flat_map(|p| p.engine.iter().map(move |o| (p, o))).collect();
+    if objects.is_empty() {
+        return;
+    }
     let Some(engine) = engine_installed() else { return };
-    let me = std::process::id() as i32;
-    for (pod, _, _) in labelled_pods(&engine).iter().filter(|(_, owner, _)| *owner == me) {
-        super::kube::remove(&engine, pod);
-    }
-    for c in labelled(&engine).iter().filter(|c| c.owner == me) {
-        remove(&engine, c);
+    let mut sorted = objects;
+    sorted.sort_by_key(|(_, o)| o.kind != EngineKind::Pod);
+    for (part, o) in sorted {
+        if let Some(id) = still_owned(&engine, o, owner) {
+            remove(&engine, o, &id);
+            match o.kind {
+                EngineKind::Pod => removed.pods.push(o.name.clone()),
+                EngineKind::Container => removed.containers.push(o.name.clone()),
+            }
+        }
+        let own =
+            part.name.starts_with(&format!("{}-", owner.pid)) && !part.name.contains('/') && !part.name.contains("..");
+        if own && o.kind == EngineKind::Container {
+            remove_parent_groups(&part.name);
+        }
     }
 }
 
-/// The owner labels of a container this svcbench starts.
+/// Removes this svcbench's own containers and pods (everything ends at once), from its own registry.
+pub fn remove_own() {
+    let parts: Vec<Part> = crate::guard::registered().into_iter().map(|p| p.part).collect();
+    let Some(engine) = engine_installed().filter(|_| parts.iter().any(|p| !p.engine.is_empty())) else { return };
+    for p in &parts {
+        for o in &p.engine {
+            remove(&engine, o, o.id.as_deref().unwrap_or(&o.name));
+        }
+        if p.engine.iter().any(|o| o.kind == EngineKind::Container) {
+            remove_parent_groups(&p.name);
+        }
+    }
+}
+
+/// The owner labels of a container this svcbench starts: what ties a container whose id was not yet
+/// recorded to the lock file naming it.
 pub fn owner_labels() -> Vec<(String, String)> {
     let me = std::process::id() as i32;
     vec![

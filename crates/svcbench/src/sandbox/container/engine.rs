@@ -8,6 +8,10 @@ use std::time::Duration;
 /// How long an ordinary engine command (inspect, stop, rm, ps) may take.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The most svcbench keeps of what one engine command prints on each of its outputs: the last bytes.
+/// Much of it is the image's (its logs, its labels and env in `inspect`), so no more is read into memory.
+pub const OUTPUT_MAX: usize = 64 << 10;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Docker,
@@ -107,23 +111,38 @@ impl Engine {
     }
 }
 
-/// Collects a child's output, killing it at `timeout` (its pipes are read on threads so that it never
-/// blocks on a full one).
-fn wait_output(mut child: std::process::Child, timeout: Duration) -> Option<std::process::Output> {
-    use std::io::Read;
-    let mut out = child.stdout.take();
-    let mut err = child.stderr.take();
-    let reader = |p: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut p) = p {
-                let _ = p.read_to_end(&mut buf);
+/// Reads `from` to its end (so that the writer never blocks on a full pipe), keeping its last `max` bytes.
+pub fn read_tail(mut from: impl std::io::Read, max: usize) -> Vec<u8> {
+    let mut kept: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                kept.extend_from_slice(&buf[..n]);
+                if kept.len() > 2 * max {
+                    kept.drain(..kept.len() - max);
+                }
             }
-            buf
-        })
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    if kept.len() > max {
+        kept.drain(..kept.len() - max);
+    }
+    kept
+}
+
+/// Collects the last [`OUTPUT_MAX`] bytes of a child's outputs, killing it at `timeout` (its pipes are read
+/// on threads so that it never blocks on a full one).
+pub fn wait_output(mut child: std::process::Child, timeout: Duration) -> Option<std::process::Output> {
+    use std::io::Read;
+    let reader = |p: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || p.map(|p| read_tail(p, OUTPUT_MAX)).unwrap_or_default())
     };
-    let t_out = reader(out.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let t_err = reader(err.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let t_out = reader(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let t_err = reader(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
     let status = crate::poll::until(timeout, Duration::from_millis(5), || child.try_wait().ok().flatten());
     let Some(status) = status else {
         let _ = child.kill();
@@ -135,4 +154,25 @@ fn wait_output(mut child: std::process::Child, timeout: Duration) -> Option<std:
         stdout: t_out.join().unwrap_or_default(),
         stderr: t_err.join().unwrap_or_default(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_engine_s_output_is_read_to_its_end_but_only_its_tail_is_kept() {
+        // A real child printing 1 MiB and then a last line: the pipe is drained, the tail kept.
+        let child = std::process::Command::new("sh")
+            .args(["-c", "head -c 1048576 /dev/zero | tr '\\0' x; echo; echo the-end"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = wait_output(child, Duration::from_secs(20)).expect("ended");
+        assert!(out.status.success());
+        assert_eq!(out.stdout.len(), OUTPUT_MAX);
+        assert!(String::from_utf8_lossy(&out.stdout).ends_with("x\nthe-end\n"));
+        assert_eq!(read_tail(&b"abcdef"[..], 4), b"cdef");
+    }
 }

@@ -76,6 +76,16 @@ pub fn apply_beyond_spec(engine: &Engine, pod: &str, limits: &Limits) -> Result<
     engine.run(&words, COMMAND_TIMEOUT).map(drop)
 }
 
+/// Writes the pids limit into the played container's own group (`parent/own`, from each hierarchy's
+/// root) in the pids hierarchy (v1) or the unified one, where Podman's `kube play` sets none. Not checked
+/// here: the confinement read back from the container's process says whether it holds.
+pub fn hold_pids(parent: &Path, own: &str, limit: u32) {
+    let base = crate::sandbox::cgroup::v1_mount("pids").or_else(crate::sandbox::cgroup::v2_mount);
+    if let Some(base) = base {
+        let _ = std::fs::write(base.join(parent).join(own).join("pids.max"), limit.to_string());
+    }
+}
+
 /// `podman wait` on the pod's container: it ends when the container does, printing its exit code.
 pub fn waiter(engine: &Engine, pod: &str) -> Result<Child> {
     let mut c = engine.command();
@@ -83,20 +93,21 @@ pub fn waiter(engine: &Engine, pod: &str) -> Result<Child> {
     c.spawn().with_context(|| format!("cannot run {} wait", engine.program))
 }
 
-/// The container's exit code as `podman wait` printed it.
+/// The container's exit code as `podman wait` printed it (a number: no more is read).
 pub fn waited_code(child: &mut Child) -> Option<i32> {
-    use std::io::Read;
-    let mut text = String::new();
-    child.stdout.take()?.read_to_string(&mut text).ok()?;
-    text.trim().parse().ok()
+    let out = child.stdout.take()?;
+    let text = super::engine::read_tail(std::io::Read::take(out, 64), 64);
+    String::from_utf8_lossy(&text).trim().parse().ok()
 }
 
-/// Appends the container's output to the service's log (a played container's output stays with Podman).
+/// Appends the container's output to the service's log (a played container's output stays with Podman):
+/// its last [`super::engine::OUTPUT_MAX`] bytes of each stream, the image's to fill.
 pub fn save_logs(engine: &Engine, pod: &str, log: &mut std::fs::File) {
     use std::io::Write;
     let mut c = engine.command();
-    c.args(["logs", &container_of(pod)]);
-    if let Ok(out) = c.output() {
+    c.args(["logs", &container_of(pod)]).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let Ok(child) = c.spawn() else { return };
+    if let Some(out) = super::engine::wait_output(child, COMMAND_TIMEOUT) {
         let _ = log.write_all(&out.stdout);
         let _ = log.write_all(&out.stderr);
     }

@@ -4,6 +4,7 @@
 //! pod_spec.rs writes the same container as a Kubernetes Pod and kube.rs plays it with Podman
 //! (docs/kubernetes.md).
 pub mod cleanup;
+pub mod confinement;
 pub mod engine;
 pub mod image;
 pub mod kube;

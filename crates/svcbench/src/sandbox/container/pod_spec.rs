@@ -5,7 +5,12 @@
 //! Requests equal limits (CPU in millicores, memory in Mi where it divides, else bytes): the Guaranteed QoS
 //! class a dense cluster gives a service it sizes, and the only one whose limits are the cgroup's cap, as
 //! svcbench's are. What a Pod cannot say is kept as an annotation: the CPU set (Kubernetes' CPU manager
-//! picks CPUs itself) and the pids limit (a kubelet setting, `podPidsLimit`, not a Pod's).
+//! picks CPUs itself) and the pids limit (a kubelet setting, `podPidsLimit`, not a Pod's; `run --runtime
+//! kube` writes it into the played container's cgroup, kube.rs).
+//!
+//! The container is confined as `<engine> run` confines it (confinement.rs): a non-root user, no
+//! capability but the manifest's, no privilege escalation, the runtime's default seccomp profile, a
+//! read-only root with an emptyDir at /tmp.
 use super::run::ContainerSpec;
 use anyhow::{bail, Result};
 use serde::Serialize;
@@ -43,6 +48,22 @@ pub struct PodSpec {
     /// A service that ends is a failed run, not one to start again (as `<engine> run` does not).
     pub restart_policy: &'static str,
     pub containers: Vec<Container>,
+    pub volumes: Vec<Volume>,
+}
+
+/// The pod's scratch space: an emptyDir, mounted at /tmp (the root filesystem is read-only).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Volume {
+    pub name: String,
+    pub empty_dir: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeMount {
+    pub name: String,
+    pub mount_path: &'static str,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -63,6 +84,7 @@ pub struct Container {
     pub resources: Resources,
     pub readiness_probe: Probe,
     pub security_context: SecurityContext,
+    pub volume_mounts: Vec<VolumeMount>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -108,7 +130,39 @@ pub struct HttpGet {
 pub struct SecurityContext {
     pub run_as_user: u32,
     pub run_as_group: u32,
+    pub run_as_non_root: bool,
+    pub read_only_root_filesystem: bool,
     pub allow_privilege_escalation: bool,
+    pub capabilities: Capabilities,
+    pub seccomp_profile: SeccompProfile,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Capabilities {
+    pub drop: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub add: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SeccompProfile {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+}
+
+impl SecurityContext {
+    /// The confinement of a container run as `uid:gid` keeping only `capabilities`.
+    pub fn confined(uid: u32, gid: u32, capabilities: &[String]) -> SecurityContext {
+        SecurityContext {
+            run_as_user: uid,
+            run_as_group: gid,
+            run_as_non_root: true,
+            read_only_root_filesystem: true,
+            allow_privilege_escalation: false,
+            capabilities: Capabilities { drop: vec!["ALL".into()], add: capabilities.to_vec() },
+            seccomp_profile: SeccompProfile { kind: "RuntimeDefault" },
+        }
+    }
 }
 
 /// CPUs as Kubernetes quantities: millicores, its smallest unit.
@@ -176,6 +230,11 @@ pub fn build(spec: &ContainerSpec, name: &str, readiness: &str, port: u16, liste
     annotations.insert(ANNOTATION_PIDS.to_string(), spec.pids_limit.to_string());
     let labels = spec.labels.iter().map(|(k, v)| (k.clone(), label_value(v))).collect();
     let (uid, gid) = user_ids(&spec.user)?;
+    if uid == 0 {
+        bail!("container user {}: a Pod runs as non-root only (runAsNonRoot)", spec.user);
+    }
+    // Podman names an emptyDir's volume after it: a name of this pod's own, never one shared with another.
+    let tmp = pod_name(&format!("tmp-{}", pod_name(name)));
     let host_network = spec.netns.is_none();
     // On the host's network a loopback listener answers the kubelet only on loopback.
     let probe_host = (host_network && listen.starts_with("127.")).then(|| listen.to_string());
@@ -186,6 +245,7 @@ pub fn build(spec: &ContainerSpec, name: &str, readiness: &str, port: u16, liste
         spec: PodSpec {
             host_network,
             restart_policy: "Never",
+            volumes: vec![Volume { name: tmp.clone(), empty_dir: BTreeMap::new() }],
             containers: vec![Container {
                 name: CONTAINER,
                 image: spec.image.clone(),
@@ -197,11 +257,8 @@ pub fn build(spec: &ContainerSpec, name: &str, readiness: &str, port: u16, liste
                     http_get: HttpGet { host: probe_host, path: readiness.to_string(), port },
                     period_seconds: 1,
                 },
-                security_context: SecurityContext {
-                    run_as_user: uid,
-                    run_as_group: gid,
-                    allow_privilege_escalation: false,
-                },
+                security_context: SecurityContext::confined(uid, gid, &spec.capabilities),
+                volume_mounts: vec![VolumeMount { name: tmp, mount_path: super::confinement::TMP_MOUNT }],
             }],
         },
     })

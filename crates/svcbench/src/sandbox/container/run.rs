@@ -1,10 +1,14 @@
 //! One service as a container: the engine runs the image in the foreground (its exit is the container's,
 //! its output the service's log) under the run's CPU quota, memory cap (swap equal to it), CPU set and pids
-//! limit, in a cgroup parent of svcbench's own (`/svcbench/<run's sandbox name>`). The container's cgroup is
+//! limit, confined whatever its image holds (confinement.rs: no capability but those asked, no new
+//! privileges, a read-only root, a non-root user; read back from its process, or the start is refused),
+//! in a cgroup parent of svcbench's own (`/svcbench/<run's sandbox name>`). The container's cgroup is
 //! read back from the kernel (/proc/<pid>/cgroup of the process found in it), so the sampler, the per-step
 //! high-water mark, CPU time and the limits held come from the same files as for a process.
+use super::confinement;
 use super::engine::{Engine, Kind, COMMAND_TIMEOUT};
 use super::kube;
+use crate::guard::{EngineKind, EngineObject};
 use crate::sandbox::cgroup::{self, Applied, CgroupBackend};
 use crate::sandbox::process::Exit;
 use crate::sandbox::sampler::Sample;
@@ -28,6 +32,8 @@ pub struct ContainerSpec {
     pub env: Vec<(String, String)>,
     pub limits: Limits,
     pub pids_limit: u32,
+    /// The only capabilities it keeps (the manifest's `capabilities`; none by default).
+    pub capabilities: Vec<String>,
     /// The run's network namespace (`--net`), by its name under /run/netns; None: the host's network.
     pub netns: Option<String>,
     /// uid:gid inside the container.
@@ -55,6 +61,8 @@ pub fn container_name(sandbox: &str) -> String {
 struct Shared {
     group: Mutex<Option<(Arc<dyn CgroupBackend>, i32)>>,
     applied: Mutex<Option<Applied>>,
+    /// What the kernel held the container's process to when it was found (None: it was gone by then).
+    confinement: Mutex<Option<confinement::Held>>,
     /// Where the container's process was when its limits did not settle (for the warning).
     unsettled: Mutex<Option<String>>,
     last: Mutex<Sample>,
@@ -170,7 +178,16 @@ fn run_args(engine: &Engine, spec: &ContainerSpec) -> Result<Vec<String>> {
              \"podman\" in the manifest's [container], or run without --net"
         ),
     }
+    // Confined whatever the image holds (confinement.rs): no capability but those asked, no way back to
+    // root through a setuid file, nothing written outside /tmp and the dependencies' folders.
     a.push(format!("--user={}", spec.user));
+    a.push("--cap-drop=ALL".into());
+    for c in &spec.capabilities {
+        a.push(format!("--cap-add={c}"));
+    }
+    a.push("--security-opt=no-new-privileges".into());
+    a.push("--read-only".into());
+    a.push(format!("--tmpfs={}:{}", confinement::TMP_MOUNT, confinement::TMP_OPTIONS));
     for m in &spec.mounts {
         a.push(format!("--volume={m}:{m}"));
     }
@@ -287,11 +304,12 @@ fn settled_limits(place: &Place, found: (Arc<dyn CgroupBackend>, i32), asked: &L
 
 /// Finds the container's group (bounded) and reads its limits once they have settled, for the probe and
 /// the sandbox (on the starter's own thread, so that the readiness wait starts at once).
-fn find_and_settle(finder: &Shared, place: &Place, asked: &Limits) {
+fn find_and_settle(finder: &Shared, place: &Place, asked: &Limits, pids_limit: u32, capabilities: &[String]) {
     let t0 = Instant::now();
     while t0.elapsed() < FIND_TIMEOUT && !finder.ended.load(Ordering::Relaxed) {
         if let Some((g, pid)) = find_group(place) {
             let (g, pid, applied) = settled_limits(place, (g, pid), asked);
+            *finder.confinement.lock().unwrap() = settled_confinement(place, pids_limit, capabilities);
             if !cgroup::mismatches(asked, &applied).is_empty() {
                 let mut unsettled = finder.unsettled.lock().unwrap();
                 let before = unsettled.take().map(|w| format!("{w}; ")).unwrap_or_default();
@@ -303,6 +321,18 @@ fn find_and_settle(finder: &Shared, place: &Place, asked: &Limits) {
         }
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+/// What the container's process is held to (confinement.rs) once it runs the image's program: a process
+/// found while the runtime is still setting the container up (uid 0, every capability, the host's mounts)
+/// is found again until what it holds is what was asked, or for [`SETTLE`], so that a container that is
+/// not confined is still seen as one.
+fn settled_confinement(place: &Place, pids_limit: u32, capabilities: &[String]) -> Option<confinement::Held> {
+    let now = || confinement::held(find_process(place)?);
+    crate::poll::until(SETTLE, Duration::from_millis(2), || {
+        now().filter(|h| confinement::shortfalls(h, capabilities, pids_limit).is_empty())
+    })
+    .or_else(now)
 }
 
 /// How long the runtime may take to write the limits once the container's process is in its group.
@@ -326,15 +356,25 @@ impl ContainerSandbox {
             log,
             err,
         )?;
+        let container = container_name(&spec.name);
         crate::guard::register(crate::guard::Part {
             name: spec.name.clone(),
             pgid: child.id() as i32,
-            cgroups: Vec::new(),
+            engine: vec![EngineObject { kind: EngineKind::Container, name: container.clone(), id: None }],
+            ..Default::default()
         });
         let shared = Arc::new(Shared::default());
         // Found on a thread of its own, so that the readiness wait starts at once.
         let (finder, place, asked) = (shared.clone(), Place::of_run(&spec.name), spec.limits.clone());
-        std::thread::spawn(move || find_and_settle(&finder, &place, &asked));
+        let (engine2, part, pids_limit, caps) =
+            (engine.clone(), spec.name.clone(), spec.pids_limit, spec.capabilities.clone());
+        std::thread::spawn(move || {
+            find_and_settle(&finder, &place, &asked, pids_limit, &caps);
+            // It exists once its process runs: its id is what a later svcbench removes.
+            if let Ok(id) = engine2.run(&["inspect", "--format", "{{.Id}}", &container], COMMAND_TIMEOUT) {
+                crate::guard::record_engine_id(&part, &container, id.trim());
+            }
+        });
         Ok(ContainerSandbox {
             engine: engine.clone(),
             container: container_name(&spec.name),
@@ -356,11 +396,13 @@ impl ContainerSandbox {
         crate::guard::register(crate::guard::Part {
             name: spec.name.clone(),
             pgid: play.id() as i32,
-            cgroups: Vec::new(),
+            engine: vec![EngineObject { kind: EngineKind::Pod, name: pod.to_string(), id: None }],
+            ..Default::default()
         });
         let shared = Arc::new(Shared::default());
         *shared.play.lock().unwrap() = Some(play);
         let (finder, engine2, pod2, asked) = (shared.clone(), engine.clone(), pod.to_string(), spec.limits.clone());
+        let (pids_limit, part, caps) = (spec.pids_limit, spec.name.clone(), spec.capabilities.clone());
         std::thread::spawn(move || {
             // The pod's ids, and so its cgroup, are known once the play has ended.
             let played = crate::poll::until(FIND_TIMEOUT, Duration::from_millis(5), || {
@@ -373,6 +415,10 @@ impl ContainerSandbox {
                 *finder.unsettled.lock().unwrap() = Some(why);
                 *finder.play_failed.lock().unwrap() = Some(container_exit(code));
             };
+            // Made (whole or in part) once the play has ended: its id is what a later svcbench removes.
+            if let Ok(id) = engine2.run(&["pod", "inspect", "--format", "{{.Id}}", &pod2], COMMAND_TIMEOUT) {
+                crate::guard::record_engine_id(&part, &pod2, id.trim());
+            }
             match played {
                 Some(s) if s.success() => {}
                 Some(s) => return failed(format!("`podman kube play` failed ({s})"), s.code()),
@@ -389,7 +435,10 @@ impl ContainerSandbox {
             if let Err(e) = kube::apply_beyond_spec(&engine2, &pod2, &asked) {
                 *finder.unsettled.lock().unwrap() = Some(format!("the CPU set could not be set: {e:#}"));
             }
-            find_and_settle(&finder, &place, &asked);
+            // A Pod cannot ask for a pids limit (a kubelet's podPidsLimit): written as a kubelet does, on
+            // the container's own group, then read back with the rest of its confinement.
+            kube::hold_pids(&place.parent, place.only.as_deref().unwrap_or_default(), pids_limit);
+            find_and_settle(&finder, &place, &asked, pids_limit, &caps);
         });
         Ok(ContainerSandbox {
             engine: engine.clone(),
@@ -453,6 +502,20 @@ impl ContainerSandbox {
             mismatches.push(w);
         }
         (held, mismatches)
+    }
+
+    /// The one line refusing a container that is not confined as asked (confinement.rs), read from its
+    /// process when it was found; None when it is, or when it ended before it was found (its exit says why).
+    pub fn confinement_refusal(&self) -> Option<String> {
+        if !self.wait_found() {
+            return None;
+        }
+        let held = self.shared.confinement.lock().unwrap().clone();
+        let shortfalls = match held {
+            Some(h) => confinement::shortfalls(&h, &self.spec.capabilities, self.spec.pids_limit),
+            None => vec!["its process could not be read".into()],
+        };
+        (!shortfalls.is_empty()).then(|| confinement::refusal(&self.container, &shortfalls))
     }
 
     pub fn cgroup_version(&self) -> &'static str {
@@ -630,6 +693,7 @@ mod tests {
             env: vec![("PORT".into(), "8080".into())],
             limits: Limits { cpus: Some(0.5), memory_bytes: Some(64 << 20), cpuset: Some("1".into()), pids: None },
             pids_limit: 512,
+            capabilities: vec!["NET_BIND_SERVICE".into()],
             netns: Some("svcb-1-svc".into()),
             user: "65534:65534".into(),
             labels: vec![(LABEL_SESSION.into(), "7".into())],
@@ -644,7 +708,8 @@ mod tests {
             "--cpuset-cpus=1",
             "--pids-limit=512",
             "--network=ns:/run/netns/svcb-1-svc",
-            "--user=65534:65534",
+            "--user=65534:65534 --cap-drop=ALL --cap-add=NET_BIND_SERVICE --security-opt=no-new-privileges --read-only",
+            "--tmpfs=/tmp:rw,nosuid,nodev,mode=1777",
             "--label=svcbench.session=7",
             "--env PORT=8080",
             "--volume=/tmp/svcbench-sqlite-x:/tmp/svcbench-sqlite-x",
