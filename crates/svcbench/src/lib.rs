@@ -2,7 +2,9 @@
 //! cli → runner → (sandbox, loadgen, deps) → store → report.
 pub mod alone;
 pub mod bounded;
+pub mod capabilities;
 pub mod cell;
+pub mod child;
 pub mod cli;
 pub mod commands;
 pub mod cpus;

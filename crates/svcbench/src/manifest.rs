@@ -356,7 +356,7 @@ impl Service {
             }
             _ => {}
         }
-        crate::sandbox::container::confinement::capability_names(&c.capabilities)
+        crate::capabilities::capability_names(&c.capabilities)
             .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
         // A context the build makes (e.g. Maven's `target/`) is not there before the build: only a service
         // without a build must have it already.

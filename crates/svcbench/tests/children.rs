@@ -207,7 +207,9 @@ fn a_secret_in_svcbenchs_environment_reaches_no_dependency() {
     assert_eq!(envs.len(), 1, "one mock upstream, started by svcbench up");
     let keys: Vec<&str> = envs[0].lines().filter_map(|l| l.split_once('=').map(|(k, _)| k)).collect();
     assert!(!envs[0].contains(SECRET.1), "the secret reached the mock upstream:\n{}", envs[0]);
-    let outside: Vec<&&str> = keys.iter().filter(|k| !["PATH", "LANG", "LC_ALL", "TZ", "PWD"].contains(k)).collect();
+    // Beside the allow-list: the shell's PWD, and the upstream's own control token (not svcbench's secret).
+    let allowed = ["PATH", "LANG", "LC_ALL", "TZ", "PWD", svcbench::mock_upstream::TOKEN_ENV];
+    let outside: Vec<&&str> = keys.iter().filter(|k| !allowed.contains(k)).collect();
     assert!(outside.is_empty(), "variables beyond the allow-list reached the dependency: {outside:?}");
 }
 
@@ -235,7 +237,11 @@ fn a_duets_two_sides_run_as_two_users_neither_of_which_can_signal_the_other() {
     let b = service(tmp.path(), "side-b", "", &side("b", "a"), "");
     let prof = tmp.path().join("p.toml");
     std::fs::write(&prof, "name = \"t\"\n[[step]]\nrate = [20]\nduration = \"2s\"\n").unwrap();
-    let dbp = tmp.path().join("d.db");
+    // The store in a folder of its own: one others can write is refused (they could plant its journal).
+    let store = tmp.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dbp = store.join("d.db");
     let args = [
         "duet",
         a.to_str().unwrap(),

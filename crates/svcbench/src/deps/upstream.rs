@@ -38,7 +38,7 @@ impl Upstream {
             ctx.work_dir,
             // svcbench's own program: the allow-list alone and its control token, nothing else of svcbench's.
             &{
-                let mut env = crate::sandbox::child::env(crate::sandbox::child::Needs::Nothing);
+                let mut env = crate::child::env(crate::child::Needs::Nothing);
                 env.push((crate::mock_upstream::TOKEN_ENV.to_string(), token.clone()));
                 env
             },

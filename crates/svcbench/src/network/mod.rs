@@ -95,11 +95,7 @@ pub fn check_available(with_links: bool) -> Result<()> {
     if unsafe { libc::geteuid() } != 0 {
         bail!("--net needs root (network namespaces, veth pairs, TUN devices); run svcbench as root or leave out --net and --link");
     }
-    if crate::sandbox::child::helper(netns::program("ip"), crate::sandbox::child::Needs::Nothing)
-        .arg("-V")
-        .output()
-        .is_err()
-    {
+    if crate::child::helper(netns::program("ip"), crate::child::Needs::Nothing).arg("-V").output().is_err() {
         bail!("--net needs `ip` from iproute2, which is not installed: apt install iproute2");
     }
     if with_links && !std::path::Path::new("/dev/net/tun").exists() {

@@ -15,12 +15,10 @@ pub fn program(prog: &str) -> PathBuf {
 
 /// Runs `prog args…` and fails with its own error text on one line.
 pub fn run(prog: &str, args: &[&str]) -> Result<()> {
-    let out = crate::sandbox::child::helper(program(prog), crate::sandbox::child::Needs::Nothing)
+    let out = crate::child::helper(program(prog), crate::child::Needs::Nothing)
         .args(args)
         .output()
-        .with_context(|| {
-        format!("cannot run `{prog}`: install iproute2 (apt install iproute2), which --net needs")
-    })?;
+        .with_context(|| format!("cannot run `{prog}`: install iproute2 (apt install iproute2), which --net needs"))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr).trim().replace('\n', " ");
         bail!("`{prog} {}` failed: {err}", args.join(" "));
@@ -30,7 +28,7 @@ pub fn run(prog: &str, args: &[&str]) -> Result<()> {
 
 /// The output of `prog args…` (empty when it fails).
 pub fn output(prog: &str, args: &[&str]) -> String {
-    crate::sandbox::child::helper(program(prog), crate::sandbox::child::Needs::Nothing)
+    crate::child::helper(program(prog), crate::child::Needs::Nothing)
         .args(args)
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).to_string())

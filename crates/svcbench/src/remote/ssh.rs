@@ -68,7 +68,7 @@ fn output_within(cmd: &mut std::process::Command, limit: Duration) -> std::io::R
 /// anything is built, it is also the first proof that ssh and svcbench work there.
 pub fn remote_facts(place: &Place, role: &str) -> Result<crate::host::HostFacts> {
     let Place::Ssh { svcbench, .. } = place else { return Ok(crate::host::facts()) };
-    let mut ssh = crate::sandbox::child::helper("ssh", crate::sandbox::child::Needs::Ssh);
+    let mut ssh = crate::child::helper("ssh", crate::child::Needs::Ssh);
     ssh.args(place.ssh_args(&format!("{} host-facts", shell_quote(svcbench)))).stdin(std::process::Stdio::null());
     let out = output_within(&mut ssh, HOST_FACTS_TIMEOUT)
         .with_context(|| format!("cannot run ssh (install OpenSSH's client) for the {role} on another host"))?;
@@ -214,7 +214,7 @@ impl FarProcess {
         // A session of its own, not in svcbench's process group: a Ctrl-C at the terminal must not cut the
         // connection before svcbench has told the other machine to stop (by closing its input) and heard
         // that it did.
-        let mut ssh = crate::sandbox::child::part("ssh", crate::sandbox::child::Needs::Ssh)
+        let mut ssh = crate::child::part("ssh", crate::child::Needs::Ssh)
             .args(place.ssh_args(command))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -152,7 +152,7 @@ fn spawn_all(
                 crate::sandbox::process::spawn_program(
                     Path::new("ssh"),
                     &place.ssh_args(&script),
-                    crate::sandbox::child::Needs::Ssh,
+                    crate::child::Needs::Ssh,
                     None,
                     std::process::Stdio::piped(),
                     out_file,
@@ -165,7 +165,7 @@ fn spawn_all(
                 crate::sandbox::process::spawn_program(
                     &exe,
                     &args,
-                    crate::sandbox::child::Needs::Nothing,
+                    crate::child::Needs::Nothing,
                     ns,
                     std::process::Stdio::null(),
                     out_file,
@@ -296,7 +296,7 @@ impl RemoteMix {
 impl Drop for RemoteMix {
     fn drop(&mut self) {
         if !self.removed {
-            let _ = crate::sandbox::child::helper("ssh", crate::sandbox::child::Needs::Ssh)
+            let _ = crate::child::helper("ssh", crate::child::Needs::Ssh)
                 .args(self.place.ssh_args(&remove_command(&self.dir)))
                 .stdin(std::process::Stdio::null())
                 .output();
@@ -316,7 +316,7 @@ fn remove_command(dir: &str) -> String {
 
 /// Copies the mix file to a private folder on `place`.
 fn upload(place: &Place, mix: &Path) -> Result<RemoteMix> {
-    let out = crate::sandbox::child::helper("ssh", crate::sandbox::child::Needs::Ssh)
+    let out = crate::child::helper("ssh", crate::child::Needs::Ssh)
         .args(place.ssh_args(UPLOAD_COMMAND))
         .stdin(std::fs::File::open(mix)?)
         .output()

@@ -5,7 +5,6 @@
 pub mod cgroup;
 pub mod cgroup_v1;
 pub mod cgroup_v2;
-pub mod child;
 pub mod container;
 pub mod kernel_log;
 pub mod listen_queue;

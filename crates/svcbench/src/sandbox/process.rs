@@ -97,14 +97,14 @@ pub fn shell_quote(s: &str) -> String {
 pub fn spawn_program(
     program: &std::path::Path,
     args: &[String],
-    needs: super::child::Needs,
+    needs: crate::child::Needs,
     netns: Option<std::os::fd::RawFd>,
     stdin: Stdio,
     stdout: File,
     stderr: File,
 ) -> Result<Child> {
     let mut cmd = Command::new(program);
-    cmd.args(args).stdin(stdin).env_clear().envs(super::child::env(needs));
+    cmd.args(args).stdin(stdin).env_clear().envs(crate::child::env(needs));
     spawn_placed(cmd, &Placement { netns, ..Placement::default() }, stdout, stderr)
         .with_context(|| format!("cannot start {}", program.display()))
 }
@@ -124,7 +124,7 @@ fn spawn_placed(mut cmd: Command, placement: &Placement, stdout: File, stderr: F
         cmd.pre_exec(move || {
             // Only async-signal-safe calls here: we are between fork and exec. A session of its own first:
             // no controlling terminal (nothing typed into or read from svcbench's), its own process group.
-            super::child::new_session()?;
+            crate::child::new_session()?;
             for &fd in &fds {
                 // "0" means the writing process itself, in v1 and v2 alike.
                 if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {

@@ -18,7 +18,7 @@ pub const STORE_USER: &str = "svcbench-store";
 
 /// The only variables of svcbench's own environment a service gets (when set); HOME is its own private
 /// folder and JAVA_HOME is added where its `run` uses `{java}`.
-pub const ENV_ALLOW_LIST: &[&str] = super::child::BASE;
+pub const ENV_ALLOW_LIST: &[&str] = crate::child::BASE;
 
 /// Which of the services' users a start takes: the usual one, or the second side of a duet's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,7 +83,7 @@ pub fn ensure(name: &str) -> Result<User> {
     if let Some(u) = lookup()? {
         return Ok(u);
     }
-    let status = super::child::helper("useradd", super::child::Needs::Nothing)
+    let status = crate::child::helper("useradd", crate::child::Needs::Nothing)
         .args(["--system", "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", name])
         .stdout(Stdio::null())
         .status()
@@ -154,7 +154,7 @@ case $prog in
 esac"#;
     let out = {
         use std::os::unix::process::CommandExt;
-        super::child::helper("/bin/sh", super::child::Needs::Nothing)
+        crate::child::helper("/bin/sh", crate::child::Needs::Nothing)
             .arg("-c")
             .arg(SCRIPT)
             .arg("sh")
@@ -225,11 +225,11 @@ mod tests {
         assert!(main.uid != peer.uid && peer.uid != store.uid && main.uid != store.uid);
         // A dependency and a duet's second side, each as its own user, and the first side trying to reach them.
         for target in [&store, &peer] {
-            let mut part = super::super::child::part("sleep", super::super::child::Needs::Nothing);
+            let mut part = super::crate::child::part("sleep", super::crate::child::Needs::Nothing);
             let mut sleeper = part.arg("30").uid(target.uid).gid(target.gid).spawn().unwrap();
             let pid = sleeper.id();
             let tries = format!("cat /proc/{pid}/environ >/dev/null 2>&1 && echo read; kill -0 {pid} 2>/dev/null && echo signalled; echo done");
-            let out = super::super::child::helper("/bin/sh", super::super::child::Needs::Nothing)
+            let out = super::crate::child::helper("/bin/sh", super::crate::child::Needs::Nothing)
                 .args(["-c", &tries])
                 .uid(main.uid)
                 .gid(main.gid)

@@ -62,7 +62,7 @@ pub fn build(svc: &Service, log_dir: &Path, skip: bool) -> Result<Built> {
         let (t0, started) = (Instant::now(), build_stamp::file_clock_now());
         // A session of its own (no terminal, its own process group, ended whole); svcbench's user's
         // toolchain settings, not its whole environment (child.rs); the manifest's build_env on top.
-        let child = crate::sandbox::child::part("/bin/sh", crate::sandbox::child::Needs::Toolchains)
+        let child = crate::child::part("/bin/sh", crate::child::Needs::Toolchains)
             .arg("-c")
             .arg(cmd)
             .current_dir(&svc.dir)

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The folder of stamps inside a service folder; never an input itself.
 const STAMP_DIR: &str = ".svcbench";
@@ -52,16 +52,12 @@ pub fn fresh(svc: &Service) -> Option<Stamp> {
     last(svc).filter(|stamp| holds(svc, stamp))
 }
 
-/// Now, by the clock the kernel stamps files with (it ticks coarsely, behind the precise one): a file
-/// written later than this reads as written later, and one written before the build, even in the same tick,
-/// does not.
+/// Now, for the start of a build: a file written before it reads as no later than this (the kernel stamps
+/// files from a coarse clock, or a finer one that never runs ahead of this one), and one the build writes
+/// after its first clock tick reads as later. A file written in that first tick counts as an input: at worst
+/// one more build, never a stale binary.
 pub fn file_clock_now() -> SystemTime {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // CLOCK_REALTIME_COARSE cannot fail on Linux; were it to, the precise clock is a tick later at most.
-    if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) } != 0 {
-        return SystemTime::now();
-    }
-    UNIX_EPOCH + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    SystemTime::now()
 }
 
 /// Records a successful build of `seconds` that started at `started` ([`file_clock_now`]).

@@ -52,10 +52,8 @@ fn java_version(home: &Path) -> Option<u32> {
     if let Some(v) = fs::read_to_string(home.join("release")).ok().and_then(|s| parse_release_file(&s)) {
         return Some(v);
     }
-    let out = crate::sandbox::child::helper(home.join("bin/java"), crate::sandbox::child::Needs::Nothing)
-        .arg("-version")
-        .output()
-        .ok()?;
+    let out =
+        crate::child::helper(home.join("bin/java"), crate::child::Needs::Nothing).arg("-version").output().ok()?;
     parse_version_output(&String::from_utf8_lossy(&out.stderr))
 }
 
@@ -107,7 +105,7 @@ pub(super) fn ensure_distribution(version: &str, cache_dir: &Path, java_home: &P
         crate::errln!("svcbench: downloading OpenSearch {version} with Maven (once) into {}", cache_dir.display());
         let tmp = cache_dir.join(format!(".download-{}", std::process::id()));
         let _ = fs::remove_dir_all(&tmp);
-        let out = crate::sandbox::child::helper("mvn", crate::sandbox::child::Needs::Toolchains)
+        let out = crate::child::helper("mvn", crate::child::Needs::Toolchains)
             .args(["-q", "-B", "-Dstyle.color=never", "dependency:copy"])
             .arg(format!("-Dartifact={MAVEN_ARTIFACT}:{version}:zip"))
             .arg(format!("-DoutputDirectory={}", tmp.display()))
@@ -136,7 +134,7 @@ pub(super) fn ensure_distribution(version: &str, cache_dir: &Path, java_home: &P
     let _ = fs::remove_dir_all(&tmp);
     fs::create_dir_all(&tmp)?;
     // Helpers' output goes to stderr: stdout is for what svcbench prints (`svcbench up`'s URLs).
-    let unzip = crate::sandbox::child::helper("unzip", crate::sandbox::child::Needs::Nothing)
+    let unzip = crate::child::helper("unzip", crate::child::Needs::Nothing)
         .arg("-q")
         .arg(&zip)
         .arg("-d")
@@ -148,7 +146,7 @@ pub(super) fn ensure_distribution(version: &str, cache_dir: &Path, java_home: &P
         Ok(s) => bail!("unzip of {} failed ({s})", zip.display()),
         Err(_) => {
             // No unzip on this machine: the JDK's jar tool unpacks too, but loses the executable bits.
-            let s = crate::sandbox::child::helper(java_home.join("bin/jar"), crate::sandbox::child::Needs::Nothing)
+            let s = crate::child::helper(java_home.join("bin/jar"), crate::child::Needs::Nothing)
                 .arg("xf")
                 .arg(&zip)
                 .current_dir(&tmp)

@@ -266,21 +266,18 @@ fn ensure_dataset(dataset_dir: &Path) -> Result<PathBuf> {
     let python = venv.join("bin/python");
     if !python.is_file() {
         run(
-            crate::sandbox::child::helper("python3", crate::sandbox::child::Needs::Toolchains)
-                .arg("-m")
-                .arg("venv")
-                .arg(&venv),
+            crate::child::helper("python3", crate::child::Needs::Toolchains).arg("-m").arg("venv").arg(&venv),
             "python3 -m venv",
         )?;
     }
     run(
-        crate::sandbox::child::helper(&python, crate::sandbox::child::Needs::Toolchains)
+        crate::child::helper(&python, crate::child::Needs::Toolchains)
             .args(["-m", "pip", "install", "-q", "-r"])
             .arg(dataset_dir.join("requirements.txt")),
         "pip install -r requirements.txt",
     )?;
     run(
-        crate::sandbox::child::helper(&python, crate::sandbox::child::Needs::Toolchains)
+        crate::child::helper(&python, crate::child::Needs::Toolchains)
             .arg(dataset_dir.join("build.py"))
             .arg("--out")
             .arg(&out),

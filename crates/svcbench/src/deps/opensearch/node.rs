@@ -74,7 +74,7 @@ impl OpenSearch {
         }
         // The allow-list and the node's own settings: nothing else of svcbench's environment (its
         // credentials) is in the node's /proc/PID/environ.
-        let mut env = crate::sandbox::child::env(crate::sandbox::child::Needs::Nothing);
+        let mut env = crate::child::env(crate::child::Needs::Nothing);
         env.extend(node_env(&java_home, &instance_dir));
         let started = Instant::now();
         // bin/opensearch execs the JVM: the sandbox's main process is the node itself.

@@ -27,7 +27,7 @@ pub struct Engine {
 
 /// Whether `program info` answers within a few seconds (a Docker client without its daemon does not).
 fn answers(program: &str) -> bool {
-    let child = crate::sandbox::child::helper(program, crate::sandbox::child::Needs::Engine)
+    let child = crate::child::helper(program, crate::child::Needs::Engine)
         .arg("info")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -45,7 +45,7 @@ fn answers(program: &str) -> bool {
 
 /// Whether `program` is Podman (podman-docker's `docker` says so in its version).
 fn is_podman(program: &str) -> bool {
-    crate::sandbox::child::helper(program, crate::sandbox::child::Needs::Engine)
+    crate::child::helper(program, crate::child::Needs::Engine)
         .arg("--version")
         .stdin(Stdio::null())
         .stderr(Stdio::null())
@@ -91,7 +91,7 @@ impl Engine {
 
     pub fn command(&self) -> Command {
         // A short command waited on: a Ctrl-C at the terminal ends it with svcbench.
-        let mut c = crate::sandbox::child::helper(&self.program, crate::sandbox::child::Needs::Engine);
+        let mut c = crate::child::helper(&self.program, crate::child::Needs::Engine);
         c.stdin(Stdio::null());
         c
     }

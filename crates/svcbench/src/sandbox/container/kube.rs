@@ -35,7 +35,7 @@ pub fn play(engine: &Engine, file: &Path, log: &std::fs::File) -> Result<Child> 
     crate::sandbox::process::spawn_program(
         &program,
         &args,
-        crate::sandbox::child::Needs::Engine,
+        crate::child::Needs::Engine,
         None,
         Stdio::null(),
         log.try_clone()?,

@@ -350,7 +350,7 @@ impl ContainerSandbox {
         let child = crate::sandbox::process::spawn_program(
             &program,
             &args,
-            crate::sandbox::child::Needs::Engine,
+            crate::child::Needs::Engine,
             None,
             Stdio::null(),
             log,
