@@ -7,6 +7,7 @@ pub mod commands;
 pub mod cpus;
 pub mod deps;
 pub mod duet;
+pub mod exit;
 pub mod figures;
 pub mod guard;
 pub mod host;

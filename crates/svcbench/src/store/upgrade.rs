@@ -86,6 +86,15 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
     ("step", "open_files_limit", "INTEGER", 15, "that process's soft RLIMIT_NOFILE at that reading"),
     ("step", "listen_drops", "INTEGER", 15, "connection attempts dropped at the service's full accept queue"),
     ("step", "dep_listen_drops", "INTEGER", 15, "the same at the dependencies svcbench started"),
+    (
+        "session",
+        "scenario_parts",
+        "TEXT",
+        16,
+        "JSON {checks, mixes, …, data files: hash}: the scenario a study's session ran",
+    ),
+    ("session", "svcbench_build", "TEXT", 16, "hash of the svcbench program a study's session ran"),
+    ("session", "image_ids", "TEXT", 16, "JSON {service: image ID} of a study's container services"),
 ];
 
 /// 11: the duet tables (duet.sql), created in every store that lacks them when it is opened.
@@ -94,7 +103,8 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
 /// 14: service.runtime (a process, a container by its engine, or a played Pod).
 /// 15: step.open_files_peak and open_files_limit (the sampler's open-file readings), listen_drops and
 /// dep_listen_drops (accept-queue overflows).
-pub const SCHEMA_VERSION: u32 = 15;
+/// 16: session.scenario_parts, svcbench_build and image_ids (what a study's resume must match too).
+pub const SCHEMA_VERSION: u32 = 16;
 
 fn has_column(conn: &Connection, table: &str, col: &str) -> Result<bool> {
     let mut st = conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?;
