@@ -10,6 +10,7 @@ pub mod commands;
 pub mod cpus;
 pub mod deps;
 pub mod duet;
+pub mod exit;
 pub mod figures;
 pub mod git;
 pub mod guard;

@@ -10,7 +10,7 @@ fn main() {
         if matches!(e.kind(), ErrorKind::ValueValidation | ErrorKind::InvalidValue) {
             let text = e.render().to_string();
             svcbench::errln!("svcbench: {}", text.lines().next().unwrap_or("invalid value"));
-            std::process::exit(2);
+            std::process::exit(svcbench::exit::REFUSED);
         }
         e.exit()
     });
@@ -19,7 +19,7 @@ fn main() {
         Err(e) => {
             // One line: what is wrong and, where we know it, how to fix it.
             svcbench::errln!("svcbench: error: {}", format!("{e:#}").replace('\n', " "));
-            std::process::exit(2);
+            std::process::exit(svcbench::exit::of_error(&e));
         }
     }
 }

@@ -4,7 +4,7 @@ use crate::options::StartupArgs;
 use crate::sandbox::listening::Listening;
 use crate::sandbox::{CgroupChoice, Limits};
 use crate::scenario::checks::CheckResult;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -64,14 +64,18 @@ pub fn check_service(
         store_at: None,
         service_addr: None,
     };
-    let mut started = super::start(svc, &scenario, &how, &stop)?;
+    // Built and started: a failure now is the service's (exit 1, it was not checked), a stop is a stop (130).
+    let stopped = || stop.load(std::sync::atomic::Ordering::Relaxed);
+    let mut started = super::start(svc, &scenario, &how, &stop).map_err(|e| crate::exit::after_start(e, stopped()))?;
     let inst = &mut started.inst;
     crate::errln!("svcbench: {} answered after {:.1} ms", svc.name(), started.startup.as_secs_f64() * 1e3);
     let listening = inst.listening();
     let Some(mut results) = crate::scenario::checks::run_checks_until(&inst.base_url(), &scenario.file.check, &stop)
     else {
         inst.sandbox.stop(crate::runner::STOP_GRACE);
-        bail!("interrupted during the conformance checks");
+        return Err(
+            crate::exit::Interrupted(format!("{}: interrupted during the conformance checks", svc.name())).into()
+        );
     };
     if let Some(l) = listening {
         results.push(listening_check(&l, inst.host.addr));

@@ -101,7 +101,9 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         service_at: plan.as_ref().and_then(|p| p.service_at.as_ref()),
     };
     // Stopped and removed in its field order when this ends: service, dependencies, network.
-    let mut started = alone::start(svc, &scenario, &how, &stop)?;
+    // Started: a failure now is the service's (exit 1), a stop before it is up an interruption (130).
+    let stopped = || stop.load(Ordering::Relaxed);
+    let mut started = alone::start(svc, &scenario, &how, &stop).map_err(|e| crate::exit::after_start(e, stopped()))?;
     let inst = &mut started.inst;
     let (held, mismatches) = inst.sandbox.limits_held(&limits);
     for m in &mismatches {
@@ -131,13 +133,19 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     }
     while !stop.load(Ordering::Relaxed) {
         if let Some(exit) = inst.sandbox.try_exit() {
-            bail!("{} ended by itself ({exit}); last log lines: {}", svc.name(), inst.log_tail(3));
+            return Err(crate::exit::Failed(format!(
+                "{} ended by itself ({exit}); last log lines: {}",
+                svc.name(),
+                inst.log_tail(3)
+            ))
+            .into());
         }
         std::thread::sleep(Duration::from_millis(100));
     }
     crate::errln!("svcbench: stopping {} and its dependencies", svc.name());
     inst.sandbox.stop(crate::runner::STOP_GRACE);
-    Ok(0)
+    // Its one end in order: kept up until asked to stop, it did what it was asked.
+    Ok(crate::exit::DONE)
 }
 
 /// Where each part listens, on stderr: the service as its sockets say (/proc), the dependencies at the address

@@ -15,14 +15,18 @@ fn stop_flag() -> Result<Arc<AtomicBool>> {
     guard::signals::stop_flag(crate::teardown::teardown_all)
 }
 
-/// Runs the command asked; returns the exit code (0 done, 1 a failure it reports, 3 `compare --fail-on` not
-/// judging stores measured differently, 130 interrupted: also before it started anything, which is said in
-/// one line, not as an error).
+/// Runs the command asked; returns the exit code (crate::exit, docs/exit-codes.md: 0 done, 1 something not
+/// measured or checked as asked, 2 refused, 3 `compare --fail-on` not judging stores measured differently,
+/// 130 interrupted: also before it started anything, which is said in one line, not as an error). An error
+/// it returns exits 2, or 1 once something was started (crate::exit::Failed).
 pub fn dispatch(cli: Cli) -> Result<i32> {
     match command(cli) {
-        Err(e) if e.downcast_ref::<guard::signals::StoppedBeforeStart>().is_some() => {
+        Err(e)
+            if e.downcast_ref::<guard::signals::StoppedBeforeStart>().is_some()
+                || e.downcast_ref::<crate::exit::Interrupted>().is_some() =>
+        {
             crate::errln!("svcbench: {}", format!("{e:#}").replace('\n', " "));
-            Ok(130)
+            Ok(crate::exit::INTERRUPTED)
         }
         done => done,
     }
@@ -61,22 +65,8 @@ fn command(cli: Cli) -> Result<i32> {
             let opts = options::run_options(&a.session, plan)?;
             let db = opts.plan.db.clone();
             let s = runner::run_session(opts, stop)?;
-            crate::errln!(
-                "svcbench: session {} {}: {} run(s) completed, {} interrupted, {} failed; figures in {}",
-                s.session_id,
-                if s.interrupted { "interrupted" } else { "done" },
-                s.runs_ok,
-                s.runs_interrupted,
-                s.runs_failed,
-                db.display()
-            );
-            Ok(if s.interrupted {
-                130
-            } else if s.runs_failed > 0 {
-                1
-            } else {
-                0
-            })
+            crate::errln!("svcbench: session {} {}; figures in {}", s.session_id, s.describe(), db.display());
+            Ok(s.exit_code())
         }
         Command::Check(a) => {
             // A bad --dep is refused before anything is built.
@@ -92,7 +82,7 @@ fn command(cli: Cli) -> Result<i32> {
                 }
             }
             crate::outln!("{} of {} checks passed", results.len() - failed, results.len());
-            Ok(if failed > 0 { 1 } else { 0 })
+            Ok(if failed > 0 { crate::exit::FAILED } else { crate::exit::DONE })
         }
         Command::Build(a) => {
             let stop = stop_flag()?;

@@ -37,11 +37,12 @@ pub fn run(a: StudyArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     // The run's own checks (the scenario, store links, the generators' split, the CPU split), as a run
     // would make them.
     let mut opts = crate::options::run_options(&a.session, session_plan(&study, &db, Completed::new(), net.clone()))?;
-    let services = runner::preflight::check_inputs(&mut opts)?.services;
+    let checked = runner::preflight::check_inputs(&mut opts)?;
+    let (services, scenario) = (checked.services, checked.scenario);
     if let Some(slo) = &study.file.slo {
         crate::study::slo_rate::check_reachable(&a.file.display().to_string(), slo, &profile)?;
     }
-    let loaded = Loaded { services, profile };
+    let loaded = Loaded { services, profile, scenario };
     let (completed, unverified) = resumed(&a, &mut study, &loaded, &db)?;
     let names: Vec<String> = loaded.services.iter().map(|s| s.name().to_string()).collect();
     let keys: Vec<String> = study.cells.iter().map(crate::cell::AxisCell::key).collect();
@@ -129,6 +130,7 @@ fn shell_word(w: &str) -> String {
 struct Loaded {
     services: Vec<crate::manifest::Service>,
     profile: crate::profile::Profile,
+    scenario: crate::scenario::Scenario,
 }
 
 /// The runs the store holds per (service, cell).
@@ -169,7 +171,7 @@ fn resumed(a: &StudyArgs, study: &mut Study, loaded: &Loaded, db: &Path) -> Resu
     }
     let mut unverified = None;
     if recorded.is_some() {
-        let now = resume::fingerprint(study, profile, &loaded.services)?;
+        let now = resume::fingerprint(study, profile, &loaded.scenario, &loaded.services)?;
         study.name = resume::generation(db, &base, recorded.as_ref(), &now, a.resume, a.new_cell)?;
         unverified = resume::unverifiable_warning(recorded.as_ref(), &now).filter(|_| !a.new_cell);
         if let Some(w) = &unverified {
@@ -248,7 +250,7 @@ fn print_plan(a: &StudyArgs, study: &Study, profile: &crate::profile::Profile, d
     }
 }
 
-/// How a session of the study ended: its exit code (130 interrupted, 1 a run failed), and whether it was
+/// How a session of the study ended: its exit code (130 interrupted, 1 a service not measured as asked), and whether it was
 /// stopped before its first run (nothing measured).
 struct Ran {
     code: i32,
@@ -269,7 +271,7 @@ fn run_cells(
     let s = runner::run_session(opts, stop)?;
     // Recorded once the builds are done: a build may add files to the tree (node_modules, …) that the
     // next resume sees before building.
-    let now = resume::fingerprint(study, &loaded.profile, &loaded.services)?;
+    let now = resume::fingerprint(study, &loaded.profile, &loaded.scenario, &loaded.services)?;
     let store = crate::store::Store::open(db)?;
     store.record_study_fingerprint(s.session_id, &now)?;
     if let Some(w) = unverified {
@@ -283,22 +285,14 @@ fn run_cells(
             s.session_id
         );
     } else {
-        crate::errln!(
-            "svcbench: study `{}` session {} {}: {} run(s) completed, {} interrupted, {} failed",
-            study.name,
-            s.session_id,
-            if s.interrupted { "interrupted" } else { "done" },
-            s.runs_ok,
-            s.runs_interrupted,
-            s.runs_failed
-        );
+        crate::errln!("svcbench: study `{}` session {} {}", study.name, s.session_id, s.describe());
     }
     if s.interrupted {
         let args: Vec<String> = std::env::args().skip(1).collect();
         crate::errln!("svcbench: continue it with: {}", resume_command(&args));
-        return Ok(Ran { code: 130, nothing });
+        return Ok(Ran { code: crate::exit::INTERRUPTED, nothing });
     }
-    Ok(Ran { code: if s.runs_failed > 0 { 1 } else { 0 }, nothing: false })
+    Ok(Ran { code: s.exit_code(), nothing: false })
 }
 
 /// The session a study's runs make: every cell interleaved, labelled with the study's name, `completed` runs

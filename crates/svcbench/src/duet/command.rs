@@ -191,8 +191,10 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     for line in crate::teardown::leftovers::clean(a.db.parent().unwrap_or(std::path::Path::new("."))) {
         crate::errln!("{line}");
     }
+    // From here on something runs: a failure is the duet's (exit 1), not a refusal.
     for svc in c.services.iter() {
-        crate::service::build::build(svc, &work_dir, a.no_build)?;
+        crate::service::build::build(svc, &work_dir, a.no_build)
+            .map_err(|e| crate::exit::after_start(e, stop.load(Ordering::Relaxed)))?;
     }
     let store = Store::open(&a.db)?;
     let cgroup = if a.cgroup == CgroupChoice::Auto { crate::sandbox::cgroup::detect() } else { a.cgroup };
@@ -262,15 +264,20 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     };
     store.end_duet(duet, status, machine_s, failure.as_deref(), &rows)?;
     crate::out!("{}", super::table::render(names, &labels, &lines, &slices, machine_s));
+    let invalid = slices.iter().filter(|s| s.invalid.is_some()).count();
+    let invalid = match invalid {
+        0 => String::new(),
+        n => format!(" ({n} of {} slices not valid, left out of the verdicts)", slices.len()),
+    };
     crate::errln!(
-        "svcbench: duet {duet} {status}; slices and verdicts in {}, logs in {}",
+        "svcbench: duet {duet} {status}{invalid}; slices and verdicts in {}, logs in {}",
         a.db.display(),
         logs.display()
     );
     if let Some(f) = failure {
-        bail!("{f}");
+        return Err(crate::exit::Failed(format!("duet {duet} failed: {f}")).into());
     }
-    Ok(if interrupted { 130 } else { 0 })
+    Ok(if interrupted { crate::exit::INTERRUPTED } else { crate::exit::DONE })
 }
 
 /// The pairs one after the other, each one's slices stored as it ends. Stops after the pair at which every

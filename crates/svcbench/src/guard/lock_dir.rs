@@ -1,6 +1,6 @@
 //! The folder of the session lock files: what a later svcbench reads there decides what it kills, so only
 //! the user svcbench runs as may write it. As root: /run/svcbench/sessions (root's, mode 0700, inside a
-//! /run/svcbench that only root can write); otherwise $XDG_RUNTIME_DIR/svcbench, else
+//! /run/svcbench of root's, mode 0700, beside the measurement lock); otherwise $XDG_RUNTIME_DIR/svcbench, else
 //! <temp>/svcbench-<uid>. `SVCBENCH_SESSIONS_DIR` names another (tests keep theirs apart). Each is checked
 //! to be a real folder (not a symlink), owned by that user, that nobody else can write.
 use anyhow::{bail, Context, Result};
@@ -14,13 +14,27 @@ pub fn sessions_dir() -> Result<PathBuf> {
         private_dir(&dir, uid, 0o700)?;
         return Ok(dir);
     }
+    let run = runtime_dir()?;
     if uid == 0 {
-        // 0755: other users take the measurement lock there (machine_lock.rs).
-        let run = Path::new("/run/svcbench");
-        private_dir(run, 0, 0o755)?;
         let dir = run.join("sessions");
         private_dir(&dir, 0, 0o700)?;
         return Ok(dir);
+    }
+    Ok(run)
+}
+
+/// svcbench's own folder for what only its user may open (the sessions folder, the measurement lock): as
+/// root /run/svcbench (mode 0700: no other user opens the measurement lock there), otherwise the user's
+/// own folder. No fallback into a shared folder another user could have made first.
+pub fn runtime_dir() -> Result<PathBuf> {
+    let uid = unsafe { libc::geteuid() };
+    if uid == 0 {
+        let run = Path::new("/run/svcbench");
+        private_dir(run, 0, 0o700).with_context(|| {
+            "svcbench keeps its measurement lock and session files there: fix /run (a tmpfs root can write), or \
+             set SVCBENCH_LOCK_FILE and SVCBENCH_SESSIONS_DIR to a folder of root's own"
+        })?;
+        return Ok(run.to_path_buf());
     }
     let dir = match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| Path::new(d).is_absolute()) {
         Some(d) => PathBuf::from(d).join("svcbench"),

@@ -1,8 +1,9 @@
-//! Ctrl-C and SIGTERM: the first one asks the session to stop (every wait checks the flag, so it ends
-//! within a second, keeping what was measured); a second one kills every service and dependency, removes
-//! their cgroups, and only then exits (130).
+//! Ctrl-C, SIGTERM and SIGHUP (a closed terminal, a dropped ssh connection): the first one asks the session
+//! to stop (every wait checks the flag, so it ends within a second, keeping what was measured); a second one
+//! kills every service and dependency, removes their cgroups, and only then exits (130). Without SIGHUP here
+//! a hangup would end svcbench at once, leaving its services, cgroups and lock file behind.
 use anyhow::Result;
-use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -30,7 +31,7 @@ pub fn interrupted() -> bool {
 /// The stop flag of a command; a second signal calls `teardown` (what ends every part at once), then exits.
 pub fn stop_flag(teardown: fn(&str)) -> Result<Arc<AtomicBool>> {
     let flag = Arc::new(AtomicBool::new(false));
-    let mut signals = Signals::new([SIGINT, SIGTERM])?;
+    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])?;
     let f = flag.clone();
     std::thread::Builder::new().name("signals".into()).spawn(move || {
         for sig in signals.forever() {

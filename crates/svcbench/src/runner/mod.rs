@@ -161,15 +161,24 @@ pub struct SessionSummary {
     pub runs_interrupted: usize,
     pub runs_failed: usize,
     pub interrupted: bool,
+    /// Services that were not measured as asked, each with why (its build failed, its image is missing,
+    /// its folder refused), in the order met: the runs they would have had count as failed.
+    pub not_measured: Vec<finish::NotMeasured>,
+    /// Per service whose runs failed: how many, and the first one's reason.
+    pub failed_runs: Vec<(String, usize, String)>,
+    /// Steps of this session's runs stored as not valid (flagged), and all its steps.
+    pub invalid_steps: usize,
+    pub steps: usize,
 }
 
 /// A whole session, phase after phase. Whatever ends it, the session is stored as ended and every part it
 /// started is stopped.
 pub fn run_session(opts: RunOptions, stop: Arc<AtomicBool>) -> Result<SessionSummary> {
     let pre = preflight::preflight(opts)?;
-    let opened = prepare::open_session(&pre)?;
+    let opened = prepare::open_session(&pre).map_err(crate::exit::failed)?;
     let session_id = opened.session_id;
-    let result = run_opened(&pre, opened, &stop);
+    // From here on something was started: an error is the session's failure (exit 1), not a refusal.
+    let result = run_opened(&pre, opened, &stop).map_err(crate::exit::failed);
     if result.is_err() {
         if let Ok(s) = Store::open(&pre.opts.plan.db) {
             let _ = s.finish_session(session_id, "failed");
@@ -185,7 +194,7 @@ pub fn run_session(opts: RunOptions, stop: Arc<AtomicBool>) -> Result<SessionSum
 fn run_opened(pre: &Preflight, opened: prepare::Opened, stop: &Arc<AtomicBool>) -> Result<SessionSummary> {
     let service_at = pre.opts.hosts_plan.as_ref().and_then(|p| p.service_at.clone());
     let remote_service = service_at.as_ref().map(crate::remote::service_client::RemoteService::connect).transpose()?;
-    let ready = prepare::build_services(pre, &opened, remote_service.as_ref(), stop)?;
+    let (ready, not_built) = prepare::build_services(pre, &opened, remote_service.as_ref(), stop)?;
     let store_at = pre.opts.hosts_plan.as_ref().and_then(|p| p.store.clone());
     let remote_store = match &store_at {
         Some(at) => Some(crate::remote::deps_client::RemoteDeps::start(at, pre.scenario.name(), true, stop)?),
@@ -214,7 +223,8 @@ fn run_opened(pre: &Preflight, opened: prepare::Opened, stop: &Arc<AtomicBool>) 
     };
     prepare::check_refusals(&mut ctx, &ready, &pre.cells[0])?;
     prepare::warm_up(&mut ctx, &ready, &pre.cells[0])?;
-    let summary = run_loop::run_all(&mut ctx, &ready, &pre.cells, network.as_mut())?;
-    finish::finish(&mut ctx, network.as_ref(), &summary)?;
+    let mut summary = run_loop::run_all(&mut ctx, &ready, &pre.cells, network.as_mut())?;
+    summary.not_measured = finish::not_measured(&ctx, not_built, &pre.cells);
+    finish::finish(&mut ctx, network.as_ref(), &mut summary)?;
     Ok(summary)
 }

@@ -150,17 +150,21 @@ fn place_parts(pre: &Preflight, network: Option<&Network>, store: &Store, sessio
     Ok(hosts)
 }
 
+/// A service that could not be built (or its image made, or its folder reached), and why.
+pub type NotBuilt = (String, String);
+
 /// Builds each service once (here, or on the service's machine); a failed build is recorded and that
 /// service skipped. Variants that differ only in how they run share their base's build. Returns the
-/// services ready to run.
+/// services ready to run, and those that are not with why (said again in the session's last line).
 pub fn build_services(
     pre: &Preflight,
     opened: &Opened,
     remote_service: Option<&Arc<RemoteService>>,
     stop: &AtomicBool,
-) -> Result<Vec<Service>> {
+) -> Result<(Vec<Service>, Vec<NotBuilt>)> {
     let (store, session_id) = (&opened.store, opened.session_id);
     let mut ready = Vec::new();
+    let mut not_built = Vec::new();
     let mut builds: BTreeMap<String, std::result::Result<(f64, Option<u64>), String>> = BTreeMap::new();
     for svc in &pre.services {
         if stop.load(Ordering::Relaxed) {
@@ -194,10 +198,11 @@ pub fn build_services(
             Err(e) => {
                 crate::errln!("svcbench: {e}");
                 store.add_service(session_id, svc, false, None, Some(&e), None)?;
+                not_built.push((svc.name().to_string(), e));
             }
         }
     }
-    Ok(ready)
+    Ok((ready, not_built))
 }
 
 /// The scenario's dependencies, on the generator's CPUs (or the store the hosts file names, or one given).

@@ -34,7 +34,14 @@ pub fn run_all(
         match status {
             RunStatus::Completed => summary.runs_ok += 1,
             RunStatus::Interrupted => summary.runs_interrupted += 1,
-            RunStatus::Failed => summary.runs_failed += 1,
+            RunStatus::Failed => {
+                summary.runs_failed += 1;
+                let why = err.clone().unwrap_or_else(|| "failed".into());
+                match summary.failed_runs.iter_mut().find(|f| f.0 == svc.name()) {
+                    Some(f) => f.1 += 1,
+                    None => summary.failed_runs.push((svc.name().to_string(), 1, why)),
+                }
+            }
         }
         if let Some(e) = err {
             crate::errln!("svcbench: {} run {} {}: {e}", svc.name(), p.run_index, status.as_str());

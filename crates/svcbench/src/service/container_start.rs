@@ -64,6 +64,12 @@ pub fn check_bases(svc: &Service, engine: &Engine) -> Result<()> {
     Ok(())
 }
 
+/// The ID of the image the service runs, as its engine holds it now (None: no engine, or not built or
+/// pulled yet).
+pub fn image_id(svc: &Service) -> Option<String> {
+    image::id(&engine(svc).ok()?, &image::tag_of(&source(svc).ok()?).ok()?)
+}
+
 /// Builds or pulls the image where it is missing; its size in bytes (the service's artifact size).
 pub fn ensure_image(svc: &Service, log_dir: &Path) -> Result<u64> {
     let engine = engine(svc)?;

@@ -139,11 +139,21 @@ impl Store {
         Ok(())
     }
 
-    /// What a study's session ran (its file, step plan and each service's code), for `--resume` to check.
+    /// What a study's session ran (its file, step plan, each service's code, the scenario's parts, svcbench's
+    /// build, the images), for `--resume` to check.
     pub fn record_study_fingerprint(&self, session: i64, f: &StudyFingerprint) -> Result<()> {
         self.conn.execute(
-            "UPDATE session SET study_file = ?2, plan_hash = ?3, service_code = ?4 WHERE id = ?1",
-            params![session, f.study_file, f.plan, serde_json::to_string(&f.services)?],
+            "UPDATE session SET study_file = ?2, plan_hash = ?3, service_code = ?4, scenario_parts = ?5,
+             svcbench_build = ?6, image_ids = ?7 WHERE id = ?1",
+            params![
+                session,
+                f.study_file,
+                f.plan,
+                serde_json::to_string(&f.services)?,
+                serde_json::to_string(&f.scenario)?,
+                f.svcbench,
+                serde_json::to_string(&f.images)?
+            ],
         )?;
         Ok(())
     }
@@ -368,6 +378,17 @@ impl Store {
                 (id, probe, crate::figures::Validity::from_json(flags.as_deref().unwrap_or("[]")))
             })
             .collect())
+    }
+
+    /// A session's steps: how many are stored as not valid, and how many there are.
+    pub fn step_validity_counts(&self, session: i64) -> Result<(usize, usize)> {
+        let (invalid, all): (i64, i64) = self.conn.query_row(
+            "SELECT COALESCE(SUM(s.valid = 0), 0), COUNT(*) FROM step s JOIN run r ON r.id = s.run_id
+             WHERE r.session_id = ?1",
+            [session],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        Ok((invalid as usize, all as usize))
     }
 
     /// Writes a step's flags as given (a step with flags is not valid).

@@ -1,5 +1,6 @@
 //! What a study's sessions ran, as the store keeps it for `svcbench study --resume`: the study file, the
-//! profile, a hash of the resolved step plan and each service's code (docs/study.md, Resuming).
+//! profile, a hash of the resolved step plan and each service's code, the scenario's parts, svcbench's build
+//! and the container services' images (docs/study.md, Resuming).
 use super::Reader;
 use anyhow::Result;
 use rusqlite::OptionalExtension;
@@ -16,6 +17,13 @@ pub struct StudyFingerprint {
     pub plan: String,
     /// Service name → hash of its build inputs (service::code_fingerprint).
     pub services: BTreeMap<String, String>,
+    /// The scenario's parts (checks, mixes, dependencies, warm-up, data files) → their hashes
+    /// (study::what_ran). Empty: recorded by an svcbench that kept none.
+    pub scenario: BTreeMap<String, String>,
+    /// Hash of svcbench's own program. Empty: not recorded.
+    pub svcbench: String,
+    /// Container service → its image's ID. A service missing: not recorded (or no container).
+    pub images: BTreeMap<String, String>,
 }
 
 /// The latest generation of a study in a store: its stored name (`NAME`, or `NAME#N` after `--new-cell`)
@@ -53,17 +61,25 @@ impl Reader {
         let fingerprint = self
             .conn
             .query_row(
-                "SELECT study_file, profile, plan_hash, service_code FROM session
-                 WHERE study = ?1 AND plan_hash IS NOT NULL ORDER BY id DESC LIMIT 1",
+                "SELECT study_file, profile, plan_hash, service_code, scenario_parts, svcbench_build, image_ids
+                 FROM session WHERE study = ?1 AND plan_hash IS NOT NULL ORDER BY id DESC LIMIT 1",
                 [&name],
-                |r| Ok((r.get::<_, Option<String>>(0)?, r.get(1)?, r.get(2)?, r.get::<_, Option<String>>(3)?)),
+                |r| {
+                    let text = |i| r.get::<_, Option<String>>(i);
+                    Ok((text(0)?, r.get(1)?, r.get(2)?, [text(3)?, text(4)?, text(6)?], text(5)?))
+                },
             )
             .optional()?;
-        let fingerprint = fingerprint.map(|(file, profile, plan, code)| StudyFingerprint {
+        // A column an older svcbench did not fill reads as empty: nothing to compare with.
+        let map = |j: &Option<String>| j.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or_default();
+        let fingerprint = fingerprint.map(|(file, profile, plan, [code, scenario, images], build)| StudyFingerprint {
             study_file: file.unwrap_or_default(),
             profile,
             plan,
-            services: code.and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default(),
+            services: map(&code),
+            scenario: map(&scenario),
+            svcbench: build.unwrap_or_default(),
+            images: map(&images),
         });
         Ok(Some(RecordedStudy { name, fingerprint }))
     }

@@ -94,6 +94,15 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
         16,
         "1 when the service folder differed from that commit (uncommitted changes)",
     ),
+    (
+        "session",
+        "scenario_parts",
+        "TEXT",
+        16,
+        "JSON {checks, mixes, …, data files: hash}: the scenario a study's session ran",
+    ),
+    ("session", "svcbench_build", "TEXT", 16, "hash of the svcbench program a study's session ran"),
+    ("session", "image_ids", "TEXT", 16, "JSON {service: image ID} of a study's container services"),
 ];
 
 /// 11: the duet tables (duet.sql), created in every store that lacks them when it is opened.
@@ -103,6 +112,7 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
 /// 15: step.open_files_peak and open_files_limit (the sampler's open-file readings), listen_drops and
 /// dep_listen_drops (accept-queue overflows).
 /// 16: service.git_commit and git_dirty (the code a session measured).
+/// 16: session.scenario_parts, svcbench_build and image_ids (what a study's resume must match too).
 pub const SCHEMA_VERSION: u32 = 16;
 
 fn has_column(conn: &Connection, table: &str, col: &str) -> Result<bool> {

@@ -1,5 +1,6 @@
-//! `--resume` knows what it resumes: a study's sessions record its file, its profile, a hash of its step plan
-//! and each service's code; resuming after any of them changed is refused with one line naming what changed,
+//! `--resume` knows what it resumes: a study's sessions record its file, its profile, a hash of its step plan,
+//! each service's code, the scenario's parts, svcbench's own build and each container service's image
+//! (what_ran.rs); resuming after any of them changed is refused with one line naming what changed,
 //! or, with `--new-cell`, runs the study again as a new generation (`NAME#2`, …) whose runs are counted and
 //! reported apart from the earlier ones.
 use super::file::Study;
@@ -53,7 +54,12 @@ fn same_study_file(then: &str, now: &str) -> bool {
 }
 
 /// The study as it would run now.
-pub fn fingerprint(study: &Study, profile: &Profile, services: &[Service]) -> Result<StudyFingerprint> {
+pub fn fingerprint(
+    study: &Study,
+    profile: &Profile,
+    scenario: &crate::scenario::Scenario,
+    services: &[Service],
+) -> Result<StudyFingerprint> {
     let file = study_file_id(&study.path)?;
     let mut code = std::collections::BTreeMap::new();
     for s in services {
@@ -65,13 +71,37 @@ pub fn fingerprint(study: &Study, profile: &Profile, services: &[Service]) -> Re
         profile: profile.name.clone(),
         plan: plan_hash(profile, study.file.mix.as_deref()),
         services: code,
+        scenario: super::what_ran::scenario_parts(scenario)?,
+        svcbench: super::what_ran::svcbench_build()?,
+        images: super::what_ran::image_ids(services),
     })
 }
 
 /// What changed between the recorded study and the current one, in words (empty: nothing). A service
-/// added since is not a change (it has no earlier runs to mix with).
+/// added since is not a change (it has no earlier runs to mix with); a part an older svcbench did not record
+/// is not compared.
 pub fn changes(recorded: &StudyFingerprint, now: &StudyFingerprint) -> Vec<String> {
     let mut out = Vec::new();
+    if !recorded.scenario.is_empty() {
+        let parts: Vec<&str> = now
+            .scenario
+            .iter()
+            .filter(|(part, hash)| recorded.scenario.get(*part).is_some_and(|h| h != *hash))
+            .map(|(part, _)| part.as_str())
+            .collect();
+        if !parts.is_empty() {
+            out.push(format!("the scenario's {}", parts.join(", ")));
+        }
+    }
+    if !recorded.svcbench.is_empty() && recorded.svcbench != now.svcbench {
+        out.push(format!("svcbench's own build (program {} then, {} now)", recorded.svcbench, now.svcbench));
+    }
+    for (name, id) in &now.images {
+        if let Some(then) = recorded.images.get(name).filter(|then| *then != id) {
+            let short = |i: &str| i.trim_start_matches("sha256:").chars().take(12).collect::<String>();
+            out.push(format!("service {name}'s image ({} then, {} now)", short(then), short(id)));
+        }
+    }
     if recorded.profile != now.profile {
         out.push(format!("the profile (`{}` then, `{}` now)", recorded.profile, now.profile));
     } else if recorded.plan != now.plan {
@@ -188,7 +218,49 @@ mod tests {
             profile: profile.into(),
             plan: plan.into(),
             services: code.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
+            ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_changed_scenario_build_or_image_is_refused_and_an_older_store_resumes() {
+        let db = Path::new("results/studies/s.db");
+        let map = |kv: &[(&str, &str)]| kv.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let full = StudyFingerprint {
+            scenario: map(&[("checks", "c1"), ("mixes", "m1"), ("data files", "d1")]),
+            svcbench: "b1".into(),
+            images: map(&[("a@container", "sha256:0123456789abcdef")]),
+            ..fp("quick", "p1", &[])
+        };
+        let then = recorded("s", full.clone());
+        assert_eq!(generation(db, "s", Some(&then), &full, true, false).unwrap(), "s", "nothing changed");
+        for (now, want) in [
+            (
+                StudyFingerprint {
+                    scenario: map(&[("checks", "c2"), ("mixes", "m1"), ("data files", "d2")]),
+                    ..full.clone()
+                },
+                "the scenario's checks, data files",
+            ),
+            (
+                StudyFingerprint { svcbench: "b2".into(), ..full.clone() },
+                "svcbench's own build (program b1 then, b2 now)",
+            ),
+            (
+                StudyFingerprint { images: map(&[("a@container", "sha256:fedcba9876543210")]), ..full.clone() },
+                "service a@container's image (0123456789ab then, fedcba987654 now)",
+            ),
+        ] {
+            let e = generation(db, "s", Some(&then), &now, true, false).unwrap_err().to_string();
+            assert!(e.contains(want) && e.contains("--new-cell") && !e.contains('\n'), "{e}");
+            assert_eq!(generation(db, "s", Some(&then), &now, true, true).unwrap(), "s#2");
+        }
+        // A store of an svcbench that recorded none of these resumes whatever they are now.
+        let old = recorded("s", fp("quick", "p1", &[]));
+        assert_eq!(generation(db, "s", Some(&old), &full, true, false).unwrap(), "s");
+        // An image not here now (to be pulled) is not compared.
+        let gone = StudyFingerprint { images: Default::default(), ..full.clone() };
+        assert_eq!(generation(db, "s", Some(&then), &gone, true, false).unwrap(), "s");
     }
 
     fn recorded(name: &str, f: StudyFingerprint) -> RecordedStudy {

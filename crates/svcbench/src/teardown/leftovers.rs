@@ -164,7 +164,10 @@ fn lock_files(said: &mut Vec<String>) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
         let path = e.path();
-        if path.extension().is_none_or(|x| x != "lock") {
+        // A user other than root keeps its measurement lock in this folder too: not a session's.
+        if path.extension().is_none_or(|x| x != "lock")
+            || path.file_name().is_some_and(|n| n == crate::guard::machine_lock::FILE_NAME)
+        {
             continue;
         }
         match path.symlink_metadata() {

@@ -82,6 +82,12 @@ pub fn exists(engine: &Engine, tag: &str) -> bool {
     engine.run(&["image", "inspect", "--format", "{{.Id}}", tag], super::engine::COMMAND_TIMEOUT).is_ok()
 }
 
+/// The image's ID as the engine holds it under `tag` (None: not here).
+pub fn id(engine: &Engine, tag: &str) -> Option<String> {
+    let text = engine.run(&["image", "inspect", "--format", "{{.Id}}", tag], super::engine::COMMAND_TIMEOUT).ok()?;
+    Some(text.trim().to_string()).filter(|t| !t.is_empty())
+}
+
 /// The image's size in bytes, as the engine reports it.
 pub fn size_bytes(engine: &Engine, tag: &str) -> Result<u64> {
     let text = engine.run(&["image", "inspect", "--format", "{{.Size}}", tag], super::engine::COMMAND_TIMEOUT)?;
