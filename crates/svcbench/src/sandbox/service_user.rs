@@ -225,11 +225,11 @@ mod tests {
         assert!(main.uid != peer.uid && peer.uid != store.uid && main.uid != store.uid);
         // A dependency and a duet's second side, each as its own user, and the first side trying to reach them.
         for target in [&store, &peer] {
-            let mut part = super::crate::child::part("sleep", super::crate::child::Needs::Nothing);
+            let mut part = crate::child::part("sleep", crate::child::Needs::Nothing);
             let mut sleeper = part.arg("30").uid(target.uid).gid(target.gid).spawn().unwrap();
             let pid = sleeper.id();
             let tries = format!("cat /proc/{pid}/environ >/dev/null 2>&1 && echo read; kill -0 {pid} 2>/dev/null && echo signalled; echo done");
-            let out = super::crate::child::helper("/bin/sh", super::crate::child::Needs::Nothing)
+            let out = crate::child::helper("/bin/sh", crate::child::Needs::Nothing)
                 .args(["-c", &tries])
                 .uid(main.uid)
                 .gid(main.gid)
