@@ -182,13 +182,7 @@ fn another_user_cannot_open_the_measurement_lock_nor_block_a_measurement() {
 fn a_resume_refuses_a_changed_scenario_and_a_changed_svcbench_build() {
     // The fixtures copied, so that their scenario can change; one run of one 1 s step.
     let tmp = tempfile::tempdir().unwrap();
-    let copy = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(fixture("steady").join("../.."))
-        .arg(tmp.path().join("fixtures"))
-        .status()
-        .unwrap();
-    assert!(copy.success());
+    copy_fixtures(&tmp.path().join("fixtures"));
     let prof = profile(tmp.path(), 1);
     let file = tmp.path().join("s.toml");
     std::fs::write(

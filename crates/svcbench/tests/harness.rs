@@ -108,13 +108,7 @@ fn without_cgroup_write_access_the_run_completes_with_a_warning() {
     std::fs::set_permissions(&prof, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
     // As an unprivileged user (nobody), svcbench cannot create cgroups. Binary and fixtures are copied into
     // the world-readable temporary folder: the checkout itself may sit where nobody cannot enter.
-    let copy = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(fixture("steady").join("../.."))
-        .arg(tmp.path().join("fixtures"))
-        .status()
-        .unwrap();
-    assert!(copy.success());
+    copy_fixtures(&tmp.path().join("fixtures"));
     std::fs::copy(bin(), tmp.path().join("svcbench")).unwrap();
     let _ = std::process::Command::new("chmod").args(["-R", "a+rX"]).arg(tmp.path()).status();
     // As nobody: the same run refused, then allowed without limits.

@@ -22,6 +22,14 @@ pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/services").join(name)
 }
 
+/// A copy of the tests' fixtures (services, scenarios) at `dest`: for a test that changes them, or that
+/// needs them where an unprivileged user can reach them.
+pub fn copy_fixtures(dest: &std::path::Path) {
+    let copy =
+        std::process::Command::new("cp").arg("-r").arg(fixture("steady").join("../..")).arg(dest).status().unwrap();
+    assert!(copy.success());
+}
+
 pub fn svcbench(args: &[&str], cwd: &Path) -> Output {
     let out = Command::new(bin()).args(args).current_dir(cwd).env("SVCBENCH_HOME", repo()).output().unwrap();
     eprintln!(
