@@ -40,11 +40,18 @@ fn commit_suffix() -> String {
         out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
     };
     let Some(commit) = git(&["rev-parse", "--verify", "HEAD"]) else { return String::new() };
-    // Built again when HEAD moves, a commit lands or the index changes (a worktree keeps its HEAD apart).
-    for dir in [git(&["rev-parse", "--git-dir"]), git(&["rev-parse", "--git-common-dir"])].into_iter().flatten() {
-        let dir = root.join(dir);
-        for f in ["HEAD", "index", "packed-refs", "refs/heads"] {
-            println!("cargo:rerun-if-changed={}", dir.join(f).display());
+    // Built again when HEAD moves, a commit lands on its branch or the index changes; not when another
+    // branch (another worktree's) moves, which would rebuild every worktree at each commit of any.
+    if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
+        for f in ["HEAD", "index"] {
+            println!("cargo:rerun-if-changed={}", root.join(&dir).join(f).display());
+        }
+    }
+    if let Some(common) = git(&["rev-parse", "--git-common-dir"]) {
+        let common = root.join(common);
+        println!("cargo:rerun-if-changed={}", common.join("packed-refs").display());
+        if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+            println!("cargo:rerun-if-changed={}", common.join(branch).display());
         }
     }
     for dir in ["crates/svcbench/src", "crates/loadgen/src", "Cargo.toml", "Cargo.lock"] {
