@@ -60,8 +60,7 @@ pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool)
     how.given.check(&scenario.file.dependency, scenario.name())?;
     // The service's machine runs it as long as the instance holds it.
     let remote_service = how.service_at.map(crate::remote::service_client::RemoteService::connect).transpose()?;
-    let elsewhere =
-        remote_service.clone().map(|r| r as std::sync::Arc<dyn crate::service::service_sandbox::StartsElsewhere>);
+    let elsewhere = remote_service.clone().map(|r| r as std::sync::Arc<dyn crate::service::instance::StartsElsewhere>);
     match &remote_service {
         Some(r) => r.build(svc, how.skip_build)?,
         None => build::build(svc, how.work_dir, how.skip_build)?,

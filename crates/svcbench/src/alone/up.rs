@@ -73,7 +73,7 @@ pub fn run_up(a: UpArgs, stop: Arc<AtomicBool>) -> Result<i32> {
                 a.hosts.as_ref().unwrap().display()
             );
         }
-        crate::remote::ssh::other_hosts(plan, &scenario, &given)?;
+        crate::remote::host_checks::other_hosts(plan, &scenario, &given)?;
         if plan.service_at.is_some() {
             crate::remote::service_client::check_services(&services)?;
         }

@@ -27,6 +27,7 @@ use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use std::net::Ipv4Addr;
 use std::path::Path;
+use std::time::Duration;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -75,7 +76,7 @@ pub enum Place {
 
 impl Place {
     /// `ssh` arguments for a command here: no password prompts (keys only), the user's own config, and
-    /// svcbench's time limits ([`super::ssh::wait_options`]) where the hosts file's options set none.
+    /// svcbench's time limits ([`wait_options`]) where the hosts file's options set none.
     pub fn ssh_args(&self, command: &str) -> Vec<String> {
         let Place::Ssh { destination, port, options, .. } = self else { return vec![] };
         let mut a = vec!["-o".to_string(), "BatchMode=yes".to_string()];
@@ -83,7 +84,7 @@ impl Place {
             a.extend(["-p".into(), p.to_string()]);
         }
         a.extend(options.iter().cloned());
-        a.extend(super::ssh::wait_options());
+        a.extend(wait_options());
         a.extend([destination.clone(), "--".into(), command.into()]);
         a
     }
@@ -259,9 +260,45 @@ fn remote_place(section: &str, s: &FarEntry) -> Result<RemotePlace> {
     Ok(RemotePlace { place, dir, address })
 }
 
+/// How long ssh may take to connect: the TCP handshake and the other side's first words (its banner).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// How often ssh asks the other side, inside the encrypted connection, whether it is still there…
+pub const ALIVE_INTERVAL: Duration = Duration::from_secs(10);
+/// …and how many questions may go unanswered before it ends the connection: a machine or network lost
+/// mid-run ends every ssh within `ALIVE_INTERVAL × ALIVE_COUNT_MAX` (30 s).
+pub const ALIVE_COUNT_MAX: u32 = 3;
+/// The `-o` options every ssh of svcbench gets after the hosts file's own `ssh_options` (ssh keeps the
+/// first value it is given, so a hosts file may set other ones).
+pub fn wait_options() -> Vec<String> {
+    [
+        format!("ConnectTimeout={}", CONNECT_TIMEOUT.as_secs()),
+        format!("ServerAliveInterval={}", ALIVE_INTERVAL.as_secs()),
+        format!("ServerAliveCountMax={ALIVE_COUNT_MAX}"),
+    ]
+    .into_iter()
+    .flat_map(|o| ["-o".to_string(), o])
+    .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_ssh_gets_the_time_limits_after_the_hosts_files_own_options() {
+        let place = Place::Ssh {
+            destination: "bench@10.0.0.9".into(),
+            port: None,
+            options: vec!["-o".into(), "ConnectTimeout=99".into()],
+            svcbench: "svcbench".into(),
+        };
+        let a = place.ssh_args("true");
+        let at = |o: &str| a.iter().position(|x| x.starts_with(o)).unwrap_or_else(|| panic!("no {o} in {a:?}"));
+        assert!(a[..2] == ["-o", "BatchMode=yes"], "{a:?}");
+        assert_eq!(a[at("ConnectTimeout=")], "ConnectTimeout=99", "ssh keeps the first value: the hosts file's");
+        assert!(a.contains(&"ConnectTimeout=15".to_string()) && at("ServerAliveInterval=10") < at("bench@"));
+        assert!(at("ServerAliveCountMax=3") < at("bench@"), "options go before the destination: {a:?}");
+    }
 
     #[test]
     fn places_are_read() {

@@ -3,6 +3,7 @@
 //! agents) and talks to them one JSON line at a time; every far process ends when its ssh connection does.
 //! The emulated network between namespaces of this machine is network/'s, not this module's.
 pub mod deps_client;
+pub mod host_checks;
 pub mod hosts_file;
 pub mod serve_deps;
 pub mod serve_service;

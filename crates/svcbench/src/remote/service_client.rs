@@ -9,7 +9,7 @@ use crate::sandbox::process::{shell_quote, Exit};
 use crate::sandbox::sampler::Sample;
 use crate::sandbox::{Limits, Probe, StopOutcome};
 use crate::service::instance::{Instance, StartSpec};
-use crate::service::service_sandbox::{ServiceSandbox, StartsElsewhere};
+use crate::service::{instance::StartsElsewhere, service_sandbox::ServiceSandbox};
 use anyhow::{bail, Context, Result};
 use serde::de::DeserializeOwned;
 use std::net::Ipv4Addr;

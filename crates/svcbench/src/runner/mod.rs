@@ -151,7 +151,7 @@ pub struct SessionCtx {
     /// Where the generator, the service and the dependencies run (loopback, or `--net` namespaces).
     pub hosts: crate::network::Hosts,
     /// The service's own machine (a hosts file's `[service] at`), where it is built and started.
-    pub remote_service: Option<Arc<dyn crate::service::service_sandbox::StartsElsewhere>>,
+    pub remote_service: Option<Arc<dyn crate::service::instance::StartsElsewhere>>,
 }
 
 #[derive(Debug, Default)]
@@ -219,7 +219,7 @@ fn run_opened(pre: &Preflight, opened: prepare::Opened, stop: &Arc<AtomicBool>) 
         tag,
         metrics: pre.opts.plan.metrics_listen.map(crate::metrics::serve).transpose()?,
         hosts,
-        remote_service: remote_service.clone().map(|r| r as Arc<dyn crate::service::service_sandbox::StartsElsewhere>),
+        remote_service: remote_service.clone().map(|r| r as Arc<dyn crate::service::instance::StartsElsewhere>),
     };
     prepare::check_refusals(&mut ctx, &ready, &pre.cells[0])?;
     prepare::warm_up(&mut ctx, &ready, &pre.cells[0])?;

@@ -72,7 +72,7 @@ pub fn preflight(mut opts: RunOptions) -> Result<Preflight> {
     // machine's lock is taken: a mistyped host fails at once, not after another measurement ends. Their
     // facts are stored.
     let other_hosts = match &opts.hosts_plan {
-        Some(plan) => crate::remote::ssh::other_hosts(plan, &scenario, &opts.given_deps)?,
+        Some(plan) => crate::remote::host_checks::other_hosts(plan, &scenario, &opts.given_deps)?,
         None => Vec::new(),
     };
     refuse_unlimited_service_host(&other_hosts, opts.allow_unlimited)?;

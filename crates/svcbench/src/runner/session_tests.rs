@@ -7,7 +7,7 @@ use crate::sandbox::process::Exit;
 use crate::sandbox::sampler::Sample;
 use crate::sandbox::{Probe, StopOutcome};
 use crate::service::instance::{Instance, StartSpec};
-use crate::service::service_sandbox::{ServiceSandbox, StartsElsewhere};
+use crate::service::{instance::StartsElsewhere, service_sandbox::ServiceSandbox};
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::Path;

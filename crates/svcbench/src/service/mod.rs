@@ -9,5 +9,7 @@ pub mod container_start;
 pub mod instance;
 #[cfg(test)]
 mod pod_spec_tests;
+pub mod process_start;
 pub mod service_sandbox;
+pub mod start;
 pub mod start_command;

@@ -1,7 +1,6 @@
 //! What the runner asks of a service's sandbox, wherever it runs: on this machine (the ordinary sandbox)
 //! or on the service's own machine (remote/service_client.rs answers the same questions over ssh). A trait,
 //! so this module knows nothing of other machines.
-use crate::manifest::Service;
 use crate::sandbox::cgroup::Applied;
 use crate::sandbox::process::Exit;
 use crate::sandbox::sampler::Sample;
@@ -47,15 +46,6 @@ pub trait ServiceSandbox: Send {
     fn pids_refused(&self) -> Option<u64> {
         None
     }
-}
-
-/// Where a service can be started instead of this machine (a hosts file's `[service] at`).
-pub trait StartsElsewhere: Send + Sync {
-    fn start(
-        self: Arc<Self>,
-        svc: &Service,
-        spec: &super::instance::StartSpec,
-    ) -> anyhow::Result<super::instance::Instance>;
 }
 
 impl ServiceSandbox for Sandbox {

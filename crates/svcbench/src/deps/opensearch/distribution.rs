@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Instant;
 
-use super::node::OpenSearchOptions;
+use super::options::OpenSearchOptions;
 
 const MAVEN_ARTIFACT: &str = "org.opensearch.distribution.integ-test-zip:opensearch";
 const MIN_JAVA: u32 = 21;

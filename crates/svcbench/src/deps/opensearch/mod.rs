@@ -8,13 +8,16 @@ pub mod distribution;
 pub mod existing;
 pub mod loader;
 pub mod node;
+pub mod options;
+mod ownership;
 pub mod snapshot;
 pub mod store_check;
 
 use super::{opt_u64, reject_unknown, DepContext, Dependency};
 use crate::sandbox::{Limits, Probe, Sandbox};
 use anyhow::{Context, Result};
-use node::{OpenSearch, OpenSearchOptions};
+use node::OpenSearch;
+use options::OpenSearchOptions;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -5,6 +5,8 @@
 //! ready when its cluster health is yellow; stopped as a sandbox stops (SIGTERM, then SIGKILL to the
 //! group and the cgroup).
 use super::distribution::{ensure_distribution, ensure_reachable, find_java, write_instance_config, RUN_AS};
+use super::options::OpenSearchOptions;
+use super::ownership::hand_over;
 use super::snapshot::Snapshots;
 use crate::sandbox::{process::shell_quote, Probe, Sandbox};
 use anyhow::{bail, Context, Result};
@@ -18,18 +20,6 @@ use std::time::{Duration, Instant};
 /// variable SVCBENCH_OPENSEARCH_READY_S overrides it for slow or busy machines.
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
 const STOP_TIMEOUT: Duration = Duration::from_secs(20);
-
-pub struct OpenSearchOptions {
-    /// OpenSearch version, e.g. "3.6.0".
-    pub version: String,
-    pub heap_mb: u32,
-    pub port: u16,
-    /// The address it listens on: loopback, or the store's address under `--net`.
-    pub bind: std::net::Ipv4Addr,
-    /// Where the distribution is downloaded and unpacked once. When svcbench runs as root it must be
-    /// readable by the unprivileged user, e.g. /var/cache/svcbench/opensearch (not under /root).
-    pub cache_dir: PathBuf,
-}
 
 pub struct OpenSearch {
     // Field order matters: the node stops before its instance folder goes.
@@ -207,28 +197,6 @@ fn instance_folder(port: u16) -> Result<tempfile::TempDir> {
         .context("cannot create OpenSearch's instance folder")
 }
 
-/// Gives the instance folder and everything in it to the unprivileged user, never following a symlink (a
-/// link is handed over itself, its target left as it is). The folder itself goes last: until then only
-/// root can enter it, so nothing is swapped in under the walk.
-pub(super) fn hand_over(dir: &Path, uid: u32, gid: u32) -> Result<()> {
-    fn inside(dir: &Path, uid: u32, gid: u32) -> Result<()> {
-        for entry in fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
-            let entry = entry?;
-            let path = entry.path();
-            // file_type() is the entry's own (lstat): a symlink to a folder is not walked into.
-            if entry.file_type()?.is_dir() {
-                inside(&path, uid, gid)?;
-            }
-            std::os::unix::fs::lchown(&path, Some(uid), Some(gid))
-                .with_context(|| format!("cannot hand {} to uid {uid}", path.display()))?;
-        }
-        Ok(())
-    }
-    inside(dir, uid, gid)?;
-    std::os::unix::fs::lchown(dir, Some(uid), Some(gid))
-        .with_context(|| format!("cannot hand {} to uid {uid}", dir.display()))
-}
-
 fn tail(f: &fs::File, lines: usize) -> String {
     crate::bounded::last_lines_of(f, lines, 1000).join("\n")
 }
@@ -237,35 +205,6 @@ fn tail(f: &fs::File, lines: usize) -> String {
 mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
-
-    #[test]
-    fn a_symlink_planted_in_the_instance_folder_does_not_hand_over_its_target() {
-        if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipped: handing files to another user needs root");
-            return;
-        }
-        let outside = tempfile::tempdir().unwrap();
-        let target = outside.path().join("root-only");
-        let target_dir = outside.path().join("root-folder");
-        fs::write(&target, "secret").unwrap();
-        fs::create_dir(&target_dir).unwrap();
-        fs::write(target_dir.join("inner"), "secret").unwrap();
-        let instance = tempfile::Builder::new().prefix("svcbench-opensearch-test-").tempdir().unwrap();
-        fs::create_dir(instance.path().join("logs")).unwrap();
-        fs::write(instance.path().join("logs/console.log"), "").unwrap();
-        std::os::unix::fs::symlink(&target, instance.path().join("logs/gc.log")).unwrap();
-        std::os::unix::fs::symlink(&target_dir, instance.path().join("data")).unwrap();
-        let (uid, gid) = (65534, 65534);
-        hand_over(instance.path(), uid, gid).unwrap();
-        for root_owned in [&target, &target_dir, &target_dir.join("inner")] {
-            let m = fs::metadata(root_owned).unwrap();
-            assert_eq!((m.uid(), m.gid()), (0, 0), "{} was handed over through a link", root_owned.display());
-        }
-        for given in ["", "logs", "logs/console.log", "logs/gc.log", "data"] {
-            let m = fs::symlink_metadata(instance.path().join(given)).unwrap();
-            assert_eq!((m.uid(), m.gid()), (uid, gid), "{given} was not handed over");
-        }
-    }
 
     #[test]
     fn the_node_runs_as_the_dependencies_user_with_its_own_variables_only() {

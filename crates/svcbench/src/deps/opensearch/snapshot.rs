@@ -6,7 +6,7 @@
 //! svcbench starts use it: a store given by URL is the user's, and no repository is registered on it.
 use super::distribution::{ensure_reachable, RUN_AS};
 use super::loader::{self, index_definition, request, Loader, INDICES};
-use super::node::hand_over;
+use super::ownership::hand_over;
 use anyhow::{anyhow, bail, Context, Result};
 use sha2::{Digest, Sha256};
 use std::fs;

@@ -4,7 +4,8 @@
 //! lock file, and is the one recorded (its id; before the engine gave one, its name with the owner labels
 //! of the lock file's svcbench). A label alone proves nothing: anyone can set `svcbench.owner`.
 use super::engine::{Engine, COMMAND_TIMEOUT};
-use super::run::{remove_parent_groups, LABEL_OWNER, LABEL_OWNER_START};
+use super::run::remove_parent_groups;
+use super::spec::{LABEL_OWNER, LABEL_OWNER_START};
 use crate::guard::identity::Identity;
 use crate::guard::{EngineKind, EngineObject, Part};
 

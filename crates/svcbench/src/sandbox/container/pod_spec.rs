@@ -11,7 +11,7 @@
 //! The container is confined as `<engine> run` confines it (confinement.rs): a non-root user, no
 //! capability but the manifest's, no privilege escalation, the runtime's default seccomp profile, a
 //! read-only root with an emptyDir at /tmp.
-use super::run::ContainerSpec;
+use super::spec::ContainerSpec;
 use anyhow::{bail, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
