@@ -1,4 +1,5 @@
-//! `svcbench duet`: two hello services side by side, paired second by second over fresh pairs of instances.
+//! `svcbench duet`: two hello services side by side, paired second by second over fresh pairs of instances;
+//! and a users service with itself, each side with a SQLite database of its own.
 //! Short steps and three pairs keep each test under a minute; they assert structure (both sides' slices
 //! stored, sides swapped, ratios near 1 for a service against itself) and a known cost found (a variant
 //! spending fixed extra CPU per request, in a study's duet and in turns), not a verdict that a noisy machine
