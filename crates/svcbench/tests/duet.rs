@@ -1,4 +1,5 @@
-//! `svcbench duet`: two hello services side by side, paired second by second over fresh pairs of instances.
+//! `svcbench duet`: two hello services side by side, paired second by second over fresh pairs of instances;
+//! and a users service with itself, each side with a SQLite database of its own.
 //! Short steps and three pairs keep each test under a minute; they assert structure (both sides' slices
 //! stored, sides swapped, ratios near 1 for a service against itself) and a known cost found (a variant
 //! spending fixed extra CPU per request, in a study's duet and in turns), not a verdict that a noisy machine
@@ -269,4 +270,65 @@ fn a_side_killed_at_its_memory_cap_ends_the_duet_saying_so_with_nothing_left() {
     assert!(err.contains("test-hog was OOM-killed during the duet"), "{err}");
     assert_eq!(stored_duet(&dbp).status, "failed");
     assert_nothing_left();
+}
+
+/// What the duet said of each side's checks and own files in each pair: (pair, side, checks line, files).
+fn side_lines(stderr: &str) -> Vec<(u32, String, String, Vec<String>)> {
+    stderr
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("svcbench: pair ")?;
+            let (pair, rest) = rest.split_once(' ')?;
+            let (side, rest) = rest.split_once(" (")?;
+            let (_, rest) = rest.split_once("): ")?;
+            let (checks, files) = rest.split_once(", its own ").unwrap_or((rest, ""));
+            let files = files.split(", ").filter(|f| !f.is_empty()).map(String::from).collect();
+            Some((pair.parse().ok()?, side.to_string(), checks.to_string(), files))
+        })
+        .collect()
+}
+
+#[test]
+fn a_duet_of_a_service_with_a_store_gives_each_side_its_own_fresh_database_per_pair() {
+    let tmp = tempfile::tempdir().unwrap();
+    let users = repo().join("services/users/go-nethttp").display().to_string();
+    let dbp = tmp.path().join("duet.db");
+    let prof = profile(tmp.path(), 300, 3);
+    let args =
+        ["duet", &users, &users, "--profile", prof.to_str().unwrap(), "--pairs", "2", "--db", dbp.to_str().unwrap()];
+    let out = svcbench_locked(&args, tmp.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "svcbench duet failed");
+    let sides = side_lines(&stderr);
+    assert_eq!(sides.len(), 4, "a checks line per side and pair: {sides:?}");
+    let mut files = std::collections::BTreeSet::new();
+    for (pair, side, checks, own) in &sides {
+        let (passed, of) =
+            checks.strip_prefix("checks ").unwrap().split_once(" passed").unwrap().0.split_once('/').unwrap();
+        assert!(passed == of && of.parse::<u32>().unwrap() > 0, "pair {pair} {side}: {checks}");
+        assert_eq!(own.len(), 1, "one database of its own: {own:?}");
+        assert!(own[0].ends_with(&format!("pair{pair}-{}.db", side.to_lowercase())), "{own:?}");
+        files.insert(own[0].clone());
+    }
+    assert_eq!(files.len(), 4, "every side of every pair had a database of its own: {files:?}");
+    let folders: std::collections::BTreeSet<_> =
+        files.iter().map(|f| Path::new(f).parent().unwrap().to_path_buf()).collect();
+    assert_eq!(folders.len(), 2, "each side's databases in a folder of its own: {folders:?}");
+    for pair in 1..=2 {
+        for side in ["A", "B"] {
+            assert!(
+                stderr.contains(&format!("svcbench: pair {pair} {side}: db_bytes ")),
+                "no size of {side}'s database"
+            );
+        }
+    }
+    let d = stored_duet(&dbp);
+    assert_eq!((d.status.as_str(), d.pairs_done), ("done", 2));
+    for pair in 0..2 {
+        let answered = d.slices.iter().filter(|s| s.pair == pair && s.a.ok > 0 && s.b.ok > 0).count();
+        assert!(answered >= 2, "pair {pair}: {answered} slices with answers on both sides");
+    }
+    assert!(d.slices.iter().all(|s| s.a.errors == 0 && s.b.errors == 0), "no errors: {:?}", d.slices);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("the store invalidated"), "no shared store here");
+    assert!(folders.iter().all(|f| !f.exists()), "the databases are removed with the duet");
 }

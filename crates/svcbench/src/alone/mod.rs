@@ -87,6 +87,7 @@ pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool)
             for_load: how.for_load,
             host: hosts.store.clone(),
             given: &given,
+            account: crate::sandbox::service_user::Account::Main,
         },
     )?;
     deps.before_run(how.what)?;

@@ -63,6 +63,8 @@ pub struct DepContext<'a> {
     pub host: crate::network::Host,
     /// Dependencies that already run elsewhere (`--dep opensearch=URL`): used, not started.
     pub given: &'a GivenDeps,
+    /// The account of the service the files made for it belong to (a duet's side B: the peer's).
+    pub account: crate::sandbox::service_user::Account,
 }
 
 /// Dependencies the user runs and svcbench uses instead of starting its own (`--dep KIND=URL`).
@@ -119,6 +121,12 @@ impl GivenDeps {
 
 /// The kinds that are a file beside the service, not a server: nothing of theirs crosses a network.
 const FILE_KINDS: [&str; 1] = ["sqlite"];
+
+/// Whether a dependency of this kind is a file beside one service, so that two services measured at once
+/// each need their own (a server is shared).
+pub fn is_per_service(kind: &str) -> bool {
+    FILE_KINDS.contains(&kind)
+}
 
 /// Refuses a link to the store's host (`service-store`, `client-store`) where svcbench starts nothing there
 /// for it to carry: a scenario without dependencies, one whose only dependency is a file beside the service,

@@ -58,7 +58,7 @@ impl SqliteFile {
             );
         }
         // A service running as root can write a folder owned by the unprivileged user as well.
-        let owner = service_user::for_service(RunAs::Svcbench, service_user::Account::Main)?;
+        let owner = service_user::for_service(RunAs::Svcbench, ctx.account)?;
         let (dir, folder) = new_folder("sqlite")?;
         if let Some(u) = &owner {
             folder.hand_over(None, u.uid, u.gid)?;
@@ -142,6 +142,7 @@ mod tests {
             for_load: true,
             host: crate::network::Host::local(),
             given: &given,
+            account: crate::sandbox::service_user::Account::Main,
         };
         SqliteFile::new(&toml::from_str(options).unwrap(), &ctx)
     }

@@ -58,9 +58,9 @@ pub fn drive_step(
         let a_first = a_first_in_round(setup.seed, pair, seq, round);
         let mut slots = Vec::with_capacity(2);
         for side in if a_first { [0, 1] } else { [1, 0] } {
-            let before = read_now(&probes);
+            let before = read_now(&probes, setup.store);
             let r = loadgen::run(&cfgs[side], None)?;
-            let after = read_now(&probes);
+            let after = read_now(&probes, setup.store);
             slots.push(Slot {
                 side,
                 ok: r.requests_ok,
@@ -103,6 +103,12 @@ pub fn slice_of_round(slots: &[Slot], step: u32, round: u32, gen_cpus: usize) ->
         a: figures(0),
         b: figures(1),
         generator_busy: generator_s / (total * gen_cpus.max(1) as f64),
+        // A slot's mean, as the slice's length is: the store's share over the whole round.
+        store_cpu_s: slots
+            .iter()
+            .map(|s| s.before.store_cpu_s.zip(s.after.store_cpu_s).map(|(a, b)| (b - a).max(0.0)))
+            .sum::<Option<f64>>()
+            .map(|cpu| cpu / lengths.len().max(1) as f64),
         invalid: None,
     }
 }
@@ -113,7 +119,7 @@ mod tests {
     use std::time::Instant;
 
     fn reading(at: Instant, cpu: [f64; 2], gen: f64) -> Reading {
-        Reading { at, cpu_s: cpu, throttled_s: [0.0, 0.0], generator_cpu_s: gen }
+        Reading { at, cpu_s: cpu, throttled_s: [0.0, 0.0], generator_cpu_s: gen, store_cpu_s: None }
     }
 
     #[test]

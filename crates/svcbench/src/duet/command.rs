@@ -136,14 +136,9 @@ fn check(a: &DuetArgs) -> Result<Checked> {
             services[1].manifest.scenario
         );
     }
-    if !scenario.file.dependency.is_empty() {
-        bail!(
-            "scenario `{}` has dependencies; a duet runs scenarios without any for now (hello): use svcbench run for it",
-            scenario.name()
-        );
-    }
     // A's were checked as it loaded; B's placeholders too, before anything is built.
-    services[1].check_placeholders(&[])?;
+    let kinds: Vec<&str> = scenario.file.dependency.iter().map(|d| d.kind.as_str()).collect();
+    services[1].check_placeholders(&kinds)?;
     let mut profile = Profile::find(&a.profile)?;
     if let Some(d) = a.step_duration {
         profile = profile.with_step_duration(d)?;
@@ -198,6 +193,10 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     }
     let store = Store::open(&a.db)?;
     let cgroup = if a.cgroup == CgroupChoice::Auto { crate::sandbox::cgroup::detect() } else { a.cgroup };
+    // Started once for the whole duet (a store restored from its snapshot takes a while), stopped on return.
+    let mut deps = super::deps::DuetDeps::start(&c.scenario, &work_dir, &c.gen, cgroup)
+        .map_err(|e| crate::exit::after_start(e, stop.load(Ordering::Relaxed)))?;
+    let store_probes = deps.store_probes();
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let names = [c.services[0].name(), c.services[1].name()];
     let duet = store.create_duet(&DuetRecord {
@@ -230,6 +229,8 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         mix: a.mix.as_deref(),
         seed: a.seed,
         mode: c.mode,
+        store: &store_probes,
+        store_cpus: deps.store_cpus(c.gen.len()),
     };
     crate::errln!(
         "svcbench: duet {duet}: A = {}, B = {}, {}, each --cpus {} on CPUs {}, generators on {}; up to {} pairs of {}",
@@ -243,7 +244,7 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         labels.join(", ")
     );
     let t0 = Instant::now();
-    let (slices, failure) = run_pairs(&setup, &a, (&store, duet), &labels, t0, &stop)?;
+    let (slices, failure) = run_pairs(&setup, &mut deps, &a, (&store, duet), &labels, t0, &stop)?;
     let machine_s = t0.elapsed().as_secs_f64();
     let lines = lines_of(&slices, labels.len());
     let rows: Vec<DuetLineRow> = lines
@@ -285,6 +286,7 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
 /// the slices measured before it are kept and judged). `t0`: the duet's start, which the progress counts from.
 fn run_pairs(
     setup: &DuetSetup,
+    deps: &mut super::deps::DuetDeps,
     a: &DuetArgs,
     (store, duet): (&Store, i64),
     labels: &[String],
@@ -296,7 +298,7 @@ fn run_pairs(
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        match run_pair(setup, pair, stop) {
+        match run_pair(setup, deps, pair, stop) {
             Ok(mut got) => {
                 store.add_duet_pair(duet, labels, &slice_rows(&got))?;
                 let invalid = got.iter().filter(|s| s.invalid.is_some()).count();

@@ -1,7 +1,8 @@
 //! One pair of a duet: both services started fresh, each in its own sandbox under the same limits, every
 //! profile step driven at both at the same moment by a generator each, and each second of the step read
 //! from both cgroups at the same instants: the pair's slices.
-use super::slices::{guard, SideSlice, Slice};
+use super::deps::{store_cpu_s, DuetDeps};
+use super::slices::{guard, store_guard, SideSlice, Slice, StoreCpus};
 use crate::manifest::Service;
 use crate::profile::{Profile, Step};
 use crate::sandbox::service_user::Account;
@@ -30,6 +31,9 @@ pub struct DuetSetup<'a> {
     pub seed: u64,
     /// Both sides at once, or in turns (alternate.rs).
     pub mode: DuetMode,
+    /// Readers of the shared store's CPU, read with the sides' counters (none: no store).
+    pub store: &'a [Arc<dyn Probe>],
+    pub store_cpus: Option<StoreCpus>,
 }
 
 /// Whether A is started and driven first in this pair: every other pair swaps, so neither side's position
@@ -38,9 +42,11 @@ pub fn a_first(pair: u32) -> bool {
     pair.is_multiple_of(2)
 }
 
-/// Runs one pair through the profile; returns its slices, each judged by the guard.
-pub fn run_pair(setup: &DuetSetup, pair: u32, stop: &Arc<AtomicBool>) -> Result<Vec<Slice>> {
+/// Runs one pair through the profile, each side with fresh files of its own (deps.rs) and its scenario's
+/// checks passed before any load; returns its slices, each judged by the guards.
+pub fn run_pair(setup: &DuetSetup, deps: &mut DuetDeps, pair: u32, stop: &Arc<AtomicBool>) -> Result<Vec<Slice>> {
     let order: [usize; 2] = if a_first(pair) { [0, 1] } else { [1, 0] };
+    let placeholders = deps.before_pair(pair)?;
     // Dropped (stopped, cgroups removed) when this returns, on every path.
     let mut started: [Option<Instance>; 2] = [None, None];
     for &side in &order {
@@ -52,7 +58,7 @@ pub fn run_pair(setup: &DuetSetup, pair: u32, stop: &Arc<AtomicBool>) -> Result<
                 sandbox_name: format!("{}-duet-pair{}-{letter}", std::process::id(), pair + 1),
                 limits: setup.limits,
                 cgroup: setup.cgroup,
-                dep_placeholders: &BTreeMap::new(),
+                dep_placeholders: &placeholders[side],
                 log_dir: setup.work_dir,
                 log_name: format!("{}-pair{}-{letter}.log", svc.name(), pair + 1),
                 env_overrides: &BTreeMap::new(),
@@ -64,6 +70,7 @@ pub fn run_pair(setup: &DuetSetup, pair: u32, stop: &Arc<AtomicBool>) -> Result<
             },
         )?;
         inst.wait_ready(svc, crate::runner::STARTUP_TIMEOUT, stop)?;
+        check_side(setup, &inst, deps, (pair, side), stop)?;
         started[side] = Some(inst);
     }
     let [Some(a), Some(b)] = &mut started else { unreachable!("both sides started above") };
@@ -72,13 +79,21 @@ pub fn run_pair(setup: &DuetSetup, pair: u32, stop: &Arc<AtomicBool>) -> Result<
         if stop.load(Ordering::Relaxed) {
             break;
         }
+        if let Some(ms) = step.upstream_delay_ms {
+            if !deps.set_delay_ms(ms)? {
+                bail!(
+                    "profile step {seq} sets upstream_delay_ms but scenario `{}` has no upstream dependency",
+                    setup.scenario.name()
+                );
+            }
+        }
         let mut step_slices = match setup.mode {
             DuetMode::Alternating => super::alternate::drive_step(setup, [&*a, &*b], step, seq as u32, pair, stop)?,
             DuetMode::SideBySide => drive_step(setup, [&*a, &*b], order, step, seq as u32, stop)?,
         };
         for s in &mut step_slices {
             s.pair = pair;
-            s.invalid = guard(s, setup.limits.cpus, open_rate(step));
+            s.invalid = store_guard(s, setup.store_cpus).or_else(|| guard(s, setup.limits.cpus, open_rate(step)));
         }
         slices.extend(step_slices);
         for (inst, svc) in [(&mut *a, setup.services[0]), (&mut *b, setup.services[1])] {
@@ -91,7 +106,51 @@ pub fn run_pair(setup: &DuetSetup, pair: u32, stop: &Arc<AtomicBool>) -> Result<
     for inst in started.iter_mut().flatten() {
         inst.sandbox.stop(crate::runner::STOP_GRACE);
     }
+    let (figures, changed) = deps.after_pair();
+    for (side, figures) in figures.iter().enumerate().filter(|(_, f)| !f.is_empty()) {
+        let each: Vec<String> = figures.iter().map(|(k, v)| format!("{k} {v:.0}")).collect();
+        crate::errln!("svcbench: pair {} {}: {}", pair + 1, ["A", "B"][side], each.join(", "));
+    }
+    // As a run that changed its store is invalid: the data is no longer the scenario's.
+    if !changed.is_empty() {
+        let why = format!("the store changed during the pair: {}", changed.join("; "));
+        crate::errln!("svcbench: WARNING: pair {}: {why}; its slices are left out", pair + 1);
+        for s in &mut slices {
+            s.invalid.get_or_insert_with(|| why.clone());
+        }
+    }
     Ok(slices)
+}
+
+/// The scenario's checks against one side just started: a side that answers them wrongly is not compared
+/// (the pair fails, saying which checks and why).
+fn check_side(
+    setup: &DuetSetup,
+    inst: &Instance,
+    deps: &DuetDeps,
+    (pair, side): (u32, usize),
+    stop: &Arc<AtomicBool>,
+) -> Result<()> {
+    let Some(checks) = crate::scenario::checks::run_checks_until(&inst.base_url(), &setup.scenario.file.check, stop)
+    else {
+        bail!("interrupted during the checks");
+    };
+    let failed: Vec<String> =
+        checks.iter().filter(|c| !c.passed).map(|c| format!("{}: {}", c.name, c.reason)).collect();
+    let files = deps.own_files(side);
+    let files = if files.is_empty() { String::new() } else { format!(", its own {}", files.join(", ")) };
+    let name = setup.services[side].name();
+    crate::errln!(
+        "svcbench: pair {} {} ({name}): checks {}/{} passed{files}",
+        pair + 1,
+        ["A", "B"][side],
+        checks.len() - failed.len(),
+        checks.len()
+    );
+    if !failed.is_empty() {
+        bail!("{name} failed {} of its checks: {}", failed.len(), failed.join("; "));
+    }
+    Ok(())
 }
 
 /// The step's fixed open-model rate (None: closed model, or a ramp).
@@ -130,15 +189,18 @@ pub struct Reading {
     pub cpu_s: [f64; 2],
     pub throttled_s: [f64; 2],
     pub generator_cpu_s: f64,
+    /// The shared store's processes' CPU seconds (None: no store, or unreadable).
+    pub store_cpu_s: Option<f64>,
 }
 
-pub(super) fn read_now(probes: &[Arc<dyn Probe>; 2]) -> Reading {
+pub(super) fn read_now(probes: &[Arc<dyn Probe>; 2], store: &[Arc<dyn Probe>]) -> Reading {
     let (sa, sb) = (probes[0].sample(), probes[1].sample());
     Reading {
         at: Instant::now(),
         cpu_s: [sa.cpu_s, sb.cpu_s],
         throttled_s: [sa.throttled_s, sb.throttled_s],
         generator_cpu_s: process_cpu_s(),
+        store_cpu_s: store_cpu_s(store),
     }
 }
 
@@ -168,11 +230,11 @@ fn drive_step(
     let t0 = Instant::now();
     let (reports, readings) = std::thread::scope(|scope| {
         let reader = scope.spawn(|| {
-            let mut out = vec![read_now(&probes)];
+            let mut out = vec![read_now(&probes, setup.store)];
             for k in 1..=seconds {
                 let due = t0 + Duration::from_secs(k as u64);
                 std::thread::sleep(due.saturating_duration_since(Instant::now()));
-                out.push(read_now(&probes));
+                out.push(read_now(&probes, setup.store));
                 if stop.load(Ordering::Relaxed) {
                     break;
                 }
@@ -224,6 +286,7 @@ fn slices_of(
                 a: side(0, sa),
                 b: side(1, sb),
                 generator_busy: (w[1].generator_cpu_s - w[0].generator_cpu_s) / (seconds * gen_cpus.max(1) as f64),
+                store_cpu_s: w[0].store_cpu_s.zip(w[1].store_cpu_s).map(|(a, b)| (b - a).max(0.0)),
                 invalid: None,
             })
         })

@@ -21,6 +21,9 @@ pub struct Slice {
     pub b: SideSlice,
     /// Share of the generators' CPUs the generators (this process) used in the slice.
     pub generator_busy: f64,
+    /// CPU seconds the shared store's processes used in the slice (None: no store measured).
+    #[serde(default)]
+    pub store_cpu_s: Option<f64>,
     /// Why the slice is not compared (None: valid).
     pub invalid: Option<String>,
 }
@@ -67,6 +70,36 @@ pub fn guard(s: &Slice, quota: Option<f64>, rate: Option<f64>) -> Option<String>
     None
 }
 
+/// The CPUs the shared store may use, as the store's guard needs them: how many, and how many generator
+/// CPUs it shares when svcbench placed it on them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StoreCpus {
+    pub cpus: usize,
+    pub with_generators: Option<usize>,
+}
+
+/// The prefix of the reason of every slice the store's guard invalidated (the duet's table counts them).
+pub const STORE_SATURATED: &str = "store saturated";
+
+/// Why the store may have slowed a slice, or None: the store is saturated when its processes used at least
+/// `figures::SATURATED` (90 %) of the CPUs it may use in the slice, or, on the generators' CPUs, when it and
+/// the generators together used that share of those CPUs. Both sides waited for the same store, but not
+/// necessarily alike (whichever queued behind the other), so such a slice compares the queue, not the
+/// services. Checked before the sides' own rules: a starved store is what made a side miss its rate.
+pub fn store_guard(s: &Slice, store: Option<StoreCpus>) -> Option<String> {
+    let (store, cpu_s) = (store?, s.store_cpu_s?);
+    let alone = crate::figures::cpu_share(cpu_s, s.seconds, store.cpus);
+    let together = store.with_generators.map_or(0.0, |n| alone * store.cpus as f64 / n as f64 + s.generator_busy);
+    let limit = crate::figures::SATURATED;
+    if alone >= limit {
+        Some(format!("{STORE_SATURATED}: {:.0} % of its {} CPU(s)", alone * 100.0, store.cpus))
+    } else if together >= limit {
+        Some(format!("{STORE_SATURATED}: it and the generators used {:.0} % of their CPUs", together * 100.0))
+    } else {
+        None
+    }
+}
+
 /// The figures a duet compares: the store's type (it owns the keys of `duet_line.metric`), so the two cannot
 /// drift apart.
 pub use crate::store::DuetMetric as Metric;
@@ -100,7 +133,18 @@ mod tests {
     }
 
     fn slice(pair: u32, second: u32, a: SideSlice, b: SideSlice) -> Slice {
-        Slice { pair, a_first: true, step: 0, second, seconds: 1.0, a, b, generator_busy: 0.5, invalid: None }
+        Slice {
+            pair,
+            a_first: true,
+            step: 0,
+            second,
+            seconds: 1.0,
+            a,
+            b,
+            generator_busy: 0.5,
+            store_cpu_s: None,
+            invalid: None,
+        }
     }
 
     #[test]
@@ -122,6 +166,26 @@ mod tests {
         let mut silent = ok;
         silent.a.ok = 0;
         assert!(guard(&silent, Some(0.45), None).is_some());
+    }
+
+    #[test]
+    fn a_store_at_90_percent_of_its_cpus_alone_or_with_the_generators_invalidates_the_slice() {
+        let mut s = slice(0, 0, side(1000, 0.2), side(1000, 0.2));
+        let one = StoreCpus { cpus: 1, with_generators: None };
+        assert_eq!(store_guard(&s, Some(one)), None, "no store reading, nothing to judge");
+        s.store_cpu_s = Some(0.5);
+        assert_eq!(store_guard(&s, Some(one)), None);
+        assert_eq!(store_guard(&s, None), None, "no store measured");
+        s.store_cpu_s = Some(0.9);
+        assert!(store_guard(&s, Some(one)).unwrap().starts_with(STORE_SATURATED));
+        // Two CPUs: 0.9 CPU-s is 45 %.
+        assert_eq!(store_guard(&s, Some(StoreCpus { cpus: 2, with_generators: None })), None);
+        // On the generators' one CPU: 0.5 of the store and the generators' 0.5 together fill it.
+        s.store_cpu_s = Some(0.5);
+        let shared = StoreCpus { cpus: 1, with_generators: Some(1) };
+        assert!(store_guard(&s, Some(shared)).unwrap().contains("it and the generators used 100 %"));
+        s.generator_busy = 0.2;
+        assert_eq!(store_guard(&s, Some(shared)), None);
     }
 
     #[test]

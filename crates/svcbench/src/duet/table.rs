@@ -55,6 +55,19 @@ pub fn render(
         // A line without an interval ends at its verdict.
         let _ = writeln!(out, "{}", line.trim_end());
     }
+    // Only where a shared store was measured: how many slices its guard left out (slices.rs).
+    if slices.iter().any(|s| s.store_cpu_s.is_some()) {
+        let by_store = slices
+            .iter()
+            .filter(|s| s.invalid.as_deref().is_some_and(|w| w.starts_with(super::slices::STORE_SATURATED)))
+            .count();
+        let _ = writeln!(
+            out,
+            "the store invalidated {by_store} of {} slices (its CPU at {:.0} % or more of what it may use)",
+            slices.len(),
+            crate::figures::SATURATED * 100.0
+        );
+    }
     let _ = writeln!(out, "machine time {:.0} s", machine_s);
     out
 }

@@ -73,6 +73,7 @@ pub fn run(a: ServeDepsArgs, stop: Arc<AtomicBool>) -> Result<i32> {
             for_load: a.for_load,
             host: crate::network::Host { addr: a.listen, netns: None },
             given: &GivenDeps::default(),
+            account: crate::sandbox::service_user::Account::Main,
         },
     )?;
     deps.before_run("store")?;

@@ -218,6 +218,7 @@ pub fn start_dependencies(pre: &Preflight, opened: &Opened, given: &crate::deps:
             for_load: true,
             host: opened.hosts.store.clone(),
             given,
+            account: crate::sandbox::service_user::Account::Main,
         },
     )
 }

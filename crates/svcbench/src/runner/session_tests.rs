@@ -323,6 +323,7 @@ fn session(dir: &Path, runs: u32, starter: Arc<FakeStarter>) -> (SessionCtx, Vec
             for_load: true,
             host: crate::network::Hosts::local().store,
             given: &Default::default(),
+            account: crate::sandbox::service_user::Account::Main,
         },
     )
     .unwrap();
