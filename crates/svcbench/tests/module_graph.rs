@@ -1,6 +1,7 @@
 //! The crate's layering, checked from its sources: data flows one way (cli → runner → sandbox, loadgen,
 //! deps → store → report), so no two top-level modules may import each other, directly or round a longer
-//! loop, and nothing imports cli, the top layer that only parses.
+//! loop, and nothing imports cli, the top layer that only parses. Inside a folder, no two files import each
+//! other either: a type both need gets a file of its own.
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -148,6 +149,98 @@ fn cycles(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     walk.found
 }
 
+/// A file's module path: `src/a/b.rs` and `src/a/b/mod.rs` are `a::b`; lib.rs and main.rs are the root.
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap().with_extension("");
+    let mut parts: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    if parts.len() == 1 && (parts[0] == "lib" || parts[0] == "main") || parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The paths a source text names through `crate::`, `super::` and `self::`, each as its segments after the
+/// keyword (a `{…}` group gives one path per item, its first segment), with the keyword. Comment lines and
+/// the unit tests' module are skipped: a test may reach into any sibling.
+fn named_paths(text: &str) -> Vec<(&'static str, Vec<String>)> {
+    let body = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
+    let ident = |s: &str| -> String { s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect() };
+    let mut out = Vec::new();
+    for line in body.lines().map(str::trim_start).filter(|l| !l.starts_with("//")) {
+        for kw in ["crate", "super", "self"] {
+            let key = format!("{kw}::");
+            for (i, _) in line.match_indices(&key) {
+                if line[..i].chars().last().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                    continue; // `mycrate::`, or the `super::` of `super::super::`
+                }
+                let mut rest = &line[i + key.len()..];
+                let mut segs = Vec::new();
+                loop {
+                    if let Some(group) = rest.strip_prefix('{') {
+                        let inner = group.split('}').next().unwrap_or("");
+                        for item in inner.split(',') {
+                            let head = ident(item.trim());
+                            if !head.is_empty() && head != "self" {
+                                out.push((kw, segs.iter().cloned().chain([head]).collect()));
+                            }
+                        }
+                        break;
+                    }
+                    let head = ident(rest);
+                    if head.is_empty() {
+                        break;
+                    }
+                    rest = &rest[head.len()..];
+                    segs.push(head);
+                    match rest.strip_prefix("::") {
+                        Some(r) => rest = r,
+                        None => break,
+                    }
+                }
+                if !segs.is_empty() {
+                    out.push((kw, segs));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// file → the other files of its own folder it imports (a path resolves to the longest module that is a
+/// file: `super::run::Spec` is run.rs, `super::Limits` the folder's mod.rs).
+fn sibling_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let by_path: BTreeMap<Vec<String>, String> =
+        files.iter().map(|f| (module_path(src, f), f.strip_prefix(src).unwrap().display().to_string())).collect();
+    let folder = |rel: &str| Path::new(rel).parent().map(Path::to_path_buf);
+    let mut g: BTreeMap<String, BTreeSet<String>> = by_path.values().map(|f| (f.clone(), BTreeSet::new())).collect();
+    for file in &files {
+        let rel = file.strip_prefix(src).unwrap().display().to_string();
+        let me = module_path(src, file);
+        let is_mod = matches!(file.file_name().and_then(|n| n.to_str()), Some("mod.rs" | "lib.rs" | "main.rs"));
+        let parent = if is_mod { me.clone() } else { me[..me.len().saturating_sub(1)].to_vec() };
+        for (kw, segs) in named_paths(&std::fs::read_to_string(file).unwrap()) {
+            let mut base = match kw {
+                "crate" => Vec::new(),
+                "super" => parent[..parent.len().saturating_sub(is_mod as usize)].to_vec(),
+                _ => me.clone(),
+            };
+            let mut segs = segs.as_slice();
+            while let Some(rest) = segs.strip_prefix(&["super".to_string()]) {
+                base.pop();
+                segs = rest;
+            }
+            let full: Vec<String> = base.into_iter().chain(segs.iter().cloned()).collect();
+            let target = (1..=full.len()).rev().find_map(|n| by_path.get(&full[..n]));
+            if let Some(t) = target.filter(|t| **t != rel && folder(t) == folder(&rel)) {
+                g.get_mut(&rel).unwrap().insert(t.clone());
+            }
+        }
+    }
+    g
+}
+
 fn src_of(krate: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(krate).join("src")
 }
@@ -200,4 +293,35 @@ fn the_checker_finds_a_planted_cycle() {
     let g = graph(src);
     assert_eq!(cycles(&g), vec![vec!["a".to_string(), "b".into(), "c".into()]]);
     assert!(g["c"].contains("cli") && !g["c"].contains("b") && !g["a"].contains("cli"));
+}
+
+#[test]
+fn no_two_files_of_a_folder_import_each_other() {
+    for krate in ["svcbench", "loadgen"] {
+        let g = sibling_graph(&src_of(krate));
+        let found: Vec<String> = cycles(&g)
+            .iter()
+            // The one circle kept on purpose: loadgen's driver hands each worker a callback into itself, and
+            // the worker calls it per answer (client/driver.rs says why).
+            .filter(|c| !(krate == "loadgen" && **c == ["client/driver.rs", "client/worker.rs"]))
+            .map(|c| describe(&g, c))
+            .collect();
+        assert!(found.is_empty(), "files of one folder of {krate} importing each other: {found:#?}");
+    }
+}
+
+#[test]
+fn the_file_checker_finds_a_planted_circle_in_a_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::create_dir(src.join("f")).unwrap();
+    std::fs::write(src.join("lib.rs"), "mod f; mod g;").unwrap();
+    std::fs::write(src.join("f/mod.rs"), "pub mod a; pub mod b; pub struct Shared;").unwrap();
+    std::fs::write(src.join("f/a.rs"), "use super::b::B;\nuse super::Shared;\n").unwrap();
+    std::fs::write(src.join("f/b.rs"), "pub struct B;\nfn x() { crate::f::a::run() }\n").unwrap();
+    std::fs::write(src.join("g.rs"), "use crate::f::{a, b};\n").unwrap();
+    let g = sibling_graph(src);
+    assert_eq!(cycles(&g), vec![vec!["f/a.rs".to_string(), "f/b.rs".into()]]);
+    assert!(g["f/a.rs"].contains("f/mod.rs"), "an item of the folder's mod.rs is an import of it: {g:?}");
+    assert!(g["g.rs"].is_empty(), "another folder's files are not siblings: {g:?}");
 }

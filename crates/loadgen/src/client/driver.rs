@@ -1,5 +1,7 @@
 //! What a load model gives the worker's event loop: a driver that decides when each connection sends,
 //! through the worker's [`Core`]. The models implement it (models/); the worker only calls it.
+//! driver.rs and worker.rs import each other on purpose: the worker calls the driver per event, and the driver
+//! acts only through the worker's `Core`; one event loop owns both halves so that no answer waits on a channel.
 
 use std::time::Instant;
 

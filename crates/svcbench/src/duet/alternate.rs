@@ -3,7 +3,8 @@
 //! two slots drawn at random (randomised multiple interleaved trials: Abedi and Brecht, ICPE 2017). A round's
 //! two slots make one slice, A's slot beside B's, so what slowed the machine in those two seconds slowed both
 //! about alike; a slice's figures, guard and verdict are the side-by-side mode's.
-use super::pair::{load_config, read_now, DuetSetup, Reading};
+use super::reading::{read_now, Reading};
+use super::setup::{load_config, DuetSetup};
 use super::slices::{SideSlice, Slice};
 use crate::profile::Step;
 use crate::service::instance::Instance;

@@ -1,6 +1,7 @@
 //! `svcbench duet A B`: its arguments, the checks made before anything starts, the pairs one after the
 //! other (early stop at `--precision`), the verdict table and the store.
-use super::pair::{a_first, run_pair, DuetSetup};
+use super::pair::{a_first, run_pair};
+use super::setup::DuetSetup;
 use super::slices::{log_ratios_by_pair, Metric, Slice};
 use super::verdict::{verdicts, Line, PairedRatio, Verdict};
 use crate::manifest::Service;

@@ -5,6 +5,8 @@ pub mod alternate;
 pub mod command;
 pub mod deps;
 pub mod pair;
+pub mod reading;
+pub mod setup;
 pub mod slices;
 pub mod table;
 pub mod verdict;

@@ -1,40 +1,19 @@
 //! One pair of a duet: both services started fresh, each in its own sandbox under the same limits, every
 //! profile step driven at both at the same moment by a generator each, and each second of the step read
 //! from both cgroups at the same instants: the pair's slices.
-use super::deps::{store_cpu_s, DuetDeps};
-use super::slices::{guard, store_guard, SideSlice, Slice, StoreCpus};
-use crate::manifest::Service;
-use crate::profile::{Profile, Step};
+use super::deps::DuetDeps;
+use super::reading::{read_now, Reading};
+use super::setup::{load_config, DuetSetup};
+use super::slices::{guard, store_guard, SideSlice, Slice};
+use crate::profile::Step;
 use crate::sandbox::service_user::Account;
-use crate::sandbox::{CgroupChoice, Limits, Probe};
-use crate::scenario::Scenario;
 use crate::service::instance::{Instance, StartSpec};
 use crate::store::DuetMode;
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// What every pair of a duet shares.
-pub struct DuetSetup<'a> {
-    /// A and B, in the duet's order.
-    pub services: [&'a Service; 2],
-    pub scenario: &'a Scenario,
-    pub profile: &'a Profile,
-    pub limits: &'a Limits,
-    pub cgroup: CgroupChoice,
-    pub gen_cpus: &'a [usize],
-    pub work_dir: &'a Path,
-    pub mix: Option<&'a str>,
-    pub seed: u64,
-    /// Both sides at once, or in turns (alternate.rs).
-    pub mode: DuetMode,
-    /// Readers of the shared store's CPU, read with the sides' counters (none: no store).
-    pub store: &'a [Arc<dyn Probe>],
-    pub store_cpus: Option<StoreCpus>,
-}
 
 /// Whether A is started and driven first in this pair: every other pair swaps, so neither side's position
 /// (start order, generator order) decides.
@@ -159,59 +138,6 @@ fn open_rate(step: &Step) -> Option<f64> {
         loadgen::Model::Open(o) if o.rate.start == o.rate.end => Some(o.rate.start),
         _ => None,
     }
-}
-
-/// The generator's configuration for one side in a step, the same for both sides but their targets.
-pub(super) fn load_config(
-    setup: &DuetSetup,
-    inst: &Instance,
-    step: &Step,
-    seq: u32,
-    stop: &Arc<AtomicBool>,
-) -> Result<loadgen::LoadConfig> {
-    let (mut cfg, _, _) = crate::runner::step::load_config(
-        setup.scenario,
-        setup.mix,
-        setup.seed,
-        step,
-        seq,
-        inst.target(),
-        setup.gen_cpus,
-        setup.profile.request_timeout,
-    )?;
-    cfg.stop = Some(stop.clone());
-    Ok(cfg)
-}
-
-/// Both sides' counters and this process's CPU time (the generators') at one instant.
-pub struct Reading {
-    pub at: Instant,
-    pub cpu_s: [f64; 2],
-    pub throttled_s: [f64; 2],
-    pub generator_cpu_s: f64,
-    /// The shared store's processes' CPU seconds (None: no store, or unreadable).
-    pub store_cpu_s: Option<f64>,
-}
-
-pub(super) fn read_now(probes: &[Arc<dyn Probe>; 2], store: &[Arc<dyn Probe>]) -> Reading {
-    let (sa, sb) = (probes[0].sample(), probes[1].sample());
-    Reading {
-        at: Instant::now(),
-        cpu_s: [sa.cpu_s, sb.cpu_s],
-        throttled_s: [sa.throttled_s, sb.throttled_s],
-        generator_cpu_s: process_cpu_s(),
-        store_cpu_s: store_cpu_s(store),
-    }
-}
-
-/// User and system CPU seconds of this process so far.
-fn process_cpu_s() -> f64 {
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
-        return f64::NAN;
-    }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(u.ru_utime) + secs(u.ru_stime)
 }
 
 /// Drives one step at both sides at once (generators started in `order`) while a reader takes both cgroups'
