@@ -53,7 +53,11 @@ fn check_and_up_give_up_on_a_silent_service_at_the_startup_timeout_asked() {
         let out = svcbench(&args, &repo());
         let took = started.elapsed();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{cmd}: a service that never answers was started, so 1 (docs/exit-codes.md): {err}");
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{cmd}: a service that never answers was started, so 1 (docs/exit-codes.md): {err}"
+        );
         assert!(err.contains("test-silent did not answer on / within 3s"), "{cmd}: {err}");
         assert!(err.contains("testservice silent: never listens"), "{cmd}: the log's last lines: {err}");
         assert!(took < std::time::Duration::from_secs(60), "{cmd} took {took:?}");
