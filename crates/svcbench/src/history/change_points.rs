@@ -111,7 +111,7 @@ fn merge(values: &[f64], mut cuts: Vec<usize>, s: &Settings) -> Vec<ChangePoint>
         let weakest = tested
             .iter()
             .enumerate()
-            .filter(|(_, (_, t))| t.map_or(true, |t| t.p > s.max_pvalue))
+            .filter(|(_, (_, t))| t.is_none_or(|t| t.p > s.max_pvalue))
             .max_by(|a, b| p_of(&a.1 .1).total_cmp(&p_of(&b.1 .1)))
             .map(|(k, _)| k);
         match weakest {

@@ -258,7 +258,7 @@ pub fn assemble(sources: &[Source], history: &[String], services: &[String], fig
 
     let mut series: Vec<Series> = Vec::new();
     for f in figures {
-        let mut order: Vec<(String, Option<(i64, String)>)> = Vec::new();
+        let mut order: Vec<(String, StepKey)> = Vec::new();
         let mut points: BTreeMap<usize, Vec<Point>> = BTreeMap::new();
         for m in &measured {
             for (step, value, runs) in values(m, f) {
@@ -279,7 +279,7 @@ pub fn assemble(sources: &[Source], history: &[String], services: &[String], fig
                 });
             }
         }
-        let mut keyed: Vec<(String, Option<(i64, String)>, Vec<Point>)> = order
+        let mut keyed: Vec<(String, StepKey, Vec<Point>)> = order
             .into_iter()
             .enumerate()
             .map(|(k, (svc, step))| (svc, step, points.remove(&k).unwrap_or_default()))
@@ -295,12 +295,15 @@ pub fn assemble(sources: &[Source], history: &[String], services: &[String], fig
     Ok(Assembled { series, warnings })
 }
 
+/// A per-step figure's step: its position in the profile and its label (`(2, "c=64")`).
+type StepKey = Option<(i64, String)>;
+
 /// One session's values of a figure: (step position, median over its counted runs, how many runs).
-fn values(m: &Measured, f: &Figure) -> Vec<(Option<(i64, String)>, f64, usize)> {
+fn values(m: &Measured, f: &Figure) -> Vec<(StepKey, f64, usize)> {
     let counted: Vec<&Run> = m.runs.iter().filter(|r| r.enters_figures()).collect();
     let median = |v: Vec<f64>| {
         let n = v.len();
-        crate::figures::median(v.into_iter()).map(|x| (x, n))
+        crate::figures::median(v).map(|x| (x, n))
     };
     match f {
         Figure::Run(metric) => {
