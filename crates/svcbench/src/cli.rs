@@ -28,6 +28,9 @@ pub enum Command {
     Report(crate::report::ReportArgs),
     /// Compare two stores (or two filters of one): ratios and verdicts per service and metric.
     Compare(crate::report::CompareArgs),
+    /// Each service's figures along its commits over one or several stores (one per CI run), with the change
+    /// points e-divisive means finds in them, their size and what else changed there (docs/history.md).
+    History(HistoryArgs),
     /// Run a study file: services and variants × a limits axis, interleaved, resumable, with its report.
     Study(StudyArgs),
     /// Two services side by side at the same moment, under the same limits, compared second by second over
@@ -178,6 +181,43 @@ pub struct StudyArgs {
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub session: crate::options::SessionArgs,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct HistoryArgs {
+    /// A store (SQLite); repeat for several, e.g. one per CI run.
+    #[arg(long = "db", value_name = "STORE", required = true)]
+    pub db: Vec<std::path::PathBuf>,
+    /// The repository whose history orders the commits the sessions measured (git rev-list --topo-order).
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// Only this service: its name without a `#revision` suffix (repeatable).
+    #[arg(long)]
+    pub service: Vec<String>,
+    /// Metrics, as compare names them (default: cpu_per_req, peak_rps, p99_ms, startup_ms, peak_mem; `all`).
+    #[arg(long, value_name = "METRIC[,METRIC…]")]
+    pub metric: Vec<String>,
+    /// Also write the history as a page: FILE.md or FILE.html (a chart per metric).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Exit 1 when the newest change point of any selected series is a regression.
+    #[arg(long, value_enum)]
+    pub fail_on: Option<FailOnHistory>,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// A change point stands when its t-test's p is at most this.
+    #[arg(long, default_value_t = 0.001)]
+    pub max_pvalue: f64,
+    /// Sessions per window of the search (a long history is searched in overlapping windows).
+    #[arg(long, default_value_t = 50)]
+    pub window: usize,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailOnHistory {
+    /// The newest change point makes the metric worse.
+    Regression,
 }
 
 #[derive(clap::Args, Debug)]

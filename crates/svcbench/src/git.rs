@@ -26,6 +26,13 @@ pub fn state(dir: &Path) -> Option<State> {
     Some(State { commit: commit.to_string(), dirty: !changes.trim().is_empty() })
 }
 
+/// The commits of `repo`'s history up to HEAD, oldest first, every parent before its children
+/// (`git rev-list --topo-order --reverse HEAD`); None when `repo` is in no repository or git refuses it.
+pub fn history(repo: &Path) -> Option<Vec<String>> {
+    let out = git(repo, &["rev-list", "--topo-order", "--reverse", "HEAD"])?;
+    Some(out.lines().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect())
+}
+
 fn git(dir: &Path, args: &[&str]) -> Option<String> {
     let out = Command::new("git")
         .arg("-C")
@@ -84,5 +91,6 @@ mod tests {
         assert!(!next.dirty && next.commit != clean.commit);
         std::fs::write(repo.join("svc/new.go"), "package main").unwrap();
         assert!(state(&repo.join("svc")).unwrap().dirty, "an untracked file is a change");
+        assert_eq!(history(repo).unwrap(), [clean.commit, next.commit], "oldest first");
     }
 }

@@ -14,6 +14,7 @@ pub mod exit;
 pub mod figures;
 pub mod git;
 pub mod guard;
+pub mod history;
 pub mod host;
 pub mod http_client;
 #[cfg(test)]

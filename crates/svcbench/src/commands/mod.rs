@@ -1,5 +1,6 @@
 //! What each command does, once cli has parsed it: the top layer, above every module it calls.
 pub mod build;
+pub mod history;
 pub mod pod;
 pub mod study;
 
@@ -102,6 +103,7 @@ fn command(cli: Cli) -> Result<i32> {
         Command::Upstream(a) => mock_upstream::run_cli(&a),
         Command::Report(a) => report::run_report(&a),
         Command::Compare(a) => report::run_compare(&a),
+        Command::History(a) => history::run(&a),
         Command::ServeDeps(a) => {
             let stop = stop_flag()?;
             remote::serve_deps::run(a, stop)

@@ -101,7 +101,7 @@ pub(super) fn legend_rows(c: &Chart) -> usize {
     rows
 }
 
-fn chart_box(c: &Chart) -> String {
+pub fn chart_box(c: &Chart) -> String {
     let rows = legend_rows(c);
     format!(
         "<figure class=\"chart-box\"><figcaption><b>{}</b><span>{}</span></figcaption>\
@@ -260,25 +260,34 @@ fn duets(r: &Report, d: &Dataset) -> String {
 
 /// The whole page: the body, the footer, and every chart's specification for assets/report.js.
 fn page(r: &Report, scen: &str, mut body: String) -> String {
-    let _ = write!(
-        body,
+    body.push_str(&footer());
+    let study_charts = r.study.iter().flat_map(|s| &s.charts);
+    let duet_charts = r.duets.iter().flat_map(|d| &d.charts);
+    let charts: Vec<&Chart> = r.charts.iter().chain(study_charts).chain(duet_charts).collect();
+    standalone_page(&format!("svcbench report: {scen}"), &body, &charts)
+}
+
+/// The page's last line: who made it and what draws the charts.
+pub fn footer() -> String {
+    format!(
         "<footer>Made by svcbench {} from the store; charts drawn by Apache ECharts {} (Apache License 2.0), embedded in \
          this file so it needs no network.</footer>",
         env!("CARGO_PKG_VERSION"),
         escape(ECHARTS_VERSION.trim())
-    );
+    )
+}
 
-    let study_charts = r.study.iter().flat_map(|s| &s.charts);
-    let duet_charts = r.duets.iter().flat_map(|d| &d.charts);
-    let json =
-        serde_json::json!({ "charts": r.charts.iter().chain(study_charts).chain(duet_charts).collect::<Vec<_>>() });
+/// A self-contained page of the report's style: `body` (HTML, its footer included), then every chart's
+/// specification for assets/report.js, which draws each into its `chart_box`.
+pub fn standalone_page(title: &str, body: &str, charts: &[&Chart]) -> String {
+    let json = serde_json::json!({ "charts": charts });
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>svcbench report: {}</title><style>{}</style></head><body>{}\
+         <title>{}</title><style>{}</style></head><body>{}\
          <script type=\"application/json\" id=\"svcbench-data\">{}</script>\
          <script>{}</script><script>{}</script></body></html>\n",
-        escape(scen),
+        escape(title),
         REPORT_CSS,
         body,
         script_json(&json),

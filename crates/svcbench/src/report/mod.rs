@@ -22,6 +22,12 @@ mod table;
 #[cfg(test)]
 mod tests;
 
+/// What `svcbench history` lays along commits: the per-run figures and the metrics compare judges, drawn
+/// as the report draws its charts, on a page of the report's style.
+pub use charts::{color, Axis, Chart, Point, Series};
+pub use compare::{Metric, METRICS, STEP_METRICS};
+pub use html::{chart_box, escape, footer, standalone_page};
+pub use summary::{run_figures, RunFigures};
 /// The report's number format, for figures printed on the terminal too (a duet's table).
 pub use table::num_fractional;
 

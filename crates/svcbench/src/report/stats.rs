@@ -128,6 +128,33 @@ pub fn log_welch(base: &[f64], new: &[f64], level: f64) -> Result<LogTest, Untes
     Ok(LogTest { ratio: diff.exp(), ci: [(diff - q * se).exp(), (diff + q * se).exp()], p, df })
 }
 
+/// Student's t-test of NEW against BASE on the log scale (one variance pooled from both sides), with a
+/// `level` confidence interval of the ratio. Where one side has few points, a spread small by chance on it
+/// makes Welch's test see a change that is not there; pooling keeps it to the spread of both, which is what
+/// a series split in two (`svcbench history`) needs, its two sides measured alike.
+pub fn log_student(base: &[f64], new: &[f64], level: f64) -> Result<LogTest, Untestable> {
+    let count = |v: &[f64]| v.iter().filter(|x| x.is_finite()).count();
+    if count(base) < MIN_RUNS || count(new) < MIN_RUNS {
+        return Err(Untestable::TooFewRuns);
+    }
+    let (b, n) = (Logs::of(base)?, Logs::of(new)?);
+    let diff = n.mean - b.mean;
+    let df = (b.n + n.n - 2) as f64;
+    let pooled = ((b.n - 1) as f64 * b.var + (n.n - 1) as f64 * n.var) / df;
+    if pooled == 0.0 {
+        return if diff == 0.0 {
+            Ok(LogTest { ratio: 1.0, ci: [1.0, 1.0], p: 1.0, df })
+        } else {
+            Err(Untestable::NoSpread)
+        };
+    }
+    let se = (pooled * (1.0 / b.n as f64 + 1.0 / n.n as f64)).sqrt();
+    let t = StudentsT::new(0.0, 1.0, df).expect("degrees of freedom are positive");
+    let p = (2.0 * t.sf((diff / se).abs())).min(1.0);
+    let q = t.inverse_cdf(1.0 - (1.0 - level) / 2.0);
+    Ok(LogTest { ratio: diff.exp(), ci: [(diff - q * se).exp(), (diff + q * se).exp()], p, df })
+}
+
 /// NEW/BASE ratio of geometric means, also when there are too few runs to test it; None without positive
 /// values on both sides.
 pub fn geometric_ratio(base: &[f64], new: &[f64]) -> Option<f64> {
