@@ -33,19 +33,55 @@ pub fn history(repo: &Path) -> Option<Vec<String>> {
     Some(out.lines().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect())
 }
 
-fn git(dir: &Path, args: &[&str]) -> Option<String> {
-    let out = Command::new("git")
-        .arg("-C")
+/// The repository `dir` is in: its top folder and `dir`'s path inside it (empty at the top, else ending in
+/// '/'); None outside a repository.
+pub fn place(dir: &Path) -> Option<(std::path::PathBuf, String)> {
+    let top = git(dir, &["rev-parse", "--show-toplevel"])?;
+    let prefix = git(dir, &["rev-parse", "--show-prefix"])?;
+    Some((top.trim_end_matches('\n').into(), prefix.trim_end_matches('\n').to_string()))
+}
+
+/// The full SHA of the commit `rev` (a branch, tag, SHA, `HEAD~3`) names in the repository at `dir`, or
+/// git's own reason in one line.
+pub fn resolve(dir: &Path, rev: &str) -> Result<String, String> {
+    if rev.is_empty() || rev.starts_with('-') || rev.contains(['\n', '\0']) {
+        return Err(format!("{rev:?} is not a revision"));
+    }
+    let out = command(dir)
+        .args(["rev-parse", "--verify", "--quiet", "--end-of-options"])
+        .arg(format!("{rev}^{{commit}}"))
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    let sha = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    match out.status.success() && sha.len() >= 40 {
+        true => Ok(sha),
+        false => Err(format!("no commit `{rev}` in this repository")),
+    }
+}
+
+/// The subject line of `commit`; None when git cannot say.
+pub fn subject(dir: &Path, commit: &str) -> Option<String> {
+    Some(git(dir, &["log", "-1", "--format=%s", commit, "--"])?.trim().to_string())
+}
+
+/// git asked of `dir` as every call here asks it: a clean environment, no terminal prompt or input, no
+/// fsmonitor or hooks (a repository under test must not get a command run as root by being asked).
+pub fn command(dir: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.arg("-C")
         .arg(dir)
-        .args(["-c", "core.fsmonitor=false", "--no-optional-locks"])
-        .args(args)
+        .args(["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "--no-optional-locks"])
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()))
         .env("GIT_TERMINAL_PROMPT", "0")
         .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
+        .stderr(Stdio::null());
+    c
+}
+
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    let out = command(dir).args(args).output().ok()?;
     out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 

@@ -30,6 +30,7 @@ pub mod profile;
 pub mod readiness;
 pub mod remote;
 pub mod report;
+pub mod revision;
 pub mod runner;
 pub mod safe_fs;
 pub mod sandbox;

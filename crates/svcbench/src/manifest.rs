@@ -185,6 +185,9 @@ pub struct Service {
     /// The artifacts of every build of the folder, the base's and each variant's: none of them is an input
     /// of another's build stamp (a variant's binary beside the base's must not make the base build again).
     pub folder_artifacts: Vec<String>,
+    /// The commit the service was taken from when named `FOLDER#REV` (its `dir` is then in a copy of that
+    /// commit's tree); None: the folder as it is.
+    pub revision: Option<crate::revision::Revision>,
 }
 
 /// Separates a service argument into its folder and variant: `services/x@jetty`, `services/x@*` (the base
@@ -204,7 +207,10 @@ impl Service {
     /// `folder@*` (the base, then every variant in name order).
     pub fn load_spec(spec: &str) -> Result<Vec<Service>> {
         let (path, variant) = split_spec(spec);
-        let base = Service::load(Path::new(path))?;
+        let base = match crate::revision::split(path) {
+            (_, None) => Service::load(Path::new(path))?,
+            (folder, Some(rev)) => Service::at_revision(Path::new(folder), rev)?,
+        };
         match variant {
             None => Ok(vec![base]),
             // `x@` is a variant name cut off (or a shell's completion), not the base: refused, not guessed.
@@ -231,6 +237,16 @@ impl Service {
             }
             Some(v) => Ok(vec![base.with_variant(v)?]),
         }
+    }
+
+    /// The service in `folder` as it is at git revision `rev`, its name marked with the commit.
+    fn at_revision(folder: &Path, rev: &str) -> Result<Service> {
+        let (dir, revision) = crate::revision::check_out(folder, rev)?;
+        let mut base = Service::load(&dir).with_context(|| format!("{}#{rev}", folder.display()))?;
+        base.manifest.name.push_str(&revision.name_suffix());
+        base.base_name = base.manifest.name.clone();
+        base.revision = Some(revision);
+        Ok(base)
     }
 
     /// This (base) service with one of its variants applied.
@@ -283,6 +299,7 @@ impl Service {
             variant: Some(name.into()),
             description: v.description.clone(),
             folder_artifacts: self.folder_artifacts.clone(),
+            revision: self.revision.clone(),
         })
     }
 
@@ -325,6 +342,7 @@ impl Service {
             variant: None,
             description: None,
             folder_artifacts,
+            revision: None,
         };
         base.check_start(&file)?;
         base.check_variants(&file)?;
@@ -399,6 +417,11 @@ impl Service {
     }
 
     /// The build's time limit: the manifest's `build_timeout`, else [`DEFAULT_BUILD_TIMEOUT`].
+    /// The name as part of a sandbox's (a cgroup's, a container's) name: no '@' or '#'.
+    pub fn sandbox_part(&self) -> String {
+        self.name().replace(['@', '#'], "-")
+    }
+
     pub fn build_timeout(&self) -> std::time::Duration {
         self.manifest.build_timeout.unwrap_or(DEFAULT_BUILD_TIMEOUT)
     }

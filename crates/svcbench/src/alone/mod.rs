@@ -95,7 +95,7 @@ pub fn start(svc: &Service, scenario: &Scenario, how: &Alone, stop: &AtomicBool)
     let mut inst = Instance::spawn(
         svc,
         &StartSpec {
-            sandbox_name: format!("{tag}-{}", svc.name().replace('@', "-")),
+            sandbox_name: format!("{tag}-{}", svc.sandbox_part()),
             limits: how.limits,
             cgroup: how.cgroup,
             dep_placeholders: &placeholders,

@@ -152,9 +152,16 @@ pub struct Assembled {
     pub warnings: Vec<String>,
 }
 
-/// The service's name without its `#revision` suffix: the sessions of every revision are one service.
-pub fn base_name(name: &str) -> &str {
-    name.split('#').next().unwrap_or(name)
+/// The service's name without its `#commit` mark (`svc#1a2b3c4d@v` is `svc@v`): the sessions of every
+/// revision are one service.
+pub fn base_name(name: &str) -> String {
+    match name.split_once('#') {
+        Some((head, rest)) => match rest.split_once('@') {
+            Some((_, variant)) => format!("{head}@{variant}"),
+            None => head.to_string(),
+        },
+        None => name.to_string(),
+    }
 }
 
 /// A store opened, with the name it is shown by.
@@ -205,7 +212,7 @@ pub fn assemble(sources: &[Source], history: &[String], services: &[String], fig
             }
             for name in names {
                 let base = base_name(&name);
-                if !services.is_empty() && !services.iter().any(|s| s == base || *s == name) {
+                if !services.is_empty() && !services.iter().any(|s| *s == base || *s == name) {
                     continue;
                 }
                 let at = format!("{} session {} ({name})", src.name, session.id);
@@ -238,7 +245,7 @@ pub fn assemble(sources: &[Source], history: &[String], services: &[String], fig
                 measured.push(Measured {
                     store: src.name.clone(),
                     session: session.clone(),
-                    service: base.to_string(),
+                    service: base.clone(),
                     commit,
                     runs: mine,
                 });
@@ -331,4 +338,14 @@ fn values(m: &Measured, f: &Figure) -> Vec<(StepKey, f64, usize)> {
 /// A commit as people write it: its first seven hex digits.
 pub fn short(commit: &str) -> &str {
     &commit[..commit.len().min(7)]
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_revision_mark_leaves_the_service_and_its_variant() {
+        assert_eq!(super::base_name("svc#1a2b3c4d"), "svc");
+        assert_eq!(super::base_name("svc#1a2b3c4d@extra4us"), "svc@extra4us");
+        assert_eq!(super::base_name("svc@extra4us"), "svc@extra4us");
+    }
 }

@@ -99,6 +99,11 @@ pub fn services(d: &Dataset) -> Table {
     if contained {
         head.push("runs as".into());
     }
+    // Where git knows the code measured: its commit, the revision as named, and uncommitted changes.
+    let committed = d.groups.iter().any(|g| g.service.git_commit.is_some());
+    if committed {
+        head.push("code".into());
+    }
     let mut t =
         Table { id: "services".into(), caption: "Services".into(), note: String::new(), head, rows: Vec::new() };
     for g in &d.groups {
@@ -119,11 +124,25 @@ pub fn services(d: &Dataset) -> Table {
             ]
             .into_iter()
             .chain(contained.then(|| Cell::text(s.runtime.clone().unwrap_or_else(|| "process".into()))))
+            .chain(committed.then(|| code_cell(s)))
             .collect(),
             data: vec![("service".into(), g.name.clone())],
         });
     }
     t
+}
+
+/// The commit a service's code was at: `1a2b3c4 (HEAD~1)` when named at a revision, `1a2b3c4 + changes`
+/// when its folder had uncommitted changes.
+fn code_cell(s: &crate::store::read::StoredService) -> Cell {
+    let Some(commit) = &s.git_commit else { return Cell::text("not in git") };
+    let short = &commit[..commit.len().min(7)];
+    let text = match (&s.git_revision, s.git_dirty) {
+        (Some(rev), _) => format!("{short} ({rev})"),
+        (None, Some(true)) => format!("{short} + changes"),
+        (None, _) => short.to_string(),
+    };
+    Cell::text(text).title(commit.clone())
 }
 
 /// The counted runs, with how many of them the service ended, how many have no valid step and how many were

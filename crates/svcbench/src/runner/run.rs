@@ -49,7 +49,7 @@ pub fn start_spec<'a>(
     overrides: &'a BTreeMap<String, String>,
 ) -> StartSpec<'a> {
     StartSpec {
-        sandbox_name: format!("{}-{}-{what}", ctx.tag, svc.name().replace('@', "-")),
+        sandbox_name: format!("{}-{}-{what}", ctx.tag, svc.sandbox_part()),
         limits,
         cgroup: ctx.opts.cgroup,
         dep_placeholders: placeholders,

@@ -175,12 +175,16 @@ impl Store {
         artifact_bytes: Option<u64>,
     ) -> Result<()> {
         let m = &svc.manifest;
-        // The code measured, as git says it is (a study recorded by commit reads back which one).
-        let git = crate::git::state(&svc.dir);
+        // The code measured, as git says it is (a study recorded by commit reads back which one); a service
+        // at a revision is that commit's clean tree.
+        let git = match &svc.revision {
+            Some(r) => Some(crate::git::State { commit: r.commit.clone(), dirty: false }),
+            None => crate::git::state(&svc.dir),
+        };
         self.conn.execute(
             "INSERT OR REPLACE INTO service (session_id, name, scenario, language, framework, framework_version, model, dir,
-               build_ok, build_s, build_error, artifact_bytes, base_name, variant, git_commit, git_dirty)
-             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)",
+               build_ok, build_s, build_error, artifact_bytes, base_name, variant, git_commit, git_dirty, git_revision)
+             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)",
             params![
                 session,
                 m.name,
@@ -197,7 +201,8 @@ impl Store {
                 svc.base_name,
                 svc.variant,
                 git.as_ref().map(|g| g.commit.clone()),
-                git.as_ref().map(|g| g.dirty)
+                git.as_ref().map(|g| g.dirty),
+                svc.revision.as_ref().map(|r| r.given.clone())
             ],
         )?;
         Ok(())

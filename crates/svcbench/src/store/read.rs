@@ -64,6 +64,8 @@ pub struct StoredService {
     /// a repository (and in stores before version 16).
     pub git_commit: Option<String>,
     pub git_dirty: Option<bool>,
+    /// The revision as given when the service was named `FOLDER#REV`.
+    pub git_revision: Option<String>,
 }
 
 impl StoredService {
@@ -92,6 +94,7 @@ impl StoredService {
             runtime: None,
             git_commit: None,
             git_dirty: None,
+            git_revision: None,
         }
     }
 }
@@ -252,6 +255,7 @@ fn service_of(r: &Row) -> rusqlite::Result<StoredService> {
         runtime: r.get("runtime")?,
         git_commit: r.get("git_commit")?,
         git_dirty: r.get::<_, Option<i64>>("git_dirty")?.map(|v| v != 0),
+        git_revision: r.get("git_revision")?,
     })
 }
 

@@ -103,6 +103,7 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
     ),
     ("session", "svcbench_build", "TEXT", 16, "hash of the svcbench program a study's session ran"),
     ("session", "image_ids", "TEXT", 16, "JSON {service: image ID} of a study's container services"),
+    ("service", "git_revision", "TEXT", 17, "the revision as given (`FOLDER#REV`); NULL: the folder as it was"),
 ];
 
 /// 11: the duet tables (duet.sql), created in every store that lacks them when it is opened.
@@ -113,7 +114,8 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str, u32, &str)] = &[
 /// dep_listen_drops (accept-queue overflows).
 /// 16: service.git_commit and git_dirty (the code a session measured).
 /// 16: session.scenario_parts, svcbench_build and image_ids (what a study's resume must match too).
-pub const SCHEMA_VERSION: u32 = 16;
+/// 17: service.git_revision (a service named at a revision).
+pub const SCHEMA_VERSION: u32 = 17;
 
 fn has_column(conn: &Connection, table: &str, col: &str) -> Result<bool> {
     let mut st = conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?;
