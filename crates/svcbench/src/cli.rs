@@ -36,6 +36,9 @@ pub enum Command {
     /// Two services side by side at the same moment, under the same limits, compared second by second over
     /// several fresh pairs of instances: B/A per metric with its interval and verdict.
     Duet(crate::duet::command::DuetArgs),
+    /// A pull request's gate: the service at `--base` against the working tree (or `--head`) by duet, until
+    /// it decides: exit 0 no regression, 1 regression, 3 not decided or not measured (docs/ci.md).
+    Gate(crate::gate::command::GateArgs),
     /// Print a container service as a Kubernetes Pod spec (YAML): requests equal to limits, its readiness
     /// probe, env and args as a container run fills them (docs/kubernetes.md).
     Pod(PodArgs),

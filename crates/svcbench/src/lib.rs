@@ -12,6 +12,7 @@ pub mod deps;
 pub mod duet;
 pub mod exit;
 pub mod figures;
+pub mod gate;
 pub mod git;
 pub mod guard;
 pub mod history;

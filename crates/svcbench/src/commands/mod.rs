@@ -120,6 +120,10 @@ fn command(cli: Cli) -> Result<i32> {
             let stop = stop_flag()?;
             crate::duet::command::run(a, stop)
         }
+        Command::Gate(a) => {
+            let stop = stop_flag()?;
+            crate::gate::command::run(a, stop)
+        }
         Command::Study(a) => {
             let stop = stop_flag()?;
             study::run(a, stop)

@@ -103,7 +103,7 @@ fn one_service(spec: &std::path::Path) -> Result<Service> {
 }
 
 /// The verdict lines of the slices so far: per step and metric, B/A over pairs, Holm over all lines.
-pub fn lines_of(slices: &[Slice], steps: usize) -> Vec<(u32, Metric, Option<PairedRatio>, Verdict)> {
+pub fn lines_of(slices: &[Slice], steps: usize) -> Lines {
     let keys: Vec<(u32, Metric)> =
         (0..steps as u32).flat_map(|s| Metric::ALL.into_iter().map(move |m| (s, m))).collect();
     let pairs: Vec<Vec<Vec<f64>>> = keys.iter().map(|&(s, m)| log_ratios_by_pair(slices, s, m)).collect();
@@ -178,8 +178,34 @@ fn fitting_quota(limits: &mut Limits, mode: DuetMode) -> Result<f64> {
     Ok(quota)
 }
 
+/// A duet's verdict lines: per step and metric, B/A over the pairs so far and its verdict.
+pub type Lines = Vec<(u32, Metric, Option<PairedRatio>, Verdict)>;
+
+/// Asked after every pair with the lines so far and the seconds since the first pair began: a reason to
+/// stop there (a gate that has decided, its time spent), or None to go on.
+pub type StopRule<'a> = dyn Fn(&Lines, f64) -> Option<String> + 'a;
+
+/// What a duet measured, for a command built on it (the gate, bisect).
+pub struct Outcome {
+    pub duet: i64,
+    /// The exit code of `svcbench duet` ([`crate::exit::DONE`] or [`crate::exit::INTERRUPTED`]).
+    pub code: i32,
+    pub names: [String; 2],
+    pub labels: Vec<String>,
+    pub lines: Lines,
+    pub machine_s: f64,
+    /// Why it stopped before its last pair, if the stop rule said so.
+    pub stopped_by: Option<String>,
+}
+
+/// `svcbench duet`.
 pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
-    let c = check(&a)?;
+    measure(&a, stop, &|_, _| None).map(|o| o.code)
+}
+
+/// A duet as `svcbench duet` runs it, asking `rule` after every pair whether to stop there.
+pub fn measure(a: &DuetArgs, stop: Arc<AtomicBool>, rule: &StopRule) -> Result<Outcome> {
+    let c = check(a)?;
     crate::safe_fs::Folder::make(&a.work_dir).context("--work-dir")?;
     let work_dir = std::path::absolute(&a.work_dir)?;
     let _machine = crate::guard::machine_lock::acquire("duet", a.wait_lock)?;
@@ -245,7 +271,7 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         labels.join(", ")
     );
     let t0 = Instant::now();
-    let (slices, failure) = run_pairs(&setup, &mut deps, &a, (&store, duet), &labels, t0, &stop)?;
+    let (slices, failure, stopped_by) = run_pairs(&setup, &mut deps, a, (&store, duet), &labels, t0, &stop, rule)?;
     let machine_s = t0.elapsed().as_secs_f64();
     let lines = lines_of(&slices, labels.len());
     let rows: Vec<DuetLineRow> = lines
@@ -279,12 +305,22 @@ pub fn run(a: DuetArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     if let Some(f) = failure {
         return Err(crate::exit::Failed(format!("duet {duet} failed: {f}")).into());
     }
-    Ok(if interrupted { crate::exit::INTERRUPTED } else { crate::exit::DONE })
+    Ok(Outcome {
+        duet,
+        code: if interrupted { crate::exit::INTERRUPTED } else { crate::exit::DONE },
+        names: names.map(String::from),
+        labels,
+        lines,
+        machine_s,
+        stopped_by,
+    })
 }
 
 /// The pairs one after the other, each one's slices stored as it ends. Stops after the pair at which every
-/// interval is within `--precision`, at Ctrl-C, or at a pair that failed (returned as the duet's failure, so
-/// the slices measured before it are kept and judged). `t0`: the duet's start, which the progress counts from.
+/// interval is within `--precision` or `rule` gives a reason, at Ctrl-C, or at a pair that failed (returned
+/// as the duet's failure, so the slices measured before it are kept and judged). `t0`: the duet's start,
+/// which the progress counts from.
+#[allow(clippy::too_many_arguments)]
 fn run_pairs(
     setup: &DuetSetup,
     deps: &mut super::deps::DuetDeps,
@@ -293,7 +329,8 @@ fn run_pairs(
     labels: &[String],
     t0: Instant,
     stop: &Arc<AtomicBool>,
-) -> Result<(Vec<Slice>, Option<String>)> {
+    rule: &StopRule,
+) -> Result<(Vec<Slice>, Option<String>, Option<String>)> {
     let mut slices: Vec<Slice> = Vec::new();
     for pair in 0..a.pairs {
         if stop.load(Ordering::Relaxed) {
@@ -313,13 +350,16 @@ fn run_pairs(
                     crate::errln!("svcbench: every interval within ±{:.1} %: stopping early", p * 100.0);
                     break;
                 }
+                if let Some(why) = rule(&lines, t0.elapsed().as_secs_f64()) {
+                    return Ok((slices, None, Some(why)));
+                }
             }
             // A Ctrl-C during a start ends that start with an error: the duet was interrupted, not failed.
             Err(_) if stop.load(Ordering::Relaxed) => break,
-            Err(e) => return Ok((slices, Some(format!("pair {}: {e:#}", pair + 1)))),
+            Err(e) => return Ok((slices, Some(format!("pair {}: {e:#}", pair + 1)), None)),
         }
     }
-    Ok((slices, None))
+    Ok((slices, None, None))
 }
 
 /// The slices as the store takes them.
