@@ -11,7 +11,8 @@ pub const DONE: i32 = 0;
 pub const FAILED: i32 = 1;
 /// Refused before anything was built or started: bad input, a machine that cannot do what is asked.
 pub const REFUSED: i32 = 2;
-/// `compare --fail-on` judged nothing: the two sides were measured differently.
+/// Judged nothing: `compare --fail-on` when the two sides were measured differently, `gate` when it could
+/// not decide or could not measure.
 pub const NOT_JUDGED: i32 = 3;
 /// Stopped by Ctrl-C, SIGTERM or SIGHUP before it was done.
 pub const INTERRUPTED: i32 = 130;

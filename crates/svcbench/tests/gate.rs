@@ -3,22 +3,11 @@
 //! pull request reads, never exits 0 when it could not decide (too few pairs: exit 3), and refuses a base
 //! that names no commit before anything starts (exit 2).
 mod common;
+use common::repo as repo_root;
 use common::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn git(repo: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 /// The fixtures in a repository, the steady service committed as it is; the working tree adds `SPIN_US`.
 fn repo(tmp: &Path, spin_us: u32) -> (PathBuf, String) {
@@ -41,6 +30,10 @@ fn gate(tmp: &Path, svc: &str, extra: &[&str]) -> (Option<i32>, String, String) 
     let mut args = vec!["gate", svc, "--profile", prof.to_str().unwrap(), "--db", db.to_str().unwrap()];
     args.extend(extra);
     let out = locked(&args, tmp).env("SVCBENCH_REVISIONS", tmp.join("revisions")).output().unwrap();
+    report(&args, out)
+}
+
+fn report(args: &[&str], out: std::process::Output) -> (Option<i32>, String, String) {
     let (stdout, stderr) =
         (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
     eprintln!("--- svcbench {args:?}\n{stderr}");
@@ -53,13 +46,28 @@ fn a_change_that_costs_cpu_per_answer_is_a_regression_with_its_summary_and_too_f
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let (repo, base) = repo(tmp.path(), 3000);
     let svc = repo.join("services/steady").display().to_string();
-    let (md, json) = (tmp.path().join("gate.md"), tmp.path().join("gate.json"));
-    let files = ["--summary", md.to_str().unwrap(), "--json", json.to_str().unwrap()];
-    let (code, stdout, stderr) =
-        gate(tmp.path(), &svc, &[&["--base", "main", "--max-pairs", "12"], &files[..]].concat());
+    // Through the script the CI workflows in ci/ run, as they run it.
+    let prof = tmp.path().join("gate.toml");
+    std::fs::write(&prof, "name = \"gate-test\"\n[[step]]\nrate = [100]\nduration = \"3s\"\n").unwrap();
+    let args = [svc.as_str(), "main", "--profile", prof.to_str().unwrap(), "--max-pairs", "12"];
+    let out = Command::new(repo_root().join("scripts/gate.sh"))
+        .args(args)
+        .current_dir(tmp.path())
+        .env("SVCBENCH", bin())
+        .env("SVCBENCH_HOME", repo_root())
+        .env("SVCBENCH_LOCK_FILE", tmp.path().join("measure.lock"))
+        .env("SVCBENCH_SESSIONS_DIR", sessions_dir(tmp.path()))
+        .env("SVCBENCH_REVISIONS", tmp.path().join("revisions"))
+        .output()
+        .unwrap();
+    let (code, stdout, stderr) = report(&args, out);
+    let (md, json) = (tmp.path().join("results/gate.md"), tmp.path().join("results/gate.json"));
     assert_eq!(code, Some(1), "{stderr}");
-    assert!(stderr.trim_end().ends_with("CPU µs/req B/A against the threshold 2.0 %"), "{stderr}");
+    assert!(stderr.contains("CPU µs/req B/A against the threshold 2.0 %"), "{stderr}");
     assert!(stderr.contains("svcbench: gate regression"), "{stderr}");
+    assert!(stderr
+        .trim_end()
+        .ends_with("gate: regression (results/gate.md says which metric, its ratio and interval)"));
     let md = std::fs::read_to_string(&md).unwrap();
     assert!(stdout.contains(&md), "the summary is printed too");
     assert!(md.starts_with("### svcbench gate: ❌ **regression**"), "{md}");

@@ -10,6 +10,19 @@ pub use svcbench::store::read::{Run, Session, StoredCheck, StoredService};
 #[allow(unused_imports)]
 pub use svcbench::store::{Reader, StepRow, StoredDuet, StoredDuetLine, StoredDuetSlice};
 
+/// git ARGS in `repo` with a test identity; its output, trimmed. Fails the test when git fails.
+pub fn git(repo: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_svcbench"))
 }
