@@ -42,27 +42,16 @@ pub fn place(dir: &Path) -> Option<(std::path::PathBuf, String)> {
 }
 
 /// The full SHA of the commit `rev` (a branch, tag, SHA, `HEAD~3`) names in the repository at `dir`, or
-/// git's own reason in one line.
+/// why not in one line.
 pub fn resolve(dir: &Path, rev: &str) -> Result<String, String> {
     if rev.is_empty() || rev.starts_with('-') || rev.contains(['\n', '\0']) {
         return Err(format!("{rev:?} is not a revision"));
     }
-    let out = command(dir)
-        .args(["rev-parse", "--verify", "--quiet", "--end-of-options"])
-        .arg(format!("{rev}^{{commit}}"))
-        .stderr(Stdio::piped())
-        .output()
-        .map_err(|e| format!("cannot run git: {e}"))?;
-    let sha = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    match out.status.success() && sha.len() >= 40 {
-        true => Ok(sha),
-        false => Err(format!("no commit `{rev}` in this repository")),
+    let target = format!("{rev}^{{commit}}");
+    match git(dir, &["rev-parse", "--verify", "--quiet", "--end-of-options", &target]).map(|o| o.trim().to_string()) {
+        Some(sha) if sha.len() >= 40 => Ok(sha),
+        _ => Err(format!("no commit `{rev}` in this repository")),
     }
-}
-
-/// The subject line of `commit`; None when git cannot say.
-pub fn subject(dir: &Path, commit: &str) -> Option<String> {
-    Some(git(dir, &["log", "-1", "--format=%s", commit, "--"])?.trim().to_string())
 }
 
 /// git asked of `dir` as every call here asks it: a clean environment, no terminal prompt or input, no

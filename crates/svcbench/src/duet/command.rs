@@ -185,17 +185,14 @@ pub type Lines = Vec<(u32, Metric, Option<PairedRatio>, Verdict)>;
 /// stop there (a gate that has decided, its time spent), or None to go on.
 pub type StopRule<'a> = dyn Fn(&Lines, f64) -> Option<String> + 'a;
 
-/// What a duet measured, for a command built on it (the gate, bisect).
+/// What a duet measured, for a command built on it (the gate).
 pub struct Outcome {
     pub duet: i64,
     /// The exit code of `svcbench duet` ([`crate::exit::DONE`] or [`crate::exit::INTERRUPTED`]).
     pub code: i32,
-    pub names: [String; 2],
     pub labels: Vec<String>,
     pub lines: Lines,
     pub machine_s: f64,
-    /// Why it stopped before its last pair, if the stop rule said so.
-    pub stopped_by: Option<String>,
 }
 
 /// `svcbench duet`.
@@ -271,7 +268,7 @@ pub fn measure(a: &DuetArgs, stop: Arc<AtomicBool>, rule: &StopRule) -> Result<O
         labels.join(", ")
     );
     let t0 = Instant::now();
-    let (slices, failure, stopped_by) = run_pairs(&setup, &mut deps, a, (&store, duet), &labels, t0, &stop, rule)?;
+    let (slices, failure) = run_pairs(&setup, &mut deps, a, (&store, duet), &labels, t0, &stop, rule)?;
     let machine_s = t0.elapsed().as_secs_f64();
     let lines = lines_of(&slices, labels.len());
     let rows: Vec<DuetLineRow> = lines
@@ -308,11 +305,9 @@ pub fn measure(a: &DuetArgs, stop: Arc<AtomicBool>, rule: &StopRule) -> Result<O
     Ok(Outcome {
         duet,
         code: if interrupted { crate::exit::INTERRUPTED } else { crate::exit::DONE },
-        names: names.map(String::from),
         labels,
         lines,
         machine_s,
-        stopped_by,
     })
 }
 
@@ -330,7 +325,7 @@ fn run_pairs(
     t0: Instant,
     stop: &Arc<AtomicBool>,
     rule: &StopRule,
-) -> Result<(Vec<Slice>, Option<String>, Option<String>)> {
+) -> Result<(Vec<Slice>, Option<String>)> {
     let mut slices: Vec<Slice> = Vec::new();
     for pair in 0..a.pairs {
         if stop.load(Ordering::Relaxed) {
@@ -351,15 +346,16 @@ fn run_pairs(
                     break;
                 }
                 if let Some(why) = rule(&lines, t0.elapsed().as_secs_f64()) {
-                    return Ok((slices, None, Some(why)));
+                    crate::errln!("svcbench: stopping after pair {}: {why}", pair + 1);
+                    break;
                 }
             }
             // A Ctrl-C during a start ends that start with an error: the duet was interrupted, not failed.
             Err(_) if stop.load(Ordering::Relaxed) => break,
-            Err(e) => return Ok((slices, Some(format!("pair {}: {e:#}", pair + 1)), None)),
+            Err(e) => return Ok((slices, Some(format!("pair {}: {e:#}", pair + 1)))),
         }
     }
-    Ok((slices, None, None))
+    Ok((slices, None))
 }
 
 /// The slices as the store takes them.

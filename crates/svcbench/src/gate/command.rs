@@ -115,17 +115,19 @@ pub fn run(g: GateArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     let rule = |lines: &crate::duet::command::Lines, elapsed: f64| match decide(lines, &[], metric, threshold).0 {
         Decision::NotDecided if elapsed >= max_s => Some(format!("{max_s:.0} s spent without a decision")),
         Decision::NotDecided => None,
-        d => Some(format!("decided: {d:?}")),
+        d => Some(format!("decided: {}", d.describe())),
     };
-    let revision = |spec: &str| crate::manifest::Service::load_spec(spec).ok()?.remove(0).revision.map(|r| r.commit);
+    // The commits the two sides are, for the summary (the duet refuses a revision that names none).
+    let folder = std::path::Path::new(crate::manifest::split_spec(&g.service).0);
+    let commit = |rev: &str| crate::revision::locate(folder, rev).ok().map(|l| l.commit);
     let mut summary = Summary {
         decision: Decision::NotDecided,
         exit_code: crate::exit::NOT_JUDGED,
         service: g.service.clone(),
         base: g.base.clone(),
-        base_commit: None,
+        base_commit: commit(&g.base),
         head: g.head.clone().unwrap_or_else(|| "the working tree".into()),
-        head_commit: None,
+        head_commit: g.head.as_deref().and_then(commit),
         metric: metric.name().into(),
         threshold,
         steps: Vec::new(),
@@ -163,8 +165,6 @@ pub fn run(g: GateArgs, stop: Arc<AtomicBool>) -> Result<i32> {
         Err(e) if e.downcast_ref::<crate::exit::Failed>().is_none() => return Err(e),
         Err(e) => summary.reason = Some(format!("not measured: {e:#}")),
     }
-    summary.base_commit = revision(&duet.a.to_string_lossy());
-    summary.head_commit = g.head.as_ref().and_then(|_| revision(&duet.b.to_string_lossy()));
     let md = markdown(&summary);
     crate::outln!("{md}");
     if let Some(p) = &g.summary {
@@ -176,11 +176,7 @@ pub fn run(g: GateArgs, stop: Arc<AtomicBool>) -> Result<i32> {
     }
     crate::errln!(
         "svcbench: gate {}: {}",
-        match summary.decision {
-            Decision::Regression => "regression",
-            Decision::NoRegression => "no regression",
-            Decision::NotDecided => "not decided",
-        },
+        summary.decision.describe(),
         summary.reason.clone().unwrap_or_else(|| format!(
             "{} B/A against the threshold {:.1} %",
             metric.name(),

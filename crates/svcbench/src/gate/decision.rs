@@ -19,6 +19,17 @@ pub enum Decision {
     NotDecided,
 }
 
+impl Decision {
+    /// As the gate's last line says it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Decision::Regression => "regression",
+            Decision::NoRegression => "no regression",
+            Decision::NotDecided => "not decided",
+        }
+    }
+}
+
 /// One step's finding: B/A, its interval, and what it says against the threshold.
 #[derive(Debug, Clone, Serialize)]
 pub struct StepFinding {

@@ -40,10 +40,17 @@ pub fn split(spec: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// The folder `folder` as it is at `rev`: where its copy is, and the commit. Refused in one line, before
-/// anything is built, when the folder is in no repository, the revision names no commit, or the folder is
-/// not a service folder in that commit.
-pub fn check_out(folder: &Path, rev: &str) -> Result<(PathBuf, Revision)> {
+/// Where a folder named at a revision is: its repository's top folder, the folder's path inside it, and
+/// the commit the revision names.
+pub struct Located {
+    pub top: PathBuf,
+    pub inside: PathBuf,
+    pub commit: String,
+}
+
+/// Finds `folder`'s repository and the commit `rev` names there, without copying anything. Refused in one
+/// line when the folder is in no repository or the revision names no commit.
+pub fn locate(folder: &Path, rev: &str) -> Result<Located> {
     let spec = format!("{}#{rev}", folder.display());
     // The folder may be gone from the working tree (removed after the revision): its repository is found
     // from the nearest folder above it that is there.
@@ -61,11 +68,18 @@ pub fn check_out(folder: &Path, rev: &str) -> Result<(PathBuf, Revision)> {
     }
     let commit = crate::git::resolve(&top, rev)
         .map_err(|why| anyhow::anyhow!("{spec}: {why} ({}); name a branch, tag, SHA or e.g. HEAD~1", top.display()))?;
-    let tree = copies::copy_of(&top, &commit)?;
-    let dir = tree.join(&inside);
+    Ok(Located { top, inside, commit })
+}
+
+/// The folder `folder` as it is at `rev`: where its copy is, and the commit. Refused in one line, before
+/// anything is built, as [`locate`] refuses, or when the folder is not a service folder in that commit.
+pub fn check_out(folder: &Path, rev: &str) -> Result<(PathBuf, Revision)> {
+    let Located { top, inside, commit } = locate(folder, rev)?;
+    let dir = copies::copy_of(&top, &commit)?.join(&inside);
     if !dir.join("svcbench.toml").is_file() {
         bail!(
-            "{spec}: {} has no svcbench.toml at commit {} (the folder is not a service folder there)",
+            "{}#{rev}: {} has no svcbench.toml at commit {} (the folder is not a service folder there)",
+            folder.display(),
             inside.display(),
             &commit[..SHORT]
         );
